@@ -1,0 +1,1 @@
+//! Reports: mmtests-style compare tables. (To be written.)

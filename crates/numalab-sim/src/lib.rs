@@ -1,0 +1,1 @@
+//! The model. (To be written.)

@@ -1,0 +1,1 @@
+//! Import of a real host's topology. (To be written.)

@@ -1,0 +1,1 @@
+//! Built-in machine presets. (To be written.)

@@ -1,0 +1,211 @@
+//! The resolved workload: concrete processes, threads, regions and phases.
+//!
+//! A workload spec (TOML, [`crate::spec`]) is resolved against a machine into
+//! this form: every count is a number, every thread is listed once, every
+//! affinity is a CPU set and every stream names its exact byte range. The
+//! engine reads only this type, so it never evaluates expressions.
+
+use numalab_topology::{CpuSet, NodeId};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Page size a region is backed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PageSize {
+    /// 4 KiB base pages.
+    Base4K,
+    /// 2 MiB transparent huge pages (THP), where alignment allows.
+    Thp2M,
+}
+
+/// Memory policy mode, as in `set_mempolicy(2)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PolicyMode {
+    /// MPOL_DEFAULT: allocate on the faulting CPU's node.
+    Default,
+    /// MPOL_BIND: only the given nodes.
+    Bind,
+    /// MPOL_PREFERRED: the one given node first, then fall back.
+    Preferred,
+    /// MPOL_PREFERRED_MANY: the given nodes first, then fall back.
+    PreferredMany,
+    /// MPOL_INTERLEAVE: round-robin over the given nodes, page by page.
+    Interleave,
+    /// MPOL_LOCAL: the faulting CPU's node (same as default for allocation).
+    Local,
+}
+
+/// A memory policy request, before the kernel model validates it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PolicySpec {
+    /// Mode.
+    pub mode: PolicyMode,
+    /// Node list (empty for Default/Local).
+    pub nodes: Vec<NodeId>,
+    /// MPOL_F_NUMA_BALANCING: let NUMA balancing act on this memory.
+    pub numa_balancing: bool,
+}
+
+/// Distribution of random accesses over a range.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Distribution {
+    /// Every page equally likely.
+    Uniform,
+    /// Zipf over pages with exponent `s` (page 0 hottest).
+    Zipf {
+        /// Exponent.
+        s: f64,
+    },
+    /// A hot subset: the first `fraction` of the range gets `probability` of
+    /// the accesses, the rest is uniform.
+    Hot {
+        /// Share of the range that is hot, in (0, 1].
+        fraction: f64,
+        /// Share of accesses that go to the hot part, in [0, 1].
+        probability: f64,
+    },
+}
+
+/// One step of a thread's life.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Phase {
+    /// Sequential pass(es) over `[offset, offset + len)` of a region
+    /// (`bzero`-like when `write`). Bandwidth-bound.
+    Stream {
+        /// Region index in the process.
+        region: usize,
+        /// Start offset in bytes.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Number of passes.
+        passes: u64,
+        /// Writes (true) or reads.
+        write: bool,
+    },
+    /// Random accesses of one cache line each over `[offset, offset + len)`.
+    /// Latency-bound, with `mlp` accesses in flight.
+    Random {
+        /// Region index in the process.
+        region: usize,
+        /// Start offset in bytes.
+        offset: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Number of accesses.
+        accesses: u64,
+        /// Where the accesses go.
+        distribution: Distribution,
+        /// Share of accesses that are writes, in [0, 1].
+        write_fraction: f64,
+        /// Memory-level parallelism: independent misses in flight (>= 1).
+        mlp: f64,
+    },
+    /// Pure CPU work for this many ns of one uncontended CPU.
+    Compute {
+        /// Nanoseconds of work.
+        ns: u64,
+    },
+    /// Sleep (voluntary block) for this long, then wake up.
+    Sleep {
+        /// Nanoseconds asleep.
+        ns: u64,
+    },
+    /// `set_mempolicy`; `None` is MPOL_DEFAULT.
+    SetMempolicy(Option<PolicySpec>),
+    /// `sched_setaffinity`; `None` is all CPUs.
+    SetAffinity(Option<CpuSet>),
+    /// Repeat `body` `times` times. When `request` is set, each completed
+    /// iteration counts as one request toward the workload's throughput score.
+    Repeat {
+        /// Number of iterations.
+        times: u64,
+        /// Phases of one iteration.
+        body: Vec<Phase>,
+        /// Count iterations as requests.
+        request: bool,
+    },
+}
+
+/// A memory region (one `mmap`/`malloc` of the process).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Region {
+    /// Name, unique in the process.
+    pub name: String,
+    /// Size in bytes (a multiple of 4 KiB).
+    pub bytes: u64,
+    /// Page size.
+    pub page_size: PageSize,
+    /// VMA policy (`mbind`), if any.
+    pub policy: Option<PolicySpec>,
+}
+
+/// One thread of a process.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Thread {
+    /// Name, e.g. `worker.17`.
+    pub name: String,
+    /// Initial CPU affinity; `None` means all CPUs (within the cgroup cpuset).
+    pub affinity: Option<CpuSet>,
+    /// Initial task memory policy; `None` means MPOL_DEFAULT.
+    pub policy: Option<PolicySpec>,
+    /// Index of a thread of the same process that must exit before this one
+    /// is created (e.g. numa02's main thread zeroes memory first).
+    pub start_after: Option<usize>,
+    /// What the thread does, in order; it exits after the last phase.
+    pub phases: Vec<Phase>,
+}
+
+/// One process (one address space).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Process {
+    /// Name.
+    pub name: String,
+    /// Path of the cgroup the process lives in ("/" for the root).
+    pub cgroup: String,
+    /// Memory regions.
+    pub regions: Vec<Region>,
+    /// Threads, in creation order.
+    pub threads: Vec<Thread>,
+}
+
+/// A cgroup to create before the workload starts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cgroup {
+    /// Path, e.g. `/mytest` or `/a/b`; parents are listed before children.
+    pub path: String,
+    /// `cpuset.cpus`, if set.
+    pub cpuset_cpus: Option<CpuSet>,
+    /// `cpuset.mems`, if set (node list).
+    pub cpuset_mems: Option<Vec<NodeId>>,
+    /// Other cgroup files to write, e.g. `cpu.numa_load_balance = "1"`.
+    pub files: BTreeMap<String, String>,
+}
+
+/// How a workload is scored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Score {
+    /// Wall-clock seconds until every thread has exited (lower is better).
+    Elapsed,
+    /// Completed requests (see [`Phase::Repeat`]) per second of elapsed time
+    /// (higher is better).
+    Throughput,
+}
+
+/// A resolved workload, ready for the engine.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Workload {
+    /// Preset or file name.
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// Cgroups to create, parents first.
+    pub cgroups: Vec<Cgroup>,
+    /// Processes, in fork order.
+    pub processes: Vec<Process>,
+    /// Score.
+    pub score: Score,
+    /// Stop the run after this many ns of virtual time even if threads are
+    /// still running (for throughput workloads); `None` runs to completion.
+    pub duration_ns: Option<u64>,
+}

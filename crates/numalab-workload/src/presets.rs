@@ -1,0 +1,1 @@
+//! Workload presets. (To be written.)

@@ -1,0 +1,1 @@
+//! Workload spec TOML. (To be written.)
