@@ -254,3 +254,63 @@ impl RunRecord {
             .replace('-', "_")
     }
 }
+
+/// Value of the `format` field of a [`RunSet`].
+pub const RUNSET_FORMAT_NAME: &str = "numalab-runset";
+
+/// Several runs of one configuration: iterations (seeds) of one or more
+/// tests. One `RunSet` file is one column of `numalab compare`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSet {
+    /// Always [`RUNSET_FORMAT_NAME`].
+    pub format: String,
+    /// Always [`FORMAT_VERSION`] when written by this build.
+    pub version: u32,
+    /// Column label, e.g. `balancing-off`.
+    pub name: String,
+    /// The runs, in the order they were made.
+    pub runs: Vec<RunRecord>,
+}
+
+impl RunSet {
+    /// A new set with the given label.
+    pub fn new(name: impl Into<String>, runs: Vec<RunRecord>) -> RunSet {
+        RunSet {
+            format: RUNSET_FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            name: name.into(),
+            runs,
+        }
+    }
+
+    /// Reads either a single Run record (a set of one, labelled `label`) or a
+    /// RunSet document.
+    pub fn from_json(text: &str, origin: &str, label: &str) -> Result<RunSet, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("{origin}: not JSON: {e}"))?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT_NAME) => Ok(RunSet::new(label, vec![RunRecord::from_json(text, origin)?])),
+            Some(RUNSET_FORMAT_NAME) => {
+                match v.get("version").and_then(|f| f.as_u64()) {
+                    Some(x) if x == FORMAT_VERSION as u64 => {}
+                    other => {
+                        return Err(format!(
+                            "{origin}: RunSet format version {other:?}, this build reads version {FORMAT_VERSION}"
+                        ))
+                    }
+                }
+                serde_json::from_value(v).map_err(|e| format!("{origin}: {e}"))
+            }
+            _ => Err(format!(
+                "{origin}: neither a numalab Run record nor a RunSet (field `format`)"
+            )),
+        }
+    }
+
+    /// Serialises to pretty JSON with a trailing newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+}
