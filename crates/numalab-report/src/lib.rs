@@ -1,1 +1,70 @@
-//! Reports: mmtests-style compare tables. (To be written.)
+//! Reports the way kernel developers read them.
+//!
+//! Pure functions from Run records to text; the CLI prints them:
+//!
+//! * [`compare::compare_table`]: the mmtests compare-kernels report of
+//!   several columns of runs (summary statistics with mmtests' deltas and
+//!   significance marks, the `Duration` block, the `Ops` NUMA counters);
+//!   [`compare::compare_cgroups`]: one cgroup's memory.stat `numa_*`
+//!   counters per column;
+//! * [`summary::run_summary`]: a short terminal summary of one run;
+//! * [`csv::runs_csv`]: one CSV line per run for plotting elsewhere;
+//! * [`stats`]: mmtests' statistics (`MMTests::Stat`) and Welch's t-test.
+//!
+//! Left out for now: plots, trace rendering and HTML output. Nothing here
+//! reads files, the clock or the environment, so the same records always
+//! give byte-identical text.
+
+#![deny(missing_docs)]
+
+pub mod compare;
+pub mod csv;
+pub mod stats;
+pub mod summary;
+
+pub use compare::{compare_cgroups, compare_table};
+pub use csv::runs_csv;
+pub use summary::run_summary;
+
+#[cfg(test)]
+mod golden_tests;
+
+/// Hand-made Run records for the tests (`RunRecord` has no `Default`).
+#[cfg(test)]
+pub(crate) mod testutil {
+    use numalab_record::{RunKind, RunRecord, RunSet, FORMAT_NAME, FORMAT_VERSION};
+    use std::collections::BTreeMap;
+
+    /// A model run of workload `workload` with the given seed and times and
+    /// nothing else.
+    pub fn record(workload: &str, seed: u64, elapsed_s: f64, user_s: f64, sys_s: f64) -> RunRecord {
+        RunRecord {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            kind: RunKind::Model,
+            numalab_version: "0.1.0".to_string(),
+            kernel: None,
+            machine: serde_json::json!({}),
+            workload: serde_json::json!({ "name": workload }),
+            settings: BTreeMap::new(),
+            seed,
+            scale: 1.0,
+            elapsed_s,
+            user_s,
+            sys_s,
+            score: None,
+            vmstat: BTreeMap::new(),
+            cgroups: BTreeMap::new(),
+            processes: Vec::new(),
+            tasks: Vec::new(),
+            nodes: Vec::new(),
+            lab: BTreeMap::new(),
+            timeseries: None,
+        }
+    }
+
+    /// A column labelled `name`.
+    pub fn set(name: &str, runs: Vec<RunRecord>) -> RunSet {
+        RunSet::new(name, runs)
+    }
+}

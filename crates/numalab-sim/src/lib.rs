@@ -1,1 +1,16 @@
-//! The model. (To be written.)
+//! numalab's model: physics, the modeled Linux kernel, and the engine that
+//! runs a workload on them.
+//!
+//! Layers, imports pointing down only:
+//! ```text
+//! engine    virtual clock, event queue, run loop, Run record
+//! kernel    mm, sched, NUMA balancing, cgroups, knobs, counters
+//! physics   fluid memory model, costs of kernel work
+//! ```
+
+pub mod engine;
+pub mod kernel;
+pub mod physics;
+
+pub use engine::{run, RunOptions, Sim, SimError};
+pub use kernel::sysctl::Knobs;

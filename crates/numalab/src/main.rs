@@ -1,1 +1,26 @@
-fn main() {}
+//! `numalab`: the command line.
+//!
+//! Parses arguments, loads machines and workloads by preset name or file,
+//! runs the model (with a progress bar on a terminal), and prints or writes
+//! what the report layer formats. Every failure is one line on stderr
+//! starting `numalab: error:` and a non-zero exit; nothing here panics on
+//! user input.
+
+mod bench;
+mod cli;
+mod progress;
+mod runner;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::dispatch(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("numalab: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,664 @@
+//! Executing a thread's phases: the bridge between the workload and the
+//! kernel model.
+//!
+//! Each task carries a cursor into its phase list (a stack of frames for
+//! `repeat`) and the state of the operation in progress: a stream position
+//! and passes left, random accesses left, compute or sleep time left. While
+//! the task runs, [`Sim::run_task`] moves the operation forward at the rate
+//! the physics gave it, stopping at every page that needs a fault (first
+//! touch or hinting fault), charging the fault's cost as system time, and
+//! returning when the task must block, exit or move, or the time is up.
+//!
+//! Random accesses are not simulated one by one: per chunk of the range,
+//! the expected number of accesses says which of its special pages are
+//! reached (a page is touched with probability 1 - exp(-accesses x its
+//! share)), which keeps first-touch and hinting-fault counts right without
+//! sampling millions of accesses.
+
+use super::Sim;
+use crate::kernel::mm::NO_NODE;
+use crate::physics::{Demand, CACHE_LINE};
+use numalab_workload::{Distribution, Phase, PolicyMode};
+use rand::Rng;
+
+/// The operation a task is in the middle of.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Nothing started: fetch the next phase.
+    Idle,
+    /// Streaming over pages `[first, last)` of a VMA.
+    Stream {
+        /// VMA index.
+        vma: usize,
+        /// First byte offset in the VMA.
+        offset: u64,
+        /// Bytes per pass.
+        len: u64,
+        /// Bytes done in the current pass.
+        pos: f64,
+        /// Passes left, counting the current one.
+        passes: u64,
+    },
+    /// Random accesses left over a range.
+    Random {
+        /// VMA index.
+        vma: usize,
+        /// First byte offset.
+        offset: u64,
+        /// Bytes in the range.
+        len: u64,
+        /// Accesses left (fractional part carried).
+        left: f64,
+        /// Distribution.
+        dist: Distribution,
+        /// Misses in flight.
+        mlp: f64,
+    },
+    /// CPU work left, ns.
+    Compute(f64),
+}
+
+/// Why a task stopped before its time was up.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stop {
+    /// It ran until the horizon.
+    Horizon,
+    /// It sleeps for this many ns.
+    Sleep(u64),
+    /// It finished its last phase.
+    Exit,
+    /// Its affinity changed and excludes its CPU.
+    Migrate,
+}
+
+/// One frame of the phase cursor.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    /// Index of the next phase in this frame's list.
+    pub pc: usize,
+    /// Iterations left of the enclosing repeat (1 for the root).
+    pub left: u64,
+    /// The repeat counts its iterations as requests.
+    pub request: bool,
+}
+
+/// Execution state of one task.
+#[derive(Clone, Debug)]
+pub struct ThreadExec {
+    /// Process index.
+    pub proc: usize,
+    /// Thread index in the process.
+    pub thread: usize,
+    /// Phase cursor: frames from the root list inwards.
+    pub frames: Vec<Frame>,
+    /// Operation in progress.
+    pub op: Op,
+    /// Completed requests.
+    pub requests: u64,
+    /// Rate for the current op, bytes/ns (memory) or work-ns/ns (compute),
+    /// from the last physics solve.
+    pub rate: f64,
+    /// True when `rate` was solved for the current op on the current CPU.
+    pub rate_fresh: bool,
+}
+
+impl ThreadExec {
+    /// A cursor at the first phase.
+    pub fn new(proc: usize, thread: usize) -> ThreadExec {
+        ThreadExec {
+            proc,
+            thread,
+            frames: vec![Frame {
+                pc: 0,
+                left: 1,
+                request: false,
+            }],
+            op: Op::Idle,
+            requests: 0,
+            rate: 0.0,
+            rate_fresh: false,
+        }
+    }
+}
+
+/// What a phase asks of the engine once fetched.
+enum Next {
+    Op(Op),
+    Sleep(u64),
+    SetMempolicy(Option<numalab_workload::PolicySpec>),
+    SetAffinity(Option<numalab_topology::CpuSet>),
+    Exit,
+}
+
+impl Sim {
+    /// The phase list a frame stack points into.
+    fn phase_list<'a>(phases: &'a [Phase], frames: &[Frame]) -> &'a [Phase] {
+        let mut list = phases;
+        for f in &frames[..frames.len() - 1] {
+            match &list[f.pc] {
+                Phase::Repeat { body, .. } => list = body,
+                _ => unreachable!("frame points at a non-repeat phase"),
+            }
+        }
+        list
+    }
+
+    /// Advances task `t`'s cursor to the next phase and returns it.
+    fn next_phase(&mut self, t: usize) -> Next {
+        let ex = &mut self.exec[t];
+        let phases = &self.threads[ex.proc][ex.thread];
+        loop {
+            let depth = ex.frames.len();
+            let list = Self::phase_list(phases, &ex.frames);
+            let pc = ex.frames[depth - 1].pc;
+            if pc >= list.len() {
+                if depth == 1 {
+                    return Next::Exit;
+                }
+                let f = ex.frames.pop().unwrap_or(Frame {
+                    pc: 0,
+                    left: 1,
+                    request: false,
+                });
+                if f.request {
+                    ex.requests += 1;
+                    self.requests += 1;
+                }
+                if f.left > 1 {
+                    ex.frames.push(Frame {
+                        pc: 0,
+                        left: f.left - 1,
+                        request: f.request,
+                    });
+                } else {
+                    let last = ex.frames.len() - 1;
+                    ex.frames[last].pc += 1;
+                }
+                continue;
+            }
+            ex.frames[depth - 1].pc += 1;
+            let mm = &self.k.mms[self.k.tasks[t].mm];
+            return match &list[pc] {
+                Phase::Repeat { times, request, .. } => {
+                    if *times == 0 {
+                        continue;
+                    }
+                    ex.frames[depth - 1].pc -= 1;
+                    ex.frames.push(Frame {
+                        pc: 0,
+                        left: *times,
+                        request: *request,
+                    });
+                    continue;
+                }
+                Phase::Stream {
+                    region,
+                    offset,
+                    len,
+                    passes,
+                    ..
+                } => {
+                    if *passes == 0 || *len == 0 {
+                        continue;
+                    }
+                    let _ = mm;
+                    Next::Op(Op::Stream {
+                        vma: *region,
+                        offset: *offset,
+                        len: *len,
+                        pos: 0.0,
+                        passes: *passes,
+                    })
+                }
+                Phase::Random {
+                    region,
+                    offset,
+                    len,
+                    accesses,
+                    distribution,
+                    mlp,
+                    ..
+                } => {
+                    if *accesses == 0 || *len == 0 {
+                        continue;
+                    }
+                    Next::Op(Op::Random {
+                        vma: *region,
+                        offset: *offset,
+                        len: *len,
+                        left: *accesses as f64,
+                        dist: distribution.clone(),
+                        mlp: mlp.max(1.0),
+                    })
+                }
+                Phase::Compute { ns } => Next::Op(Op::Compute(*ns as f64)),
+                Phase::Sleep { ns } => Next::Sleep(*ns),
+                Phase::SetMempolicy(p) => Next::SetMempolicy(p.clone()),
+                Phase::SetAffinity(s) => Next::SetAffinity(s.clone()),
+            };
+        }
+    }
+
+    /// Share of a range's accesses that land on each node, with pages not
+    /// yet present counted where a first touch from `cpu` would put them.
+    pub(crate) fn op_mix(&mut self, t: usize, cpu: usize, op: &Op) -> Vec<f64> {
+        let nn = self.k.m.nr_nodes();
+        let (vma, offset, len) = match op {
+            Op::Stream { vma, offset, len, .. } | Op::Random { vma, offset, len, .. } => (*vma, *offset, *len),
+            _ => return vec![0.0; nn],
+        };
+        let mm = self.k.tasks[t].mm;
+        let v = &self.k.mms[mm].vmas[vma];
+        let shift = v.page_shift;
+        let (from, to) = ((offset >> shift) as usize, ((offset + len - 1) >> shift) as usize + 1);
+        let mut mix = vec![0.0; nn];
+        let absent = v.node_pages_in(from, to, &mut mix);
+        if absent > 0.0 {
+            let pol = self.k.vma_policy(t, mm, vma);
+            let local = self.k.cpu_node(cpu);
+            match pol.mode {
+                PolicyMode::Interleave => {
+                    let k = pol.nodes.len().max(1) as f64;
+                    for n in pol.nodes.iter() {
+                        mix[n] += absent / k;
+                    }
+                }
+                PolicyMode::Bind | PolicyMode::Preferred | PolicyMode::PreferredMany if !pol.nodes.contains(local) => {
+                    mix[pol.nodes.first().unwrap_or(local)] += absent;
+                }
+                _ => mix[local] += absent,
+            }
+        }
+        let total: f64 = mix.iter().sum();
+        if total > 0.0 {
+            mix.iter_mut().for_each(|x| *x /= total);
+        }
+        mix
+    }
+
+    /// The demand of task `t` running `op` on `cpu`: its rate cap and the
+    /// resources its bytes cross. Compute ops have no resources.
+    pub(crate) fn op_demand(&mut self, t: usize, cpu: usize, op: &Op) -> Demand {
+        let smt = self.smt_factor(cpu);
+        match op {
+            Op::Compute(_) | Op::Idle => Demand {
+                cap: smt,
+                uses: Vec::new(),
+            },
+            Op::Stream { .. } | Op::Random { .. } => {
+                let mix = self.op_mix(t, cpu, op);
+                let cn = self.k.cpu_node(cpu);
+                let lat: f64 = mix.iter().enumerate().map(|(n, f)| f * self.k.latency[cn][n]).sum::<f64>().max(1.0);
+                let mlp = match op {
+                    Op::Random { mlp, .. } => *mlp,
+                    _ => self.k.m.bandwidth.core_gbps * self.k.m.latency_ns[cn][cn] / CACHE_LINE,
+                };
+                let mut uses = Vec::new();
+                for (n, &f) in mix.iter().enumerate() {
+                    if f <= 0.0 {
+                        continue;
+                    }
+                    uses.push((self.k.res.mem(n), f));
+                    if let Some(l) = self.k.res.link(n, cn) {
+                        uses.push((l, f));
+                    }
+                }
+                Demand {
+                    cap: mlp * CACHE_LINE / lat * smt,
+                    uses,
+                }
+            }
+        }
+    }
+
+    /// Throughput share of one hardware thread given how many of its core's
+    /// siblings are busy.
+    fn smt_factor(&self, cpu: usize) -> f64 {
+        let core = self.k.m.cpus[cpu].core;
+        let busy = self.k.core_cpus[core].iter().filter(|&&c| self.k.rq[c].curr.is_some()).count();
+        if busy <= 1 {
+            1.0
+        } else {
+            self.k.m.bandwidth.smt_throughput / busy as f64
+        }
+    }
+
+    /// A rate for `op` outside the tick's solve: its cap scaled by how much
+    /// of their demand the resources it uses could serve last tick.
+    fn quick_rate(&mut self, t: usize, cpu: usize, op: &Op) -> f64 {
+        let d = self.op_demand(t, cpu, op);
+        let share = d.uses.iter().map(|&(r, _)| self.k.res_share[r]).fold(1.0, f64::min);
+        d.cap * share
+    }
+
+    /// Runs task `t` on `cpu` from now for at most `budget` ns. Returns the
+    /// time used and why it stopped. Progress, faults and time accounting
+    /// are applied as it goes.
+    pub(crate) fn run_task(&mut self, t: usize, cpu: usize, budget: f64) -> Result<(f64, Stop), String> {
+        let mut left = budget;
+        let start_sys = self.k.tasks[t].sys_ns;
+        // Kernel work owed from before is paid first.
+        let mut paid = 0.0;
+        let stop = loop {
+            let debt = self.k.tasks[t].debt_ns;
+            if debt > 0.0 {
+                let p = debt.min(left.max(0.0));
+                self.k.tasks[t].debt_ns -= p;
+                left -= p;
+                paid += p;
+                if self.k.tasks[t].debt_ns > 0.0 {
+                    break Stop::Horizon;
+                }
+            }
+            if left <= 0.0 {
+                break Stop::Horizon;
+            }
+            let op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
+            if matches!(op, Op::Idle) {
+                match self.next_phase(t) {
+                    Next::Op(o) => {
+                        self.exec[t].op = o;
+                        self.exec[t].rate_fresh = false;
+                        continue;
+                    }
+                    Next::Sleep(ns) => break Stop::Sleep(ns),
+                    Next::Exit => break Stop::Exit,
+                    Next::SetMempolicy(p) => {
+                        self.set_mempolicy(t, p.as_ref())?;
+                        continue;
+                    }
+                    Next::SetAffinity(s) => {
+                        self.sched_setaffinity(t, s);
+                        if !self.k.task_allowed(t).contains(cpu) {
+                            break Stop::Migrate;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if !self.exec[t].rate_fresh {
+                self.exec[t].rate = self.quick_rate(t, cpu, &op);
+                self.exec[t].rate_fresh = true;
+            }
+            let rate = self.exec[t].rate.max(1e-9);
+            let (used, op_after) = match op {
+                Op::Compute(w) => {
+                    let need = w / rate;
+                    if need <= left {
+                        (need, Op::Idle)
+                    } else {
+                        (left, Op::Compute(w - left * rate))
+                    }
+                }
+                Op::Stream { .. } => self.advance_stream(t, cpu, op, rate, left)?,
+                Op::Random { .. } => self.advance_random(t, cpu, op, rate, left)?,
+                Op::Idle => (0.0, Op::Idle),
+            };
+            left -= used;
+            let done = matches!(op_after, Op::Idle);
+            self.exec[t].op = op_after;
+            if done {
+                self.exec[t].rate_fresh = false;
+            }
+        };
+        // Kernel work charged during this span (faults) was added to debt;
+        // pay what fits.
+        let debt = self.k.tasks[t].debt_ns;
+        if debt > 0.0 && left > 0.0 {
+            let p = debt.min(left);
+            self.k.tasks[t].debt_ns -= p;
+            left -= p;
+            paid += p;
+        }
+        let used = (budget - left.max(0.0)).max(0.0);
+        let _ = start_sys;
+        paid += std::mem::take(&mut self.paid_in_op);
+        let user = (used - paid).max(0.0);
+        let task = &mut self.k.tasks[t];
+        task.user_ns += user;
+        let cg = task.cgroup;
+        self.k.cgroups.all[cg].user_ns += user;
+        self.k.update_curr(t, used.round() as u64);
+        Ok((used, stop))
+    }
+
+    /// Streams forward; stops at special pages to fault them in.
+    fn advance_stream(&mut self, t: usize, cpu: usize, op: Op, rate: f64, budget: f64) -> Result<(f64, Op), String> {
+        let Op::Stream {
+            vma,
+            offset,
+            len,
+            mut pos,
+            mut passes,
+        } = op
+        else {
+            unreachable!()
+        };
+        let mm = self.k.tasks[t].mm;
+        let shift = self.k.mms[mm].vmas[vma].page_shift;
+        let lenf = len as f64;
+        let mut left = budget;
+        let mut bytes = 0.0;
+        while passes > 0 && left > 0.0 && self.k.tasks[t].debt_ns <= 0.0 {
+            let cur = offset + pos as u64;
+            let first = (cur >> shift) as usize;
+            let last = ((offset + len - 1) >> shift) as usize + 1;
+            // Fast path: nothing to fault in the rest of this pass.
+            let v = &self.k.mms[mm].vmas[vma];
+            let special = v.next_special(first, last);
+            let stop_at = match special {
+                Some(p) => (((p as u64) << shift).max(offset) - offset) as f64,
+                None => lenf,
+            };
+            let gap = (stop_at - pos).max(0.0);
+            let need = gap / rate;
+            if need > left {
+                let adv = left * rate;
+                pos += adv;
+                bytes += adv;
+                left = 0.0;
+                break;
+            }
+            pos = stop_at;
+            bytes += gap;
+            left -= need;
+            if let Some(p) = special {
+                let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
+                self.k.charge_sys(t, cost);
+                let pay = self.k.tasks[t].debt_ns.min(left);
+                self.k.tasks[t].debt_ns -= pay;
+                left -= pay;
+                self.paid_in_op += pay;
+                continue;
+            }
+            // End of a pass.
+            passes -= 1;
+            pos = 0.0;
+            if special.is_none() && passes > 0 {
+                // Whole passes that fit, all fault-free.
+                let pass_t = lenf / rate;
+                let full = ((left / pass_t).floor() as u64).min(passes - 1);
+                if full > 0 && self.k.mms[mm].vmas[vma].special_in(
+                    (offset >> shift) as usize,
+                    ((offset + len - 1) >> shift) as usize + 1,
+                ) == 0
+                {
+                    passes -= full;
+                    left -= full as f64 * pass_t;
+                    bytes += full as f64 * lenf;
+                }
+            }
+        }
+        self.account_bytes(t, cpu, vma, offset, len, bytes);
+        let used = budget - left;
+        let op = if passes == 0 {
+            Op::Idle
+        } else {
+            Op::Stream {
+                vma,
+                offset,
+                len,
+                pos,
+                passes,
+            }
+        };
+        Ok((used, op))
+    }
+
+    /// Random accesses: as many as the time allows; special pages they
+    /// reach are faulted per chunk in expectation.
+    fn advance_random(&mut self, t: usize, cpu: usize, op: Op, rate: f64, budget: f64) -> Result<(f64, Op), String> {
+        let Op::Random {
+            vma,
+            offset,
+            len,
+            left: acc_left,
+            dist,
+            mlp,
+        } = op
+        else {
+            unreachable!()
+        };
+        let per_ns = rate / CACHE_LINE;
+        let can = budget * per_ns;
+        let n = can.min(acc_left);
+        let used = n / per_ns;
+        let mm = self.k.tasks[t].mm;
+        let v = &self.k.mms[mm].vmas[vma];
+        let shift = v.page_shift;
+        let (from, to) = ((offset >> shift) as usize, ((offset + len - 1) >> shift) as usize + 1);
+        let npages = (to - from) as f64;
+        let mut faults: Vec<usize> = Vec::new();
+        if v.nr_special > 0 && n > 0.0 {
+            let ppc = v.pages_per_chunk;
+            let mut p = from;
+            while p < to {
+                let c = p / ppc;
+                let end = ((c + 1) * ppc).min(to);
+                if v.chunk_special[c] > 0 {
+                    let a = (p - from) as f64 / npages;
+                    let b = (end - from) as f64 / npages;
+                    let mass = dist_mass(&dist, a, b);
+                    let per_page = n * mass / (end - p) as f64;
+                    let prob = 1.0 - (-per_page).exp();
+                    for q in p..end {
+                        if v.pages[q].special() && self.rng.gen::<f64>() < prob {
+                            faults.push(q);
+                        }
+                    }
+                }
+                p = end;
+            }
+        }
+        for q in faults {
+            let cost = self.k.handle_mm_fault(t, cpu, vma, q).map_err(|e| e.0)?;
+            self.k.charge_sys(t, cost);
+        }
+        self.account_bytes(t, cpu, vma, offset, len, n * CACHE_LINE);
+        let rest = acc_left - n;
+        let op = if rest < 0.5 {
+            Op::Idle
+        } else {
+            Op::Random {
+                vma,
+                offset,
+                len,
+                left: rest,
+                dist,
+                mlp,
+            }
+        };
+        Ok((used, op))
+    }
+
+    /// Adds `bytes` of traffic by `t` over a range to the per-node and
+    /// per-task counters, split by the range's node mix.
+    fn account_bytes(&mut self, t: usize, cpu: usize, vma: usize, offset: u64, len: u64, bytes: f64) {
+        if bytes <= 0.0 {
+            return;
+        }
+        let mm = self.k.tasks[t].mm;
+        let v = &self.k.mms[mm].vmas[vma];
+        let shift = v.page_shift;
+        let (from, to) = ((offset >> shift) as usize, ((offset + len - 1) >> shift) as usize + 1);
+        let mut mix = std::mem::take(&mut self.scratch);
+        mix.resize(self.k.m.nr_nodes(), 0.0);
+        let absent = v.node_pages_in(from, to, &mut mix);
+        let local = self.k.cpu_node(cpu);
+        mix[local] += absent;
+        let total: f64 = mix.iter().sum();
+        if total > 0.0 {
+            for (n, f) in mix.iter().enumerate() {
+                let b = bytes * f / total;
+                self.k.tasks[t].bytes_by_node[n] += b;
+                self.k.node_traffic[n] += b;
+                if n == local {
+                    self.interval_local_bytes += b;
+                }
+                self.interval_bytes += b;
+            }
+        }
+        self.scratch = mix;
+        let _ = NO_NODE;
+    }
+}
+
+/// Share of accesses that fall in `[a, b)` of a range (as fractions of it).
+pub fn dist_mass(dist: &Distribution, a: f64, b: f64) -> f64 {
+    match dist {
+        Distribution::Uniform => b - a,
+        Distribution::Hot { fraction, probability } => {
+            let f = fraction.clamp(1e-9, 1.0);
+            let hot = |x: f64| x.min(f) / f * probability;
+            let cold = |x: f64| {
+                if f >= 1.0 {
+                    0.0
+                } else {
+                    (x - f).max(0.0) / (1.0 - f) * (1.0 - probability)
+                }
+            };
+            (hot(b) - hot(a)) + (cold(b) - cold(a))
+        }
+        Distribution::Zipf { s } => {
+            // Continuous approximation of the Zipf CDF over (0, 1], with the
+            // first 1/1000 of the range as the head.
+            let cdf = |x: f64| {
+                let x = 1.0 + 1000.0 * x;
+                if (*s - 1.0).abs() < 1e-9 {
+                    x.ln() / 1001f64.ln()
+                } else {
+                    (x.powf(1.0 - s) - 1.0) / (1001f64.powf(1.0 - s) - 1.0)
+                }
+            };
+            (cdf(b) - cdf(a)).max(0.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distribution_masses_sum_to_one() {
+        for d in [
+            Distribution::Uniform,
+            Distribution::Hot {
+                fraction: 0.1,
+                probability: 0.9,
+            },
+            Distribution::Zipf { s: 0.99 },
+            Distribution::Zipf { s: 1.0 },
+        ] {
+            let total: f64 = (0..10).map(|i| dist_mass(&d, i as f64 / 10.0, (i + 1) as f64 / 10.0)).sum();
+            assert!((total - 1.0).abs() < 1e-9, "{d:?}: {total}");
+        }
+        let hot = Distribution::Hot {
+            fraction: 0.1,
+            probability: 0.9,
+        };
+        assert!((dist_mass(&hot, 0.0, 0.1) - 0.9).abs() < 1e-9);
+        let z = Distribution::Zipf { s: 0.99 };
+        assert!(dist_mass(&z, 0.0, 0.1) > dist_mass(&z, 0.9, 1.0));
+    }
+}

@@ -1,0 +1,655 @@
+//! The engine: virtual clock, event queue, run loop, stop conditions and
+//! the Run record.
+//!
+//! Time is virtual nanoseconds. Ticks come every 1/HZ on all CPUs at once
+//! (the kernel's default, unskewed ticks). At each tick the scheduler does
+//! its time-slice and load-balance work, the physics solves the memory
+//! system for every running task (max-min fair shares, loaded latencies),
+//! and every running task is run up to the next tick at its rate. A task
+//! that blocks, exits or must move before then leaves a `CpuStop` event at
+//! that moment; sleeps end with a `Wakeup` event. Tasks are run eagerly up
+//! to the next tick, so effects inside one tick may be seen slightly early
+//! by other CPUs (at most one tick).
+//!
+//! Left out: sub-tick preemption, wakeup preemption.
+
+pub mod exec;
+pub mod record;
+
+use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
+use crate::kernel::mm::{Mm, Vma};
+use crate::kernel::sched::{Task, TaskState};
+use crate::kernel::sysctl::Knobs;
+use crate::kernel::Kernel;
+use crate::physics::{loaded_latency, max_min_fair};
+use exec::{Op, Stop, ThreadExec};
+use numalab_record::RunRecord;
+use numalab_topology::{CpuSet, Machine, NodeMask};
+use numalab_workload::{Phase, PolicySpec, Workload};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// First pid handed out (the model's tasks look like ordinary processes).
+pub const FIRST_PID: u64 = 1000;
+/// Runs stop with an error after this much virtual time (ns): 24 hours.
+pub const MAX_VIRTUAL_NS: u64 = 24 * 3600 * 1_000_000_000;
+
+/// Options of one run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// PRNG seed.
+    pub seed: u64,
+    /// `--scale` the workload was resolved with (recorded only).
+    pub scale: f64,
+    /// Record trace events.
+    pub trace: bool,
+    /// Check model invariants every this many ticks (0 = never).
+    pub check_every: u64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            seed: 1,
+            scale: 1.0,
+            trace: false,
+            check_every: 0,
+        }
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The workload asked for something the kernel refuses (EINVAL, ENOMEM).
+    #[error("{0}")]
+    Refused(String),
+    /// The run did not finish within [`MAX_VIRTUAL_NS`].
+    #[error("the run did not finish within {0} s of virtual time")]
+    TooLong(u64),
+    /// An internal invariant broke (a bug in numalab).
+    #[error("model invariant violated: {0}")]
+    Invariant(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// Global tick.
+    Tick,
+    /// The running task of a CPU stopped early; valid while `gen` matches.
+    CpuStop { cpu: usize, gen: u64 },
+    /// A sleeping task wakes.
+    Wakeup { task: usize },
+}
+
+/// Per-process bookkeeping.
+#[derive(Clone, Debug)]
+pub struct ProcInfo {
+    /// Process pid.
+    pub pid: u64,
+    /// Task indices of its threads, by thread index (None until created).
+    pub tasks: Vec<Option<usize>>,
+    /// CPU its threads are forked from.
+    pub home_cpu: usize,
+    /// Time its last thread exited.
+    pub exit_ns: Option<u64>,
+}
+
+/// A running simulation.
+pub struct Sim {
+    /// The kernel.
+    pub k: Kernel,
+    /// The workload.
+    pub w: Workload,
+    /// Execution state per task.
+    pub exec: Vec<ThreadExec>,
+    /// Phases per process per thread.
+    threads: Vec<Vec<Vec<Phase>>>,
+    /// Process bookkeeping.
+    pub procs: Vec<ProcInfo>,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    next_tick: u64,
+    rng: Pcg64Mcg,
+    /// Completed requests, all tasks.
+    pub requests: u64,
+    paid_in_op: f64,
+    scratch: Vec<f64>,
+    interval_local_bytes: f64,
+    interval_bytes: f64,
+    opts: RunOptions,
+    live: usize,
+    end_ns: Option<u64>,
+    samples: Vec<Vec<f64>>,
+    next_sample: u64,
+    ticks: u64,
+    pending_stop: Vec<Option<Stop>>,
+}
+
+impl Sim {
+    /// Sets up a run: boots the kernel, creates cgroups, address spaces and
+    /// the initial threads. Fails on anything the kernel would refuse.
+    pub fn new(machine: Machine, w: Workload, knobs: Knobs, opts: RunOptions) -> Result<Sim, SimError> {
+        let mut k = Kernel::new(machine, knobs);
+        if opts.trace {
+            k.trace = Some(Vec::new());
+        }
+        let nn = k.m.nr_nodes();
+        // Cgroups, then the --set cgroup files.
+        for cg in &w.cgroups {
+            let mems = match &cg.cpuset_mems {
+                Some(v) => Some(nodemask(v, nn).map_err(|e| SimError::Refused(format!("cgroup {}: cpuset.mems: {e}", cg.path)))?),
+                None => None,
+            };
+            k.cgroups
+                .mkdir(&cg.path, cg.cpuset_cpus.clone(), mems)
+                .map_err(SimError::Refused)?;
+            let id = k.cgroups.find(&cg.path).unwrap_or(0);
+            k.cgroups.all[id].files = cg.files.clone();
+        }
+        for f in k.knobs.cgroup_files.clone() {
+            apply_cgroup_file(&mut k, &f.cgroup, &f.file, &f.value)?;
+        }
+        let total: u64 = w.processes.iter().flat_map(|p| &p.regions).map(|r| r.bytes).sum();
+        if total > k.m.total_mem_bytes() {
+            return Err(SimError::Refused(format!(
+                "workload {} needs {:.1} GiB but machine {} has {:.1} GiB",
+                w.name,
+                total as f64 / (1u64 << 30) as f64,
+                k.m.name,
+                k.m.total_mem_bytes() as f64 / (1u64 << 30) as f64
+            )));
+        }
+        let threads: Vec<Vec<Vec<Phase>>> = w
+            .processes
+            .iter()
+            .map(|p| p.threads.iter().map(|t| t.phases.clone()).collect())
+            .collect();
+        let mut sim = Sim {
+            k,
+            exec: Vec::new(),
+            threads,
+            procs: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            next_tick: 0,
+            rng: Pcg64Mcg::seed_from_u64(opts.seed ^ 0x6e75_6d61_6c61_6221),
+            requests: 0,
+            paid_in_op: 0.0,
+            scratch: Vec::new(),
+            interval_local_bytes: 0.0,
+            interval_bytes: 0.0,
+            opts,
+            live: 0,
+            end_ns: None,
+            samples: Vec::new(),
+            next_sample: 0,
+            ticks: 0,
+            pending_stop: vec![None; 0],
+            w,
+        };
+        sim.pending_stop = vec![None; sim.k.m.nr_cpus()];
+        sim.create_processes()?;
+        Ok(sim)
+    }
+
+    fn create_processes(&mut self) -> Result<(), SimError> {
+        let nn = self.k.m.nr_nodes();
+        let mut pid = FIRST_PID;
+        let mut shell_cpu = 0usize;
+        for (pi, p) in self.w.processes.clone().iter().enumerate() {
+            let cg = self
+                .k
+                .cgroups
+                .find(&p.cgroup)
+                .ok_or_else(|| SimError::Refused(format!("process {}: cgroup {} does not exist", p.name, p.cgroup)))?;
+            let mm_id = self.k.mms.len();
+            let mut addr = 1u64 << 30;
+            let mut vmas = Vec::new();
+            for r in &p.regions {
+                let policy = match &r.policy {
+                    Some(s) => Some(self.mpol(s).map_err(|e| {
+                        SimError::Refused(format!("process {} region {}: mbind: EINVAL: {e}", p.name, r.name))
+                    })?),
+                    None => None,
+                };
+                let thp = r.page_size == numalab_workload::PageSize::Thp2M;
+                let v = Vma::new(&r.name, addr, r.bytes, thp, policy, nn);
+                addr = (v.end() + (4 << 20)).next_multiple_of(2 << 20);
+                vmas.push(v);
+            }
+            self.k.mms.push(Mm {
+                id: mm_id,
+                tgid: pid,
+                vmas,
+                users: 0,
+                numa: Default::default(),
+            });
+            // The process is forked from the shell; fork balancing places it.
+            let probe = Task::new(pid, pid, p.name.clone(), mm_id, cg, nn);
+            self.k.tasks.push(probe);
+            let probe_id = self.k.tasks.len() - 1;
+            self.k.tasks[probe_id].affinity = self.k.m.all_cpus();
+            let home = self.k.select_task_rq_fork(probe_id, shell_cpu);
+            self.k.tasks.pop();
+            shell_cpu = home;
+            self.procs.push(ProcInfo {
+                pid,
+                tasks: vec![None; p.threads.len()],
+                home_cpu: home,
+                exit_ns: None,
+            });
+            let tgid = pid;
+            pid += p.threads.len() as u64 + 1;
+            for ti in 0..p.threads.len() {
+                if p.threads[ti].start_after.is_empty() {
+                    self.spawn_thread(pi, ti, tgid)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mpol(&self, s: &PolicySpec) -> Result<MemPolicy, String> {
+        mpol_new(s, self.k.m.nr_nodes(), &self.k.mpol_rules).map_err(|e| e.0)
+    }
+
+    /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
+    fn spawn_thread(&mut self, pi: usize, ti: usize, tgid: u64) -> Result<usize, SimError> {
+        let spec = self.w.processes[pi].threads[ti].clone();
+        let p = &self.w.processes[pi];
+        let cg = self.k.cgroups.find(&p.cgroup).unwrap_or(0);
+        let nn = self.k.m.nr_nodes();
+        let mm = self.k.mms.iter().position(|m| m.tgid == tgid).unwrap_or(0);
+        let pid = tgid + 1 + ti as u64;
+        let mut task = Task::new(pid, tgid, format!("{}/{}", p.name, spec.name), mm, cg, nn);
+        task.affinity = spec.affinity.clone().unwrap_or_else(|| self.k.m.all_cpus());
+        if task.affinity.last().is_some_and(|c| c >= self.k.m.nr_cpus()) {
+            return Err(SimError::Refused(format!(
+                "thread {}: affinity {} names a CPU the machine does not have",
+                task.name, task.affinity
+            )));
+        }
+        if let Some(s) = &spec.policy {
+            task.mempolicy = self
+                .mpol(s)
+                .map_err(|e| SimError::Refused(format!("thread {}: set_mempolicy: EINVAL: {e}", task.name)))?;
+        }
+        task.start_ns = self.k.now;
+        task.vruntime = 0;
+        self.k.tasks.push(task);
+        let t = self.k.tasks.len() - 1;
+        self.k.cgroups.all[cg].nr_tasks += 1;
+        self.k.mms[mm].users += 1;
+        self.exec.push(ThreadExec::new(pi, ti));
+        self.procs[pi].tasks[ti] = Some(t);
+        self.live += 1;
+        let parent_cpu = self.procs[pi].home_cpu;
+        let cpu = self.k.select_task_rq_fork(t, parent_cpu);
+        self.k.tasks[t].cpu = cpu;
+        self.k.tasks[t].vruntime = self.k.rq[cpu].min_vruntime;
+        self.k.enqueue_task(t, cpu);
+        self.k.tasks[t].nr_migrations = 0;
+        self.numa_task_init(t);
+        if self.k.rq[cpu].curr.is_none() && self.k.now > 0 {
+            self.schedule(cpu)?;
+        }
+        Ok(t)
+    }
+
+    /// `set_mempolicy(2)` from a phase.
+    fn set_mempolicy(&mut self, t: usize, p: Option<&PolicySpec>) -> Result<(), String> {
+        let pol = match p {
+            Some(s) => self
+                .mpol(s)
+                .map_err(|e| format!("thread {}: set_mempolicy: EINVAL: {e}", self.k.tasks[t].name))?,
+            None => MemPolicy::DEFAULT,
+        };
+        self.k.tasks[t].mempolicy = pol;
+        self.k.tasks[t].il_prev = 0;
+        Ok(())
+    }
+
+    /// `sched_setaffinity(2)` from a phase.
+    fn sched_setaffinity(&mut self, t: usize, s: Option<CpuSet>) {
+        self.k.tasks[t].affinity = s.unwrap_or_else(|| self.k.m.all_cpus());
+    }
+
+    fn push(&mut self, at: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, ev)));
+    }
+
+    /// Runs to completion (or the workload's duration) and returns the
+    /// Run record. `progress` is called with the fraction of virtual time
+    /// done when it can be estimated, else with the virtual seconds elapsed.
+    pub fn run(self, progress: &mut dyn FnMut(f64)) -> Result<RunRecord, SimError> {
+        self.run_with_trace(progress).map(|(r, _)| r)
+    }
+
+    /// Like [`Sim::run`], also returning the trace events recorded when
+    /// [`RunOptions::trace`] was set.
+    pub fn run_with_trace(
+        mut self,
+        progress: &mut dyn FnMut(f64),
+    ) -> Result<(RunRecord, Vec<crate::kernel::TraceEvent>), SimError> {
+        self.push(0, Ev::Tick);
+        let duration = self.w.duration_ns;
+        while let Some(Reverse((at, _, ev))) = self.events.pop() {
+            if let Some(d) = duration {
+                if at > d {
+                    self.end_ns = Some(d);
+                    break;
+                }
+            }
+            if at > MAX_VIRTUAL_NS {
+                return Err(SimError::TooLong(MAX_VIRTUAL_NS / 1_000_000_000));
+            }
+            self.k.now = at;
+            match ev {
+                Ev::Tick => {
+                    self.tick()?;
+                    if self.ticks % 250 == 0 {
+                        progress(at as f64 / 1e9);
+                    }
+                }
+                Ev::CpuStop { cpu, gen } => {
+                    if self.k.rq[cpu].gen == gen {
+                        self.cpu_stop(cpu)?;
+                    }
+                }
+                Ev::Wakeup { task } => self.wakeup(task)?,
+            }
+            if self.live == 0 {
+                self.end_ns = Some(self.k.now);
+                break;
+            }
+        }
+        let end = self.end_ns.unwrap_or(self.k.now);
+        self.k.now = end;
+        let trace = self.k.trace.take().unwrap_or_default();
+        Ok((self.finish(end), trace))
+    }
+
+    fn tick(&mut self) -> Result<(), SimError> {
+        self.ticks += 1;
+        let now = self.k.now;
+        let ncpu = self.k.m.nr_cpus();
+        if self.opts.check_every > 0 && self.ticks % self.opts.check_every == 0 {
+            self.k.check_invariants().map_err(SimError::Invariant)?;
+        }
+        // sched_tick: slice expiry.
+        for cpu in 0..ncpu {
+            if let Some(t) = self.k.rq[cpu].curr {
+                if !self.k.rq[cpu].queue.is_empty()
+                    && now.saturating_sub(self.k.tasks[t].exec_start) >= crate::kernel::sched::BASE_SLICE_NS
+                {
+                    self.k.put_prev_task(cpu);
+                    self.k.charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+                }
+            }
+            self.task_tick_numa(cpu);
+        }
+        // Balancing (SCHED_SOFTIRQ on each CPU whose next_balance is due).
+        for cpu in 0..ncpu {
+            self.k.sched_balance_trigger(cpu);
+        }
+        for cpu in 0..ncpu {
+            if self.k.rq[cpu].curr.is_none() {
+                self.k.pick_next_task(cpu);
+            }
+        }
+        self.sample(now);
+        self.solve_physics();
+        self.next_tick = now + self.k.tick_ns;
+        for cpu in 0..ncpu {
+            if self.k.rq[cpu].curr.is_some() {
+                self.plan(cpu)?;
+            }
+        }
+        let nt = self.next_tick;
+        self.push(nt, Ev::Tick);
+        Ok(())
+    }
+
+    /// Solves the fluid model for every running task and sets their rates,
+    /// the loaded latencies and each resource's served share.
+    fn solve_physics(&mut self) {
+        let ncpu = self.k.m.nr_cpus();
+        let mut who = Vec::new();
+        let mut demands = Vec::new();
+        for cpu in 0..ncpu {
+            let Some(t) = self.k.rq[cpu].curr else { continue };
+            if matches!(self.exec[t].op, Op::Idle) {
+                self.exec[t].rate_fresh = false;
+                continue;
+            }
+            let op = self.exec[t].op.clone();
+            let d = self.op_demand(t, cpu, &op);
+            who.push(t);
+            demands.push(d);
+        }
+        let cap = self.k.res.capacity.clone();
+        let rates = max_min_fair(&cap, &demands);
+        let mut load = vec![0.0; cap.len()];
+        let mut want = vec![0.0; cap.len()];
+        for (d, r) in demands.iter().zip(&rates) {
+            for &(res, s) in &d.uses {
+                load[res] += s * r;
+                want[res] += s * d.cap;
+            }
+        }
+        for (i, &t) in who.iter().enumerate() {
+            self.exec[t].rate = rates[i];
+            self.exec[t].rate_fresh = true;
+        }
+        for r in 0..cap.len() {
+            self.k.res_share[r] = if want[r] > 0.0 { (cap[r] / want[r]).min(1.0) } else { 1.0 };
+        }
+        let nn = self.k.m.nr_nodes();
+        for n in 0..nn {
+            self.k.mem_util[n] = load[self.k.res.mem(n)] / cap[self.k.res.mem(n)];
+        }
+        for c in 0..nn {
+            for n in 0..nn {
+                self.k.latency[c][n] = loaded_latency(self.k.m.latency_ns[c][n], self.k.mem_util[n]);
+            }
+        }
+    }
+
+    /// Runs `cpu`'s current task up to the next tick, or schedules the event
+    /// at which it stops earlier.
+    fn plan(&mut self, cpu: usize) -> Result<(), SimError> {
+        let Some(t) = self.k.rq[cpu].curr else {
+            return Ok(());
+        };
+        let now = self.k.now;
+        let budget = self.next_tick.saturating_sub(now) as f64;
+        if budget <= 0.0 {
+            return Ok(());
+        }
+        let (used, stop) = self.run_task(t, cpu, budget).map_err(SimError::Refused)?;
+        if stop != Stop::Horizon {
+            let at = now + (used.ceil() as u64).min(self.next_tick - now);
+            self.stops_pending(cpu, stop);
+            let gen = self.k.rq[cpu].gen;
+            self.push(at, Ev::CpuStop { cpu, gen });
+        }
+        Ok(())
+    }
+
+    fn stops_pending(&mut self, cpu: usize, stop: Stop) {
+        self.pending_stop[cpu] = Some(stop);
+    }
+
+    /// The running task of `cpu` stopped: block, exit or move it, then pick
+    /// the next task.
+    fn cpu_stop(&mut self, cpu: usize) -> Result<(), SimError> {
+        let Some(t) = self.k.rq[cpu].curr else {
+            return Ok(());
+        };
+        let stop = self.pending_stop[cpu].take().unwrap_or(Stop::Horizon);
+        match stop {
+            Stop::Horizon => {}
+            Stop::Sleep(ns) => {
+                self.k.dequeue_task(t);
+                self.k.tasks[t].state = TaskState::Sleeping;
+                let at = self.k.now + ns;
+                self.push(at, Ev::Wakeup { task: t });
+            }
+            Stop::Exit => self.exit_task(t)?,
+            Stop::Migrate => {
+                let dst = self.k.select_task_rq_wake(t);
+                self.k.dequeue_task(t);
+                self.k.tasks[t].state = TaskState::Sleeping;
+                self.k.enqueue_task(t, dst);
+                if self.k.rq[dst].curr.is_none() {
+                    self.schedule(dst)?;
+                }
+            }
+        }
+        self.schedule(cpu)
+    }
+
+    /// `__schedule` on an idle CPU: pick a task, or go idle after trying a
+    /// newly-idle balance; run what was picked.
+    fn schedule(&mut self, cpu: usize) -> Result<(), SimError> {
+        if self.k.rq[cpu].curr.is_some() {
+            return Ok(());
+        }
+        if self.k.rq[cpu].queue.is_empty() {
+            self.k.rq[cpu].idle_stamp = self.k.now;
+            if !self.k.sched_balance_newidle(cpu) {
+                return Ok(());
+            }
+        }
+        if self.k.pick_next_task(cpu).is_some() {
+            self.plan(cpu)?;
+        }
+        Ok(())
+    }
+
+    fn wakeup(&mut self, t: usize) -> Result<(), SimError> {
+        if self.k.tasks[t].state != TaskState::Sleeping {
+            return Ok(());
+        }
+        let cpu = self.k.select_task_rq_wake(t);
+        if self.k.rq[cpu].is_idle() {
+            // update_rq_avg_idle
+            let rq = &mut self.k.rq[cpu];
+            let idle = self.k.now.saturating_sub(rq.idle_stamp);
+            let cap = 2 * crate::kernel::sched::MIGRATION_COST_NS.max(rq.max_newidle_lb_cost);
+            let avg = rq.avg_idle as i64;
+            rq.avg_idle = (avg + (idle.min(cap) as i64 - avg) / 8).max(0) as u64;
+        }
+        self.k.enqueue_task(t, cpu);
+        self.k.charge_sys(t, crate::physics::costs::WAKEUP_NS);
+        self.schedule(cpu)
+    }
+
+    fn exit_task(&mut self, t: usize) -> Result<(), SimError> {
+        self.k.dequeue_task(t);
+        self.k.tasks[t].state = TaskState::Dead;
+        self.k.tasks[t].exit_ns = Some(self.k.now);
+        self.live -= 1;
+        let mm = self.k.tasks[t].mm;
+        self.k.mms[mm].users -= 1;
+        let (pi, ti) = (self.exec[t].proc, self.exec[t].thread);
+        // Threads waiting for this one start once all they wait for exited.
+        let threads = self.w.processes[pi].threads.clone();
+        let tgid = self.procs[pi].pid;
+        for (j, th) in threads.iter().enumerate() {
+            if self.procs[pi].tasks[j].is_some() || !th.start_after.contains(&ti) {
+                continue;
+            }
+            let ready = th
+                .start_after
+                .iter()
+                .all(|&a| self.procs[pi].tasks[a].is_some_and(|x| self.k.tasks[x].state == TaskState::Dead));
+            if ready {
+                self.procs[pi].home_cpu = self.k.tasks[t].cpu;
+                self.spawn_thread(pi, j, tgid)?;
+            }
+        }
+        if self.k.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {
+            self.procs[pi].exit_ns = Some(self.k.now);
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, now: u64) {
+        let iv = self.k.knobs.uint("numalab.sample_interval_ms") * 1_000_000;
+        if iv == 0 || now < self.next_sample {
+            return;
+        }
+        self.next_sample = now + iv;
+        let nn = self.k.m.nr_nodes();
+        let mut row = vec![now as f64 / 1e9];
+        use crate::kernel::stats::Vm;
+        for item in [Vm::NumaPteUpdates, Vm::NumaHintFaults, Vm::NumaHintFaultsLocal, Vm::NumaPagesMigrated] {
+            row.push(self.k.vmstat.get(item) as f64);
+        }
+        let local = if self.interval_bytes > 0.0 {
+            self.interval_local_bytes / self.interval_bytes
+        } else {
+            0.0
+        };
+        row.push(local);
+        self.interval_bytes = 0.0;
+        self.interval_local_bytes = 0.0;
+        let running = self.k.rq.iter().filter(|r| r.curr.is_some()).count();
+        row.push(running as f64);
+        for n in 0..nn {
+            let used = self.k.nodes[n].total_pages - self.k.nodes[n].free_pages;
+            row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
+        }
+        self.samples.push(row);
+    }
+}
+
+fn nodemask(v: &[usize], nn: usize) -> Result<NodeMask, String> {
+    let mut m = NodeMask::NONE;
+    for &n in v {
+        if n >= nn {
+            return Err(format!("node {n} does not exist"));
+        }
+        m.insert(n);
+    }
+    Ok(m)
+}
+
+fn apply_cgroup_file(k: &mut Kernel, path: &str, file: &str, value: &str) -> Result<(), SimError> {
+    let id = k
+        .cgroups
+        .find(path)
+        .ok_or_else(|| SimError::Refused(format!("--set {path}:{file}: cgroup {path} does not exist in the workload")))?;
+    match file {
+        "cpuset.cpus" => {
+            let c = CpuSet::parse_list(value).map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
+            if c.last().is_some_and(|x| x >= k.m.nr_cpus()) {
+                return Err(SimError::Refused(format!("--set {path}:{file}: CPU {} does not exist", c.last().unwrap_or(0))));
+            }
+            k.cgroups.all[id].cpus = Some(c.clone());
+            k.cgroups.all[id].effective_cpus = c;
+        }
+        "cpuset.mems" => {
+            let m = NodeMask::parse_list(value).map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
+            if m.iter().any(|n| n >= k.m.nr_nodes()) {
+                return Err(SimError::Refused(format!("--set {path}:{file}: node does not exist")));
+            }
+            k.cgroups.all[id].mems = Some(m);
+            k.cgroups.all[id].effective_mems = m;
+        }
+        _ => {
+            k.cgroups.all[id].files.insert(file.to_string(), value.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// Convenience: resolve nothing, just run a resolved workload.
+pub fn run(machine: Machine, w: Workload, knobs: Knobs, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Result<RunRecord, SimError> {
+    Sim::new(machine, w, knobs, opts)?.run(progress)
+}

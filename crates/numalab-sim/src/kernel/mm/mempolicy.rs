@@ -1,0 +1,224 @@
+//! Memory policies (mm/mempolicy.c): the modes, their legality rules, and
+//! which node a new page goes to.
+//!
+//! Models `set_mempolicy(2)`/`mbind(2)` validation (`sanitize_mpol_flags`,
+//! `mpol_new`), policy lookup (VMA policy, else task policy, else the
+//! default local policy) and `policy_nodemask`/`interleave_nid` for
+//! allocation. The NUMA-balancing side (`mpol_misplaced`) belongs to the
+//! balancing model. Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES /
+//! MPOL_F_RELATIVE_NODES remapping, shared-memory policies, home nodes.
+
+use numalab_topology::NodeMask;
+use numalab_workload::{PolicyMode, PolicySpec};
+
+/// A validated memory policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemPolicy {
+    /// Mode.
+    pub mode: PolicyMode,
+    /// Nodes of the policy (empty for Default/Local).
+    pub nodes: NodeMask,
+    /// MPOL_F_MOF: migrate on fault (NUMA balancing may act on this memory).
+    pub mof: bool,
+    /// MPOL_F_MORON: migrate towards the referencing node.
+    pub moron: bool,
+}
+
+impl MemPolicy {
+    /// MPOL_DEFAULT, which the kernel's `preferred_node_policy[]` backs with
+    /// MOF|MORON so NUMA balancing applies to default-policy memory.
+    pub const DEFAULT: MemPolicy = MemPolicy {
+        mode: PolicyMode::Default,
+        nodes: NodeMask::NONE,
+        mof: true,
+        moron: true,
+    };
+}
+
+/// Rules that proposals change: which modes accept MPOL_F_NUMA_BALANCING.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MempolicyRules {
+    /// Proposal 3 (Chen Yu 2025): MPOL_INTERLEAVE | MPOL_F_NUMA_BALANCING
+    /// is legal, and balancing moves tasks, not pages, for such memory.
+    pub interleave_numa_balancing: bool,
+}
+
+/// Why a policy was refused, as the syscall's errno would say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Einval(pub String);
+
+/// Validates a policy request the way `set_mempolicy(2)`/`mbind(2)` do and
+/// returns the policy the kernel would store. `nr_nodes` is the number of
+/// nodes with memory; `allowed` is the caller's cpuset.mems.
+pub fn mpol_new(spec: &PolicySpec, nr_nodes: usize, rules: &MempolicyRules) -> Result<MemPolicy, Einval> {
+    let mut nodes = NodeMask::NONE;
+    for &n in &spec.nodes {
+        if n >= nr_nodes {
+            return Err(Einval(format!("node {n} does not exist (the machine has {nr_nodes})")));
+        }
+        nodes.insert(n);
+    }
+    match spec.mode {
+        PolicyMode::Default | PolicyMode::Local => {
+            if !nodes.is_empty() {
+                return Err(Einval(format!("{:?} takes no nodes", spec.mode)));
+            }
+        }
+        PolicyMode::Preferred => {
+            if nodes.len() != 1 {
+                return Err(Einval("preferred takes exactly one node".into()));
+            }
+        }
+        PolicyMode::Bind | PolicyMode::PreferredMany | PolicyMode::Interleave => {
+            if nodes.is_empty() {
+                return Err(Einval(format!("{:?} needs at least one node", spec.mode)));
+            }
+        }
+    }
+    // sanitize_mpol_flags(): MPOL_F_NUMA_BALANCING is accepted with BIND
+    // (5.12) and PREFERRED_MANY (6.10) only; anything else is EINVAL.
+    let mut mof = false;
+    let mut moron = false;
+    if spec.numa_balancing {
+        let ok = match spec.mode {
+            PolicyMode::Bind | PolicyMode::PreferredMany => true,
+            PolicyMode::Interleave => rules.interleave_numa_balancing,
+            _ => false,
+        };
+        if !ok {
+            return Err(Einval(format!(
+                "MPOL_F_NUMA_BALANCING is only valid with MPOL_BIND or MPOL_PREFERRED_MANY, not {:?}{}",
+                spec.mode,
+                if spec.mode == PolicyMode::Interleave {
+                    " (proposal 3 allows it: set numalab.mpol_interleave_numa_balancing=1)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        mof = true;
+        // Interleaved memory under proposal 3 moves tasks, not pages (MOFT);
+        // bind and preferred-many migrate towards the referencing node.
+        moron = spec.mode != PolicyMode::Interleave;
+    }
+    if matches!(spec.mode, PolicyMode::Default | PolicyMode::Local) {
+        return Ok(MemPolicy::DEFAULT);
+    }
+    Ok(MemPolicy {
+        mode: spec.mode,
+        nodes,
+        mof,
+        moron,
+    })
+}
+
+/// The node list an allocation may use, in the order it tries them:
+/// `policy_nodemask` plus the zonelist fallback (nearest first).
+/// `local` is the allocating CPU's node, `il_index` picks the interleave
+/// node, `mems` is the cpuset's mems_allowed, `by_distance[n]` lists all
+/// nodes by distance from `n`.
+pub fn alloc_order(
+    pol: &MemPolicy,
+    local: usize,
+    il_index: u64,
+    mems: NodeMask,
+    by_distance: &[Vec<usize>],
+) -> (Vec<usize>, bool) {
+    // Returns the nodes to try, and whether falling outside the first node
+    // counts as a miss for numa_miss accounting (it always does).
+    let allowed = |n: usize| mems.contains(n);
+    let mut order = Vec::new();
+    match pol.mode {
+        PolicyMode::Default | PolicyMode::Local => {
+            order.extend(by_distance[local].iter().copied().filter(|&n| allowed(n)));
+        }
+        PolicyMode::Preferred | PolicyMode::PreferredMany => {
+            let pref = pol.nodes.and(mems);
+            let start = if pref.contains(local) {
+                local
+            } else {
+                pref.first().unwrap_or(local)
+            };
+            let mut first: Vec<usize> = by_distance[start].iter().copied().filter(|&n| pref.contains(n)).collect();
+            let rest = by_distance[start].iter().copied().filter(|&n| allowed(n) && !pref.contains(n));
+            first.extend(rest);
+            order = first;
+        }
+        PolicyMode::Bind => {
+            let m = pol.nodes.and(mems);
+            let m = if m.is_empty() { pol.nodes } else { m };
+            order.extend(by_distance[local].iter().copied().filter(|&n| m.contains(n)));
+        }
+        PolicyMode::Interleave => {
+            let m = pol.nodes.and(mems);
+            let m = if m.is_empty() { pol.nodes } else { m };
+            let list: Vec<usize> = m.iter().collect();
+            let target = list[(il_index % list.len() as u64) as usize];
+            order.push(target);
+            order.extend(by_distance[target].iter().copied().filter(|&n| n != target && allowed(n)));
+        }
+    }
+    (order, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(mode: PolicyMode, nodes: &[usize], nb: bool) -> PolicySpec {
+        PolicySpec {
+            mode,
+            nodes: nodes.to_vec(),
+            numa_balancing: nb,
+        }
+    }
+
+    #[test]
+    fn numa_balancing_flag_only_with_bind_and_preferred_many() {
+        let r = MempolicyRules::default();
+        assert!(mpol_new(&spec(PolicyMode::Bind, &[0], true), 2, &r).unwrap().mof);
+        assert!(mpol_new(&spec(PolicyMode::PreferredMany, &[0, 1], true), 2, &r).is_ok());
+        for m in [PolicyMode::Interleave, PolicyMode::Preferred, PolicyMode::Default] {
+            let nodes: &[usize] = if m == PolicyMode::Default { &[] } else { &[0] };
+            let e = mpol_new(&spec(m, nodes, true), 2, &r).unwrap_err();
+            assert!(e.0.contains("MPOL_F_NUMA_BALANCING"), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn proposal_three_makes_interleave_with_balancing_legal_without_moron() {
+        let r = MempolicyRules {
+            interleave_numa_balancing: true,
+        };
+        let p = mpol_new(&spec(PolicyMode::Interleave, &[0, 1], true), 2, &r).unwrap();
+        assert!(p.mof && !p.moron);
+    }
+
+    #[test]
+    fn plain_bind_and_interleave_do_not_migrate_on_fault() {
+        let r = MempolicyRules::default();
+        assert!(!mpol_new(&spec(PolicyMode::Bind, &[1], false), 2, &r).unwrap().mof);
+        assert!(!mpol_new(&spec(PolicyMode::Interleave, &[0, 1], false), 2, &r).unwrap().mof);
+        assert!(MemPolicy::DEFAULT.mof && MemPolicy::DEFAULT.moron);
+    }
+
+    #[test]
+    fn bad_node_lists_are_einval() {
+        let r = MempolicyRules::default();
+        assert!(mpol_new(&spec(PolicyMode::Bind, &[], false), 2, &r).is_err());
+        assert!(mpol_new(&spec(PolicyMode::Bind, &[2], false), 2, &r).is_err());
+        assert!(mpol_new(&spec(PolicyMode::Preferred, &[0, 1], false), 2, &r).is_err());
+    }
+
+    #[test]
+    fn interleave_rotates_and_bind_stays_inside_its_nodes() {
+        let d = vec![vec![0, 1, 2], vec![1, 0, 2], vec![2, 0, 1]];
+        let all = NodeMask::first_n(3);
+        let il = mpol_new(&spec(PolicyMode::Interleave, &[0, 2], false), 3, &Default::default()).unwrap();
+        let firsts: Vec<usize> = (0..4).map(|i| alloc_order(&il, 1, i, all, &d).0[0]).collect();
+        assert_eq!(firsts, vec![0, 2, 0, 2]);
+        let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3, &Default::default()).unwrap();
+        assert_eq!(alloc_order(&b, 0, 0, all, &d).0, vec![2]);
+        assert_eq!(alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d).0, vec![1, 0, 2]);
+    }
+}

@@ -1,0 +1,357 @@
+//! Address spaces, VMAs and pages (mm/).
+//!
+//! Pages are real objects: each has a node (or none before first touch), a
+//! PROT_NONE hinting mark and a `last_cpupid`. A VMA also keeps, per 2 MiB
+//! chunk of virtual space, how many of its pages sit on each node and how
+//! many are *special* (not present, or marked for a hinting fault), so an
+//! access stream skips whole chunks that need no fault in O(1) and the
+//! physics can ask for a range's node mix cheaply.
+//!
+//! Left out: page cache and file mappings, swap, reclaim, KSM, the zero
+//! page, page-table pages as memory, partial THP (a THP VMA is all 2 MiB
+//! pages, its size rounded up to 2 MiB).
+
+pub mod fault;
+pub mod mempolicy;
+pub mod page_alloc;
+
+use mempolicy::MemPolicy;
+
+/// Base page shift (4 KiB).
+pub const PAGE_SHIFT: u32 = 12;
+/// Huge page shift (2 MiB).
+pub const HPAGE_SHIFT: u32 = 21;
+/// Base pages in a huge page (`HPAGE_PMD_NR`).
+pub const HPAGE_PMD_NR: u64 = 512;
+/// Marker for a page that is not present.
+pub const NO_NODE: u8 = u8::MAX;
+
+/// `last_cpupid` value of a page nobody has faulted on yet (`-1` masked).
+pub const CPUPID_UNSET: u32 = u32::MAX;
+
+/// One page (a folio of one base or huge page).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    /// Node holding the page, or [`NO_NODE`].
+    pub nid: u8,
+    /// PROT_NONE set by NUMA scanning: the next access takes a hinting fault.
+    pub protnone: bool,
+    /// `folio_last_cpupid`: (pid & 0xff) << 16 | cpu of the last hinting
+    /// fault, or [`CPUPID_UNSET`].
+    pub last_cpupid: u32,
+}
+
+impl Page {
+    const EMPTY: Page = Page {
+        nid: NO_NODE,
+        protnone: false,
+        last_cpupid: CPUPID_UNSET,
+    };
+
+    /// A page an access must fault on: not present, or marked.
+    pub fn special(&self) -> bool {
+        self.nid == NO_NODE || self.protnone
+    }
+}
+
+/// A virtual memory area.
+#[derive(Clone, Debug)]
+pub struct Vma {
+    /// Name of the workload region.
+    pub name: String,
+    /// First virtual address.
+    pub start: u64,
+    /// Size in bytes (a multiple of the page size).
+    pub bytes: u64,
+    /// `PAGE_SHIFT` or `HPAGE_SHIFT`.
+    pub page_shift: u32,
+    /// VMA policy (mbind), if any.
+    pub policy: Option<MemPolicy>,
+    /// The pages.
+    pub pages: Vec<Page>,
+    /// Pages per chunk.
+    pub pages_per_chunk: usize,
+    /// `chunk_nodes[c * nr_nodes + n]`: pages of chunk `c` on node `n`.
+    pub chunk_nodes: Vec<u32>,
+    /// Special pages per chunk.
+    pub chunk_special: Vec<u32>,
+    /// Special pages in the whole VMA.
+    pub nr_special: u64,
+    /// Bumped whenever a page changes node or presence.
+    pub version: u64,
+    nr_nodes: usize,
+    /// NUMA balancing per-VMA state (`vma->numab_state`), if created.
+    pub numab: Option<crate::kernel::numa::VmaNumabState>,
+}
+
+impl Vma {
+    /// A VMA of `bytes` at `start` with all pages not present.
+    pub fn new(name: &str, start: u64, bytes: u64, thp: bool, policy: Option<MemPolicy>, nr_nodes: usize) -> Vma {
+        let page_shift = if thp { HPAGE_SHIFT } else { PAGE_SHIFT };
+        let psize = 1u64 << page_shift;
+        let bytes = bytes.div_ceil(psize) * psize;
+        let npages = (bytes >> page_shift) as usize;
+        let pages_per_chunk = 1usize << (HPAGE_SHIFT - page_shift);
+        let nchunks = npages.div_ceil(pages_per_chunk);
+        let mut chunk_special = vec![pages_per_chunk as u32; nchunks];
+        if let Some(last) = chunk_special.last_mut() {
+            let rem = npages - (nchunks - 1) * pages_per_chunk;
+            *last = rem as u32;
+        }
+        Vma {
+            name: name.to_string(),
+            start,
+            bytes,
+            page_shift,
+            policy,
+            pages: vec![Page::EMPTY; npages],
+            pages_per_chunk,
+            chunk_nodes: vec![0; nchunks * nr_nodes],
+            chunk_special,
+            nr_special: npages as u64,
+            version: 0,
+            nr_nodes,
+            numab: None,
+        }
+    }
+
+    /// End address (exclusive).
+    pub fn end(&self) -> u64 {
+        self.start + self.bytes
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> u64 {
+        1u64 << self.page_shift
+    }
+
+    /// True for a THP-backed VMA.
+    pub fn is_thp(&self) -> bool {
+        self.page_shift == HPAGE_SHIFT
+    }
+
+    /// Base pages per page of this VMA (`folio_nr_pages`).
+    pub fn nr_base_pages(&self) -> u64 {
+        1u64 << (self.page_shift - PAGE_SHIFT)
+    }
+
+    /// Number of chunks.
+    pub fn nr_chunks(&self) -> usize {
+        self.chunk_special.len()
+    }
+
+    fn chunk_of(&self, page: usize) -> usize {
+        page / self.pages_per_chunk
+    }
+
+    /// Places page `idx` on node `nid` (or removes it with [`NO_NODE`]),
+    /// keeping the chunk summaries right.
+    pub fn set_page_node(&mut self, idx: usize, nid: u8) {
+        let c = self.chunk_of(idx);
+        let old = self.pages[idx];
+        let was_special = old.special();
+        if old.nid != NO_NODE {
+            self.chunk_nodes[c * self.nr_nodes + old.nid as usize] -= 1;
+        }
+        if nid != NO_NODE {
+            self.chunk_nodes[c * self.nr_nodes + nid as usize] += 1;
+        }
+        self.pages[idx].nid = nid;
+        self.fix_special(c, was_special, self.pages[idx].special());
+        self.version += 1;
+    }
+
+    /// Sets or clears the hinting mark of page `idx`.
+    pub fn set_protnone(&mut self, idx: usize, on: bool) {
+        let c = self.chunk_of(idx);
+        let was_special = self.pages[idx].special();
+        self.pages[idx].protnone = on;
+        self.fix_special(c, was_special, self.pages[idx].special());
+    }
+
+    fn fix_special(&mut self, c: usize, was: bool, now: bool) {
+        match (was, now) {
+            (false, true) => {
+                self.chunk_special[c] += 1;
+                self.nr_special += 1;
+            }
+            (true, false) => {
+                self.chunk_special[c] -= 1;
+                self.nr_special -= 1;
+            }
+            _ => {}
+        }
+    }
+
+    /// The first special page in `[from, to)` (page indices), if any.
+    pub fn next_special(&self, from: usize, to: usize) -> Option<usize> {
+        if self.nr_special == 0 || from >= to {
+            return None;
+        }
+        let mut p = from;
+        while p < to {
+            let c = self.chunk_of(p);
+            let chunk_end = ((c + 1) * self.pages_per_chunk).min(to);
+            if self.chunk_special[c] == 0 {
+                p = chunk_end;
+                continue;
+            }
+            while p < chunk_end {
+                if self.pages[p].special() {
+                    return Some(p);
+                }
+                p += 1;
+            }
+        }
+        None
+    }
+
+    /// Special pages in `[from, to)`: exact over whole chunks, counted page by
+    /// page at partial chunks.
+    pub fn special_in(&self, from: usize, to: usize) -> u64 {
+        if self.nr_special == 0 || from >= to {
+            return 0;
+        }
+        let mut n = 0u64;
+        let mut p = from;
+        while p < to {
+            let c = self.chunk_of(p);
+            let cs = c * self.pages_per_chunk;
+            let ce = ((c + 1) * self.pages_per_chunk).min(self.pages.len());
+            let end = ce.min(to);
+            if self.chunk_special[c] == 0 {
+            } else if p == cs && end == ce {
+                n += self.chunk_special[c] as u64;
+            } else {
+                n += self.pages[p..end].iter().filter(|pg| pg.special()).count() as u64;
+            }
+            p = end;
+        }
+        n
+    }
+
+    /// Pages per node over the chunks overlapping `[from, to)` (whole chunks,
+    /// so approximate at the edges), plus pages not present.
+    pub fn node_pages_in(&self, from: usize, to: usize, out: &mut [f64]) -> f64 {
+        out.iter_mut().for_each(|x| *x = 0.0);
+        if from >= to {
+            return 0.0;
+        }
+        let (c0, c1) = (self.chunk_of(from), self.chunk_of(to - 1));
+        let mut present = 0.0;
+        for c in c0..=c1 {
+            for (n, o) in out.iter_mut().enumerate() {
+                let v = self.chunk_nodes[c * self.nr_nodes + n] as f64;
+                *o += v;
+                present += v;
+            }
+        }
+        let total = ((c1 + 1) * self.pages_per_chunk).min(self.pages.len()) - c0 * self.pages_per_chunk;
+        total as f64 - present
+    }
+
+    /// Pages of the VMA on each node.
+    pub fn pages_by_node(&self) -> Vec<u64> {
+        let mut v = vec![0u64; self.nr_nodes];
+        for c in 0..self.nr_chunks() {
+            for (n, x) in v.iter_mut().enumerate() {
+                *x += self.chunk_nodes[c * self.nr_nodes + n] as u64;
+            }
+        }
+        v
+    }
+
+    /// Checks the chunk summaries against the pages (debug invariant).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut special = 0u64;
+        for c in 0..self.nr_chunks() {
+            let s = c * self.pages_per_chunk;
+            let e = (s + self.pages_per_chunk).min(self.pages.len());
+            let sp = self.pages[s..e].iter().filter(|p| p.special()).count() as u32;
+            if sp != self.chunk_special[c] {
+                return Err(format!("vma {} chunk {c}: special {sp} != {}", self.name, self.chunk_special[c]));
+            }
+            special += sp as u64;
+            for n in 0..self.nr_nodes {
+                let cnt = self.pages[s..e].iter().filter(|p| p.nid as usize == n).count() as u32;
+                if cnt != self.chunk_nodes[c * self.nr_nodes + n] {
+                    return Err(format!("vma {} chunk {c} node {n}: count mismatch", self.name));
+                }
+            }
+        }
+        if special != self.nr_special {
+            return Err(format!("vma {}: nr_special mismatch", self.name));
+        }
+        Ok(())
+    }
+}
+
+/// An address space (`struct mm_struct`).
+#[derive(Clone, Debug)]
+pub struct Mm {
+    /// Index of this mm.
+    pub id: usize,
+    /// Pid of the owning process.
+    pub tgid: u64,
+    /// VMAs in address order.
+    pub vmas: Vec<Vma>,
+    /// Threads using the mm (`mm_users`).
+    pub users: u64,
+    /// NUMA balancing scan state (`mm->numa_next_scan`, offset, seq).
+    pub numa: crate::kernel::numa::MmNumaState,
+}
+
+impl Mm {
+    /// Resident pages (base-page units) on each node.
+    pub fn rss_by_node(&self, nr_nodes: usize) -> Vec<u64> {
+        let mut v = vec![0u64; nr_nodes];
+        for vma in &self.vmas {
+            let k = vma.nr_base_pages();
+            for (n, x) in vma.pages_by_node().into_iter().enumerate() {
+                v[n] += x * k;
+            }
+        }
+        v
+    }
+
+    /// Resident base pages in total (`get_mm_rss`).
+    pub fn rss(&self) -> u64 {
+        self.vmas
+            .iter()
+            .map(|v| (v.pages.len() as u64 - v.pages.iter().filter(|p| p.nid == NO_NODE).count() as u64) * v.nr_base_pages())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_summaries_follow_page_moves() {
+        let mut v = Vma::new("a", 0, 3 << 20, false, None, 2);
+        assert_eq!(v.nr_chunks(), 2);
+        assert_eq!(v.nr_special, 768);
+        assert_eq!(v.next_special(0, 768), Some(0));
+        for p in 0..600 {
+            v.set_page_node(p, (p % 2) as u8);
+        }
+        assert_eq!(v.next_special(0, 768), Some(600));
+        assert_eq!(v.special_in(0, 768), 168);
+        v.set_protnone(10, true);
+        assert_eq!(v.next_special(0, 768), Some(10));
+        assert_eq!(v.pages_by_node(), vec![300, 300]);
+        v.set_page_node(3, 0);
+        assert_eq!(v.pages_by_node(), vec![301, 299]);
+        v.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn thp_vma_rounds_up_and_has_one_page_per_chunk() {
+        let v = Vma::new("t", 0, (2 << 20) + 1, true, None, 2);
+        assert_eq!(v.bytes, 4 << 20);
+        assert_eq!(v.pages.len(), 2);
+        assert_eq!(v.nr_base_pages(), 512);
+        assert_eq!(v.pages_per_chunk, 1);
+    }
+}

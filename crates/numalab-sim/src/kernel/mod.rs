@@ -1,0 +1,245 @@
+//! The modeled Linux kernel: memory management, the scheduler, NUMA
+//! balancing, cgroups, knobs and counters.
+//!
+//! [`Kernel`] holds all state in vectors indexed by id (tasks, runqueues,
+//! address spaces, cgroups), so the functions that model kernel functions
+//! take `&mut Kernel` and read like their C namesakes. Time is virtual
+//! nanoseconds in [`Kernel::now`]; jiffies are derived from it.
+//!
+//! Left out: everything not named in the submodules.
+
+pub mod cgroup;
+pub mod mm;
+pub mod numa;
+pub mod sched;
+pub mod stats;
+pub mod sysctl;
+
+use crate::physics::Resources;
+use cgroup::Cgroups;
+use mm::mempolicy::{MemPolicy, MempolicyRules};
+use mm::page_alloc::NodeMem;
+use mm::Mm;
+use numalab_topology::{CpuSet, Machine, NodeMask};
+use sched::topology::SchedDomain;
+use sched::{Rq, Task};
+use stats::VmStat;
+use sysctl::Knobs;
+
+/// Nanoseconds per millisecond.
+pub const NSEC_PER_MSEC: u64 = 1_000_000;
+/// Nanoseconds per second.
+pub const NSEC_PER_SEC: u64 = 1_000_000_000;
+
+/// One traced kernel event (for `--trace`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEvent {
+    /// Time, ns.
+    pub t: u64,
+    /// Event name as in tracefs, e.g. `sched_move_numa`.
+    pub name: &'static str,
+    /// `key=value` fields.
+    pub fields: String,
+}
+
+/// The modeled kernel.
+pub struct Kernel {
+    /// The machine.
+    pub m: Machine,
+    /// Shared resources of the fluid model.
+    pub res: Resources,
+    /// Zonelists: nodes by distance from each node.
+    pub zonelists: Vec<Vec<usize>>,
+    /// Virtual time, ns.
+    pub now: u64,
+    /// Tick length, ns (1e9 / HZ).
+    pub tick_ns: u64,
+    /// Knobs in force.
+    pub knobs: Knobs,
+    /// Mempolicy legality rules in force (proposal switches).
+    pub mpol_rules: MempolicyRules,
+    /// Runqueues, by CPU.
+    pub rq: Vec<Rq>,
+    /// Scheduling domains of each CPU, lowest first.
+    pub sd: Vec<Vec<SchedDomain>>,
+    /// Tasks, by index (pid = index + first pid).
+    pub tasks: Vec<Task>,
+    /// Address spaces.
+    pub mms: Vec<Mm>,
+    /// Cgroup tree.
+    pub cgroups: Cgroups,
+    /// Free memory per node.
+    pub nodes: Vec<NodeMem>,
+    /// /proc/vmstat.
+    pub vmstat: VmStat,
+    /// Loaded latency seen by a CPU on node `c` reading node `m`, ns.
+    pub latency: Vec<Vec<f64>>,
+    /// Memory-controller utilisation of each node in the last tick.
+    pub mem_util: Vec<f64>,
+    /// Share of demand each resource could serve in the last tick (<= 1).
+    pub res_share: Vec<f64>,
+    /// Bytes served by each node's memory over the run.
+    pub node_traffic: Vec<f64>,
+    /// Trace events, when tracing.
+    pub trace: Option<Vec<TraceEvent>>,
+    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
+    pub idle_kernel_ns: f64,
+    /// Load-balancer state (the SD_SERIALIZE flag and counts).
+    pub balance: sched::balance::BalanceState,
+    /// CPUs of each core (SMT siblings), by core id.
+    pub core_cpus: Vec<Vec<usize>>,
+    /// CPUs of each LLC, by LLC id.
+    pub llc_cpus: Vec<Vec<usize>>,
+}
+
+impl Kernel {
+    /// A booted kernel on machine `m` with knobs `knobs`, no tasks yet.
+    pub fn new(m: Machine, knobs: Knobs) -> Kernel {
+        let res = Resources::new(&m);
+        let zonelists = mm::page_alloc::zonelists(&m.distance);
+        let sd = sched::topology::build_sched_domains(&m);
+        let hz = knobs.uint("CONFIG_HZ").max(1);
+        let rq = (0..m.nr_cpus()).map(|cpu| Rq::new(cpu, &sd[cpu])).collect();
+        let nodes = m
+            .nodes
+            .iter()
+            .map(|n| NodeMem {
+                total_pages: n.mem_bytes >> mm::PAGE_SHIFT,
+                free_pages: n.mem_bytes >> mm::PAGE_SHIFT,
+            })
+            .collect();
+        let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
+        let nn = m.nr_nodes();
+        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
+        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
+        let mut llc_cpus = vec![Vec::new(); nllc];
+        for c in &m.cpus {
+            core_cpus[c.core].push(c.id);
+            llc_cpus[c.llc].push(c.id);
+        }
+        Kernel {
+            core_cpus,
+            llc_cpus,
+            balance: Default::default(),
+            latency: m.latency_ns.clone(),
+            mem_util: vec![0.0; nn],
+            res_share: vec![1.0; res.len()],
+            node_traffic: vec![0.0; nn],
+            res,
+            zonelists,
+            now: 0,
+            tick_ns: 1_000_000_000 / hz,
+            knobs,
+            mpol_rules: MempolicyRules::default(),
+            rq,
+            sd,
+            tasks: Vec::new(),
+            mms: Vec::new(),
+            cgroups,
+            nodes,
+            vmstat: VmStat::default(),
+            trace: None,
+            idle_kernel_ns: 0.0,
+            m,
+        }
+    }
+
+    /// `jiffies` at the current time.
+    pub fn jiffies(&self) -> u64 {
+        self.now / self.tick_ns
+    }
+
+    /// Milliseconds to ns.
+    pub fn ms(&self, ms: u64) -> u64 {
+        ms * NSEC_PER_MSEC
+    }
+
+    /// CPUs task `t` may run on: its affinity within its cgroup's effective
+    /// cpuset (`p->cpus_ptr`).
+    pub fn task_allowed(&self, t: usize) -> CpuSet {
+        let task = &self.tasks[t];
+        let eff = &self.cgroups.all[task.cgroup].effective_cpus;
+        let a = task.affinity.and(eff);
+        if a.is_empty() {
+            // The kernel falls back to the cpuset when the affinity and the
+            // cpuset no longer intersect (cpuset_cpus_allowed_fallback).
+            eff.clone()
+        } else {
+            a
+        }
+    }
+
+    /// Nodes task `t` may allocate from (`cpuset_current_mems_allowed`).
+    pub fn task_mems(&self, t: usize) -> NodeMask {
+        self.cgroups.all[self.tasks[t].cgroup].effective_mems
+    }
+
+    /// Node of `cpu`.
+    pub fn cpu_node(&self, cpu: usize) -> usize {
+        self.m.cpus[cpu].node
+    }
+
+    /// Adds a vmstat event, and to the memory.stat of the task's cgroup.
+    #[inline]
+    pub fn count_memcg_event(&mut self, t: usize, item: stats::Vm, n: u64) {
+        self.vmstat.add(item, n);
+        let cg = self.tasks[t].cgroup;
+        self.cgroups.all[cg].stat.add(item, n);
+    }
+
+    /// Records a trace event when tracing is on.
+    pub fn trace(&mut self, name: &'static str, fields: impl FnOnce() -> String) {
+        if let Some(tr) = self.trace.as_mut() {
+            tr.push(TraceEvent {
+                t: self.now,
+                name,
+                fields: fields(),
+            });
+        }
+    }
+
+    /// The policy that governs a fault at page `idx` of `vma` by task `t`:
+    /// the VMA policy, else the task policy (`get_vma_policy`).
+    pub fn vma_policy(&self, t: usize, mm: usize, vma: usize) -> MemPolicy {
+        self.mms[mm].vmas[vma]
+            .policy
+            .unwrap_or(self.tasks[t].mempolicy)
+    }
+
+    /// Checks model invariants (debug builds and tests): every page on one
+    /// node within capacity, every task on at most one CPU, summaries right.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut used = vec![0u64; self.m.nr_nodes()];
+        for mm in &self.mms {
+            for v in &mm.vmas {
+                v.check_invariants()?;
+                for (n, p) in v.pages_by_node().into_iter().enumerate() {
+                    used[n] += p * v.nr_base_pages();
+                }
+            }
+        }
+        for (n, u) in used.iter().enumerate() {
+            let nm = &self.nodes[n];
+            if nm.total_pages - nm.free_pages != *u {
+                return Err(format!(
+                    "node {n}: {} pages allocated but {} mapped",
+                    nm.total_pages - nm.free_pages,
+                    u
+                ));
+            }
+        }
+        let mut seen = vec![false; self.tasks.len()];
+        for rq in &self.rq {
+            for &t in rq.curr.iter().chain(rq.queue.iter()) {
+                if seen[t] {
+                    return Err(format!("task {t} is on two runqueues"));
+                }
+                seen[t] = true;
+                if self.tasks[t].cpu != rq.cpu {
+                    return Err(format!("task {t} on rq {} but task.cpu={}", rq.cpu, self.tasks[t].cpu));
+                }
+            }
+        }
+        Ok(())
+    }
+}

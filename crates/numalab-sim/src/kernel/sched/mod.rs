@@ -1,0 +1,333 @@
+//! The scheduler core (kernel/sched/core.c and the CFS/EEVDF basics of
+//! fair.c): tasks, runqueues, enqueue/dequeue, picking, time sharing and
+//! moving tasks between CPUs.
+//!
+//! Every task is a nice-0 CFS task, so load is the number of runnable tasks
+//! and fairness is round-robin by vruntime. A running task keeps its CPU
+//! until it blocks, exits, or a tick finds it has used its slice while
+//! others wait (`sched_tick` → `resched_curr`).
+//!
+//! Left out: nice levels and weights, PELT (load and utilisation averages),
+//! EEVDF lag and deadlines (vruntime ordering with the base slice instead),
+//! wakeup preemption, RT/deadline classes, NO_HZ (idle CPUs keep ticking),
+//! CPU hotplug.
+
+pub mod balance;
+pub mod fair;
+pub mod topology;
+
+use crate::kernel::mm::mempolicy::MemPolicy;
+use crate::kernel::numa::TaskNumaState;
+use crate::kernel::Kernel;
+use numalab_topology::CpuSet;
+use topology::SchedDomain;
+
+/// `sysctl_sched_base_slice` for machines with 8+ CPUs: 0.75 ms scaled by
+/// 1 + ilog2(min(ncpus, 8)) = 3 ms (ns).
+pub const BASE_SLICE_NS: u64 = 3_000_000;
+/// `sysctl_sched_migration_cost`: a task that ran this recently is cache
+/// hot (ns).
+pub const MIGRATION_COST_NS: u64 = 500_000;
+
+/// Life-cycle state of a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Not created yet.
+    New,
+    /// On a runqueue, waiting.
+    Runnable,
+    /// Running on `cpu`.
+    Running,
+    /// Blocked (sleeping).
+    Sleeping,
+    /// Exited.
+    Dead,
+}
+
+/// A task (`struct task_struct`, the parts modeled).
+#[derive(Clone, Debug)]
+pub struct Task {
+    /// Pid.
+    pub pid: u64,
+    /// Thread-group id.
+    pub tgid: u64,
+    /// Name (`comm`).
+    pub name: String,
+    /// Address space index.
+    pub mm: usize,
+    /// Cgroup index.
+    pub cgroup: usize,
+    /// State.
+    pub state: TaskState,
+    /// CPU the task is on or last ran on.
+    pub cpu: usize,
+    /// Requested affinity (`cpus_mask`).
+    pub affinity: CpuSet,
+    /// Task memory policy.
+    pub mempolicy: MemPolicy,
+    /// Interleave cursor (`il_prev`).
+    pub il_prev: u64,
+    /// Virtual runtime, ns.
+    pub vruntime: u64,
+    /// `sum_exec_runtime`, ns.
+    pub sum_exec_runtime: u64,
+    /// When the task last started running (`exec_start`), ns.
+    pub exec_start: u64,
+    /// User time, ns.
+    pub user_ns: f64,
+    /// System time, ns.
+    pub sys_ns: f64,
+    /// Runnable-but-waiting time, ns.
+    pub wait_ns: u64,
+    /// When the task was last enqueued while not running, ns.
+    pub wait_start: u64,
+    /// `se.nr_migrations`.
+    pub nr_migrations: u64,
+    /// Creation time, ns.
+    pub start_ns: u64,
+    /// Exit time, ns.
+    pub exit_ns: Option<u64>,
+    /// Bytes accessed on each node.
+    pub bytes_by_node: Vec<f64>,
+    /// Kernel time owed: charged work that overran the last planned span.
+    pub debt_ns: f64,
+    /// NUMA balancing state.
+    pub numa: TaskNumaState,
+}
+
+impl Task {
+    /// A new task in state `New`.
+    pub fn new(pid: u64, tgid: u64, name: String, mm: usize, cgroup: usize, nr_nodes: usize) -> Task {
+        Task {
+            pid,
+            tgid,
+            name,
+            mm,
+            cgroup,
+            state: TaskState::New,
+            cpu: 0,
+            affinity: CpuSet::new(),
+            mempolicy: MemPolicy::DEFAULT,
+            il_prev: 0,
+            vruntime: 0,
+            sum_exec_runtime: 0,
+            exec_start: 0,
+            user_ns: 0.0,
+            sys_ns: 0.0,
+            wait_ns: 0,
+            wait_start: 0,
+            nr_migrations: 0,
+            start_ns: 0,
+            exit_ns: None,
+            bytes_by_node: vec![0.0; nr_nodes],
+            debt_ns: 0.0,
+            numa: TaskNumaState::default(),
+        }
+    }
+}
+
+/// Per-CPU, per-domain balancing state (the dynamic part of
+/// `struct sched_domain`).
+#[derive(Clone, Debug)]
+pub struct SdRuntime {
+    /// `last_balance` in jiffies.
+    pub last_balance: u64,
+    /// `balance_interval` in ms.
+    pub balance_interval_ms: u64,
+    /// `nr_balance_failed`.
+    pub nr_balance_failed: u32,
+}
+
+/// A runqueue (`struct rq`).
+#[derive(Clone, Debug)]
+pub struct Rq {
+    /// CPU.
+    pub cpu: usize,
+    /// Running task.
+    pub curr: Option<usize>,
+    /// Runnable tasks waiting (not running).
+    pub queue: Vec<usize>,
+    /// `cfs_rq->min_vruntime`.
+    pub min_vruntime: u64,
+    /// `rq->next_balance` in jiffies.
+    pub next_balance: u64,
+    /// Per-domain balancing state, parallel to the CPU's domains.
+    pub sd: Vec<SdRuntime>,
+    /// `rq->avg_idle`, ns.
+    pub avg_idle: u64,
+    /// When the CPU last went idle, ns.
+    pub idle_stamp: u64,
+    /// `rq->max_newidle_lb_cost` (per domain in the kernel; one here), ns.
+    pub max_newidle_lb_cost: u64,
+    /// `nr_numa_running`: tasks with a preferred node.
+    pub nr_numa_running: u32,
+    /// `nr_preferred_running`: tasks on their preferred node.
+    pub nr_preferred_running: u32,
+    /// Bumped when the running task's plan is invalidated.
+    pub gen: u64,
+    /// Time the CPU spent running tasks, ns.
+    pub busy_ns: u64,
+    /// `numa_migrate_on`: a NUMA migration targets this rq.
+    pub numa_migrate_on: bool,
+}
+
+impl Rq {
+    /// An idle runqueue for `cpu` with balancing state for its domains.
+    pub fn new(cpu: usize, sds: &[SchedDomain]) -> Rq {
+        Rq {
+            cpu,
+            curr: None,
+            queue: Vec::new(),
+            min_vruntime: 0,
+            next_balance: 0,
+            sd: sds
+                .iter()
+                .map(|d| SdRuntime {
+                    last_balance: 0,
+                    balance_interval_ms: d.min_interval_ms,
+                    nr_balance_failed: 0,
+                })
+                .collect(),
+            avg_idle: 2 * MIGRATION_COST_NS,
+            idle_stamp: 0,
+            max_newidle_lb_cost: 0,
+            nr_numa_running: 0,
+            nr_preferred_running: 0,
+            gen: 0,
+            busy_ns: 0,
+            numa_migrate_on: false,
+        }
+    }
+
+    /// `rq->nr_running`.
+    pub fn nr_running(&self) -> usize {
+        self.queue.len() + usize::from(self.curr.is_some())
+    }
+
+    /// True when nothing runs or waits (`idle_cpu`).
+    pub fn is_idle(&self) -> bool {
+        self.curr.is_none() && self.queue.is_empty()
+    }
+}
+
+impl Kernel {
+    /// Puts runnable task `t` on `cpu`'s queue (`enqueue_task_fair`), placing
+    /// its vruntime no further back than one slice behind the queue.
+    pub fn enqueue_task(&mut self, t: usize, cpu: usize) {
+        let minv = self.rq[cpu].min_vruntime;
+        let task = &mut self.tasks[t];
+        task.vruntime = task.vruntime.max(minv.saturating_sub(BASE_SLICE_NS));
+        if task.cpu != cpu && task.state != TaskState::New {
+            task.nr_migrations += 1;
+        }
+        task.cpu = cpu;
+        task.state = TaskState::Runnable;
+        task.wait_start = self.now;
+        self.rq[cpu].queue.push(t);
+        self.numa_account_enqueue(t, cpu);
+    }
+
+    /// Takes task `t` off its runqueue, running or waiting
+    /// (`dequeue_task_fair`). A running task's CPU becomes free.
+    pub fn dequeue_task(&mut self, t: usize) {
+        let cpu = self.tasks[t].cpu;
+        let rq = &mut self.rq[cpu];
+        if rq.curr == Some(t) {
+            rq.curr = None;
+            rq.gen += 1;
+        } else if let Some(i) = rq.queue.iter().position(|&x| x == t) {
+            rq.queue.remove(i);
+            let w = self.now.saturating_sub(self.tasks[t].wait_start);
+            self.tasks[t].wait_ns += w;
+        }
+        self.numa_account_dequeue(t, cpu);
+    }
+
+    /// Picks the waiting task with the least vruntime and makes it current
+    /// (`pick_next_task_fair` + `set_next_entity`). Returns it.
+    pub fn pick_next_task(&mut self, cpu: usize) -> Option<usize> {
+        if self.rq[cpu].curr.is_some() {
+            return self.rq[cpu].curr;
+        }
+        let rq = &self.rq[cpu];
+        let (i, &t) = rq
+            .queue
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &t)| (self.tasks[t].vruntime, t))?;
+        let rq = &mut self.rq[cpu];
+        rq.queue.remove(i);
+        rq.curr = Some(t);
+        rq.gen += 1;
+        let now = self.now;
+        let task = &mut self.tasks[t];
+        task.wait_ns += now.saturating_sub(task.wait_start);
+        task.state = TaskState::Running;
+        task.exec_start = now;
+        Some(t)
+    }
+
+    /// Puts the running task of `cpu` back in the queue (`put_prev_task`).
+    pub fn put_prev_task(&mut self, cpu: usize) {
+        if let Some(t) = self.rq[cpu].curr.take() {
+            self.rq[cpu].gen += 1;
+            let now = self.now;
+            let task = &mut self.tasks[t];
+            task.state = TaskState::Runnable;
+            task.wait_start = now;
+            self.rq[cpu].queue.push(t);
+        }
+    }
+
+    /// Charges `ns` of execution to the running task `t` (`update_curr`).
+    pub fn update_curr(&mut self, t: usize, ns: u64) {
+        let cpu = self.tasks[t].cpu;
+        let task = &mut self.tasks[t];
+        task.sum_exec_runtime += ns;
+        task.vruntime += ns;
+        let rq = &mut self.rq[cpu];
+        rq.busy_ns += ns;
+        let minq = rq.queue.iter().map(|&q| self.tasks[q].vruntime).min();
+        let v = self.tasks[t].vruntime;
+        let floor = minq.map_or(v, |m| m.min(v));
+        rq.min_vruntime = rq.min_vruntime.max(floor);
+    }
+
+    /// Moves waiting or running task `t` to `dst` (`move_queued_task` /
+    /// `__migrate_swap_task`): off its queue, onto `dst`'s.
+    pub fn move_task(&mut self, t: usize, dst: usize) {
+        let src = self.tasks[t].cpu;
+        if src == dst {
+            return;
+        }
+        let (src_min, dst_min) = (self.rq[src].min_vruntime, self.rq[dst].min_vruntime);
+        self.dequeue_task(t);
+        // Keep the task's lag relative to the queue it joins.
+        let v = self.tasks[t].vruntime;
+        self.tasks[t].vruntime = v.saturating_sub(src_min) + dst_min;
+        self.enqueue_task(t, dst);
+        self.charge_sys(t, crate::physics::costs::TASK_MIGRATE_NS);
+    }
+
+    /// Charges kernel work to task `t` as system time it still has to pay
+    /// (it delays the task's next progress).
+    pub fn charge_sys(&mut self, t: usize, ns: f64) {
+        let task = &mut self.tasks[t];
+        task.sys_ns += ns;
+        task.debt_ns += ns;
+        let cg = task.cgroup;
+        self.cgroups.all[cg].sys_ns += ns;
+    }
+
+    /// Charges kernel work done on `cpu`: to its running task if any,
+    /// otherwise as idle-CPU kernel time.
+    pub fn charge_cpu(&mut self, cpu: usize, ns: f64) {
+        match self.rq[cpu].curr {
+            Some(t) => self.charge_sys(t, ns),
+            None => self.idle_kernel_ns += ns,
+        }
+    }
+
+    fn numa_account_enqueue(&mut self, _t: usize, _cpu: usize) {}
+    fn numa_account_dequeue(&mut self, _t: usize, _cpu: usize) {}
+}

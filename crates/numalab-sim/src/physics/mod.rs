@@ -1,0 +1,288 @@
+//! Physics: what memory access costs where, and how contending streams share.
+//!
+//! The fluid model. Every task that touches memory presents a *demand*: a
+//! rate cap (bytes/ns, which is GB/s) set by how many cache misses its core
+//! keeps in flight over the latency it sees (Little's law), and the resources
+//! each byte crosses: the memory controller of the node that holds it, and
+//! the interconnect link between packages (or the on-die link between
+//! sub-NUMA nodes). [`max_min_fair`] shares the resources by progressive
+//! filling, as network and grid simulators do. Latency rises with a memory
+//! controller's utilisation ([`loaded_latency`]).
+//!
+//! Left out: caches (every access of a stream is a miss; a working set that
+//! fits in the LLC is not faster), read/write asymmetry, prefetchers beyond
+//! what the per-core streaming bandwidth already contains, link topologies
+//! that are not fully connected (multi-hop traffic is charged to one link).
+
+pub mod costs;
+
+use numalab_topology::Machine;
+
+/// Bytes in a cache line.
+pub const CACHE_LINE: f64 = 64.0;
+
+/// Gain of the loaded-latency curve: latency = idle * (1 + G*u^2/(1-u)).
+/// Source: the shape of Intel MLC loaded-latency curves (flat to ~60 %
+/// utilisation, about 3x idle near 90 %); G = 1/4 gives 1.1x at 50 %, 3.0x at
+/// 90 % and 5.5x at 95 %.
+pub const LOADED_LATENCY_GAIN: f64 = 0.25;
+
+/// Utilisation at which the loaded-latency curve stops rising (keeps it
+/// finite at saturation).
+pub const MAX_UTILISATION: f64 = 0.95;
+
+/// Index of a shared resource (memory controller or link).
+pub type ResId = usize;
+
+/// The resources of a machine, by index.
+#[derive(Clone, Debug)]
+pub struct Resources {
+    /// Capacity of each resource in bytes/ns.
+    pub capacity: Vec<f64>,
+    /// Human-readable name of each resource.
+    pub name: Vec<String>,
+    nr_nodes: usize,
+    /// `link[mem_node * nr_nodes + cpu_node]`: the link a byte crosses from a
+    /// node's memory to a CPU on another node, if any.
+    link: Vec<Option<ResId>>,
+}
+
+impl Resources {
+    /// Builds the resource table of `m`: one memory controller per node, one
+    /// link per ordered package pair, one on-die link per ordered pair of
+    /// nodes inside a package.
+    pub fn new(m: &Machine) -> Resources {
+        let nn = m.nr_nodes();
+        let mut capacity = Vec::new();
+        let mut name = Vec::new();
+        for n in 0..nn {
+            capacity.push(m.bandwidth.node_gbps[n]);
+            name.push(format!("mem{n}"));
+        }
+        let npk = m.nodes.iter().map(|n| n.package).max().map_or(1, |p| p + 1);
+        let mut pkg_link = vec![None; npk * npk];
+        let mut link = vec![None; nn * nn];
+        for src in 0..nn {
+            for dst in 0..nn {
+                if src == dst {
+                    continue;
+                }
+                let (ps, pd) = (m.nodes[src].package, m.nodes[dst].package);
+                let id = if ps != pd {
+                    *pkg_link[ps * npk + pd].get_or_insert_with(|| {
+                        capacity.push(m.bandwidth.link_gbps);
+                        name.push(format!("link-pkg{ps}->pkg{pd}"));
+                        capacity.len() - 1
+                    })
+                } else {
+                    capacity.push(m.bandwidth.same_package_link_gbps);
+                    name.push(format!("die-node{src}->node{dst}"));
+                    capacity.len() - 1
+                };
+                link[src * nn + dst] = Some(id);
+            }
+        }
+        Resources {
+            capacity,
+            name,
+            nr_nodes: nn,
+            link,
+        }
+    }
+
+    /// Resource index of node `n`'s memory controller.
+    pub fn mem(&self, n: usize) -> ResId {
+        n
+    }
+
+    /// The link crossed by bytes read from `mem_node` by a CPU on `cpu_node`.
+    pub fn link(&self, mem_node: usize, cpu_node: usize) -> Option<ResId> {
+        self.link[mem_node * self.nr_nodes + cpu_node]
+    }
+
+    /// Number of resources.
+    pub fn len(&self) -> usize {
+        self.capacity.len()
+    }
+
+    /// True when there are no resources.
+    pub fn is_empty(&self) -> bool {
+        self.capacity.is_empty()
+    }
+}
+
+/// One flow's demand on the shared resources.
+#[derive(Clone, Debug, Default)]
+pub struct Demand {
+    /// Largest rate the flow can reach alone, bytes/ns.
+    pub cap: f64,
+    /// `(resource, share)`: each byte of the flow loads `resource` by `share`
+    /// bytes (the fraction of the flow's bytes that cross it).
+    pub uses: Vec<(ResId, f64)>,
+}
+
+/// Max-min fair rates by progressive filling: all unfrozen flows rise
+/// together; a flow freezes when it reaches its cap or when a resource it
+/// uses saturates. Returns one rate per demand, in bytes/ns.
+pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
+    let mut rate = vec![0.0; demands.len()];
+    let mut frozen: Vec<bool> = demands.iter().map(|d| d.cap <= 0.0).collect();
+    let mut residual = capacity.to_vec();
+    let mut weight = vec![0.0; capacity.len()];
+    let mut level = 0.0_f64;
+    // Each round freezes at least one flow, so this ends.
+    for _ in 0..=demands.len() {
+        weight.iter_mut().for_each(|w| *w = 0.0);
+        let mut any = false;
+        for (i, d) in demands.iter().enumerate() {
+            if frozen[i] {
+                continue;
+            }
+            any = true;
+            for &(r, s) in &d.uses {
+                weight[r] += s;
+            }
+        }
+        if !any {
+            break;
+        }
+        // How far the common level can rise before something binds.
+        let mut step = f64::INFINITY;
+        for r in 0..residual.len() {
+            if weight[r] > 0.0 {
+                step = step.min(residual[r].max(0.0) / weight[r]);
+            }
+        }
+        for (i, d) in demands.iter().enumerate() {
+            if !frozen[i] {
+                step = step.min(d.cap - level);
+            }
+        }
+        let step = step.max(0.0);
+        level += step;
+        for r in 0..residual.len() {
+            residual[r] -= step * weight[r];
+        }
+        let saturated: Vec<bool> = residual
+            .iter()
+            .zip(capacity)
+            .map(|(&res, &cap)| res <= cap * 1e-9)
+            .collect();
+        for (i, d) in demands.iter().enumerate() {
+            if frozen[i] {
+                continue;
+            }
+            let capped = d.cap - level <= d.cap * 1e-9;
+            let blocked = d.uses.iter().any(|&(r, s)| s > 0.0 && saturated[r]);
+            if capped || blocked {
+                rate[i] = level.min(d.cap);
+                frozen[i] = true;
+            }
+        }
+    }
+    rate
+}
+
+/// Latency at utilisation `u` of the memory controller, from idle latency.
+pub fn loaded_latency(idle_ns: f64, u: f64) -> f64 {
+    let u = u.clamp(0.0, MAX_UTILISATION);
+    idle_ns * (1.0 + LOADED_LATENCY_GAIN * u * u / (1.0 - u))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_flow_gets_its_cap_when_resources_are_ample() {
+        let r = max_min_fair(
+            &[100.0],
+            &[Demand {
+                cap: 10.0,
+                uses: vec![(0, 1.0)],
+            }],
+        );
+        assert!((r[0] - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn saturated_controller_is_shared_equally() {
+        let d = Demand {
+            cap: 10.0,
+            uses: vec![(0, 1.0)],
+        };
+        let r = max_min_fair(&[12.0], &[d.clone(), d.clone(), d]);
+        for x in &r {
+            assert!((x - 4.0).abs() < 1e-9, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn capped_flow_leaves_the_rest_to_others() {
+        // Flow 0 can only do 2; flows 1 and 2 split the remaining 10.
+        let r = max_min_fair(
+            &[12.0],
+            &[
+                Demand {
+                    cap: 2.0,
+                    uses: vec![(0, 1.0)],
+                },
+                Demand {
+                    cap: 10.0,
+                    uses: vec![(0, 1.0)],
+                },
+                Demand {
+                    cap: 10.0,
+                    uses: vec![(0, 1.0)],
+                },
+            ],
+        );
+        assert!((r[0] - 2.0).abs() < 1e-9);
+        assert!((r[1] - 5.0).abs() < 1e-9 && (r[2] - 5.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn flow_blocked_on_a_link_frees_the_controller_for_local_flows() {
+        // Resource 0 = controller (20), resource 1 = link (4).
+        // Remote flow crosses both; local flows only the controller.
+        let remote = Demand {
+            cap: 10.0,
+            uses: vec![(0, 1.0), (1, 1.0)],
+        };
+        let local = Demand {
+            cap: 10.0,
+            uses: vec![(0, 1.0)],
+        };
+        let r = max_min_fair(&[20.0, 4.0], &[remote, local.clone(), local]);
+        assert!((r[0] - 4.0).abs() < 1e-9, "{r:?}");
+        assert!((r[1] - 8.0).abs() < 1e-9 && (r[2] - 8.0).abs() < 1e-9, "{r:?}");
+    }
+
+    #[test]
+    fn no_resource_is_ever_oversubscribed() {
+        let demands: Vec<Demand> = (0..17)
+            .map(|i| Demand {
+                cap: 1.0 + (i % 5) as f64,
+                uses: vec![(i % 3, 0.5), ((i + 1) % 3, 0.5)],
+            })
+            .collect();
+        let cap = [7.0, 5.0, 11.0];
+        let r = max_min_fair(&cap, &demands);
+        for res in 0..3 {
+            let used: f64 = demands
+                .iter()
+                .zip(&r)
+                .map(|(d, x)| d.uses.iter().filter(|u| u.0 == res).map(|u| u.1 * x).sum::<f64>())
+                .sum();
+            assert!(used <= cap[res] * (1.0 + 1e-6), "resource {res}: {used}");
+        }
+    }
+
+    #[test]
+    fn latency_rises_with_load_and_stays_finite() {
+        assert_eq!(loaded_latency(100.0, 0.0), 100.0);
+        assert!(loaded_latency(100.0, 0.5) > 100.0);
+        assert!(loaded_latency(100.0, 0.9) > 2.5 * 100.0);
+        assert!(loaded_latency(100.0, 2.0).is_finite());
+    }
+}

@@ -1,0 +1,50 @@
+//! Loading machines and workloads and running them: the glue between the
+//! CLI and the model, shared by `run`, `bench` and `reproduce`.
+
+use crate::progress::Progress;
+use numalab_record::RunRecord;
+use numalab_sim::{Knobs, RunOptions};
+use numalab_topology::Machine;
+
+/// Loads a machine preset or spec file.
+pub fn load_machine(name: &str) -> Result<Machine, String> {
+    numalab_topology::presets::load(name).map_err(|e| e.to_string())
+}
+
+/// Parses `--set` values into knobs.
+pub fn knobs(sets: &[String]) -> Result<Knobs, String> {
+    let mut k = Knobs::default();
+    for s in sets {
+        k.set(s)?;
+    }
+    Ok(k)
+}
+
+/// One model run of `workload` (preset or file) on `machine`.
+pub fn run_model(
+    machine: &Machine,
+    workload: &str,
+    sets: &[String],
+    seed: u64,
+    scale: f64,
+    trace: bool,
+    show_progress: bool,
+) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
+    if !(scale > 0.0 && scale <= 1.0) {
+        return Err(format!("--scale {scale}: must be in (0, 1]"));
+    }
+    let spec = numalab_workload::presets::load(workload).map_err(|e| e.to_string())?;
+    let w = numalab_workload::spec::resolve(&spec, machine, seed, scale).map_err(|e| e.to_string())?;
+    let knobs = knobs(sets)?;
+    let opts = RunOptions {
+        seed,
+        scale,
+        trace,
+        check_every: 0,
+    };
+    let mut p = Progress::new(&w.name, show_progress);
+    let sim = numalab_sim::Sim::new(machine.clone(), w, knobs, opts).map_err(|e| e.to_string())?;
+    let (rec, tr) = sim.run_with_trace(&mut |s| p.update(s)).map_err(|e| e.to_string())?;
+    p.finish();
+    Ok((rec, tr))
+}
