@@ -295,7 +295,9 @@ impl NodeMask {
         let mut m = NodeMask::NONE;
         for n in set.iter() {
             if n >= MAX_NUMNODES {
-                return Err(format!("node {n} is beyond the model's limit of {MAX_NUMNODES} nodes"));
+                return Err(format!(
+                    "node {n} is beyond the model's limit of {MAX_NUMNODES} nodes"
+                ));
             }
             m.insert(n);
         }

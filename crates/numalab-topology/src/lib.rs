@@ -11,6 +11,8 @@
 //! Left out: caches other than the LLC, memory tiers with CPU-less nodes
 //! (accepted by the type, but no preset has them), frequency scaling.
 
+#![warn(missing_docs)]
+
 pub mod cpuset;
 pub mod import;
 pub mod machine;
@@ -47,7 +49,9 @@ pub enum TopologyError {
         message: String,
     },
     /// No preset by that name, and no such file.
-    #[error("unknown machine '{0}': not a preset (see `numalab list machines`) and not a readable file")]
+    #[error(
+        "unknown machine '{0}': not a preset (see `numalab list machines`) and not a readable file"
+    )]
     Unknown(String),
     /// Import input could not be understood.
     #[error("machine import: {0}")]
