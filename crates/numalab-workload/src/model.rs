@@ -149,9 +149,10 @@ pub struct Thread {
     pub affinity: Option<CpuSet>,
     /// Initial task memory policy; `None` means MPOL_DEFAULT.
     pub policy: Option<PolicySpec>,
-    /// Index of a thread of the same process that must exit before this one
-    /// is created (e.g. numa02's main thread zeroes memory first).
-    pub start_after: Option<usize>,
+    /// Indices of threads of the same process that must all exit before this
+    /// one is created (e.g. numa02's workers wait for the main thread, which
+    /// zeroes the buffer first). Empty: created at start.
+    pub start_after: Vec<usize>,
     /// What the thread does, in order; it exits after the last phase.
     pub phases: Vec<Phase>,
 }

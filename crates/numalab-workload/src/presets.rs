@@ -1,1 +1,101 @@
-//! Workload presets. (To be written.)
+//! Built-in workloads: specs shipped inside the binary.
+//!
+//! Models the autonumabench tests as mmtests runs them (numa01,
+//! numa01_THREAD_ALLOC = NUMA01_THREADLOCAL, numa02, numa02_SMT) and the
+//! HARD_BIND / INVERSE_BIND builds of each, written from the
+//! pholasek/autonuma-benchmark sources (`numa01.c`, `numa02.c`,
+//! `preproc.awk`, `Makefile`); plus an OLTP-like service after
+//! research/workloads.md §5. Each preset is a TOML file in
+//! `crates/numalab-workload/presets/`, embedded at build time; its comments
+//! say where every number comes from.
+//!
+//! Left out: autonumabench's `-DKVM` and `NO_BIND_FORCE_SAME_NODE`-less
+//! numa01 builds, perf-bench-numa, pmbench and SPECjbb (not written yet).
+
+use crate::spec::{parse, WorkloadError, WorkloadSpec};
+use std::sync::OnceLock;
+
+/// Preset names and their TOML text, in listing order.
+const PRESETS: &[(&str, &str)] = &[
+    ("numa01", include_str!("../presets/numa01.toml")),
+    (
+        "numa01-threadlocal",
+        include_str!("../presets/numa01-threadlocal.toml"),
+    ),
+    ("numa02", include_str!("../presets/numa02.toml")),
+    ("numa02-smt", include_str!("../presets/numa02-smt.toml")),
+    (
+        "numa01-hard-bind",
+        include_str!("../presets/numa01-hard-bind.toml"),
+    ),
+    (
+        "numa01-inverse-bind",
+        include_str!("../presets/numa01-inverse-bind.toml"),
+    ),
+    (
+        "numa01-threadlocal-hard-bind",
+        include_str!("../presets/numa01-threadlocal-hard-bind.toml"),
+    ),
+    (
+        "numa01-threadlocal-inverse-bind",
+        include_str!("../presets/numa01-threadlocal-inverse-bind.toml"),
+    ),
+    (
+        "numa02-hard-bind",
+        include_str!("../presets/numa02-hard-bind.toml"),
+    ),
+    (
+        "numa02-inverse-bind",
+        include_str!("../presets/numa02-inverse-bind.toml"),
+    ),
+    (
+        "numa02-smt-hard-bind",
+        include_str!("../presets/numa02-smt-hard-bind.toml"),
+    ),
+    (
+        "numa02-smt-inverse-bind",
+        include_str!("../presets/numa02-smt-inverse-bind.toml"),
+    ),
+    ("oltp", include_str!("../presets/oltp.toml")),
+];
+
+/// Every preset as `(name, one-line description)`, in listing order.
+pub fn list() -> Vec<(&'static str, &'static str)> {
+    static DESCRIPTIONS: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
+    DESCRIPTIONS
+        .get_or_init(|| {
+            PRESETS
+                .iter()
+                .map(|(name, text)| {
+                    let d = parse(text, name)
+                        .map_or_else(|e| format!("(broken preset: {e})"), |s| s.description);
+                    (*name, d)
+                })
+                .collect()
+        })
+        .iter()
+        .map(|(n, d)| (*n, d.as_str()))
+        .collect()
+}
+
+/// The TOML text of preset `name`, if there is one.
+pub fn text(name: &str) -> Option<&'static str> {
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Loads a workload by preset name, else from a TOML file at that path.
+/// A name that is neither gives [`WorkloadError::Unknown`].
+pub fn load(name_or_path: &str) -> Result<WorkloadSpec, WorkloadError> {
+    if let Some(t) = text(name_or_path) {
+        return parse(t, name_or_path);
+    }
+    let path = std::path::Path::new(name_or_path);
+    if !path.is_file() {
+        return Err(WorkloadError::Unknown(name_or_path.to_string()));
+    }
+    let t = std::fs::read_to_string(path).map_err(|e| WorkloadError::Io {
+        path: name_or_path.to_string(),
+        message: e.to_string(),
+    })?;
+    parse(&t, name_or_path)
+}

@@ -1,6 +1,6 @@
 //! Argument definitions and the subcommands.
 
-use crate::{bench, runner};
+use crate::{bench, reproduce, runner};
 use clap::{Parser, Subcommand};
 use numalab_record::{RunRecord, RunSet};
 use std::io::Read;
@@ -67,6 +67,23 @@ enum Cmd {
         #[arg(long)]
         csv: bool,
     },
+    /// Run a published experiment and print modeled beside published.
+    Reproduce {
+        /// Reproduction name (see `numalab list reproductions`).
+        name: String,
+        /// Shrink memory and passes (1 = as published).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Iterations (seeds) per configuration.
+        #[arg(long, default_value_t = 1)]
+        iterations: u32,
+        /// First seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write each configuration's RunSet JSON into this directory.
+        #[arg(long)]
+        json_dir: Option<String>,
+    },
     /// Benchmark the model: wall time and peak memory of one run.
     Bench {
         /// Machine preset or file.
@@ -122,6 +139,13 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
         Cmd::List { what } => list(&what),
         Cmd::Machine { cmd } => machine(cmd),
         Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
+        Cmd::Reproduce {
+            name,
+            scale,
+            iterations,
+            seed,
+            json_dir,
+        } => reproduce::reproduce(&name, scale, iterations, seed, json_dir.as_deref()),
         Cmd::Bench {
             machine,
             workload,
@@ -213,7 +237,10 @@ fn list(what: &str) -> Result<(), String> {
             .into_iter()
             .map(|(n, d, h)| (format!("{n}={d}"), h.to_string()))
             .collect(),
-        "reproductions" => Vec::new(),
+        "reproductions" => reproduce::all()
+            .into_iter()
+            .map(|r| (r.name.to_string(), r.description.to_string()))
+            .collect(),
         other => {
             return Err(format!(
                 "list {other}: expected one of machines, workloads, reproductions, knobs"

@@ -9,6 +9,7 @@
 mod bench;
 mod cli;
 mod progress;
+mod reproduce;
 mod runner;
 
 use clap::Parser;

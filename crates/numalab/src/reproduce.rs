@@ -1,0 +1,234 @@
+//! `numalab reproduce NAME`: the published experiments of the five
+//! proposals as named scenarios.
+//!
+//! A reproduction names its machine, its workloads, the configurations it
+//! compares (each a list of knobs), and the numbers its posting published.
+//! Running it runs every configuration, prints the mmtests compare table of
+//! the modeled runs, then each published figure beside the modeled one with
+//! the ratio. Published numbers are only ever printed beside the model's:
+//! nothing in the model reads them.
+
+use crate::runner;
+use numalab_record::{RunRecord, RunSet};
+
+/// A figure a posting published.
+#[derive(Clone, Debug)]
+pub enum Metric {
+    /// Wall-clock seconds (mean over iterations).
+    Elapsed,
+    /// User CPU seconds.
+    User,
+    /// System CPU seconds.
+    Sys,
+    /// A memory.stat counter of a cgroup.
+    Memcg(&'static str, &'static str),
+    /// A /proc/vmstat counter.
+    Vmstat(&'static str),
+    /// The workload's score.
+    Score,
+    /// A lab figure of the Run record.
+    Lab(&'static str),
+}
+
+impl Metric {
+    fn name(&self) -> String {
+        match self {
+            Metric::Elapsed => "elapsed (s)".into(),
+            Metric::User => "user (s)".into(),
+            Metric::Sys => "system (s)".into(),
+            Metric::Memcg(cg, n) => format!("{cg} memory.stat {n}"),
+            Metric::Vmstat(n) => format!("vmstat {n}"),
+            Metric::Score => "score".into(),
+            Metric::Lab(n) => format!("lab {n}"),
+        }
+    }
+
+    fn of(&self, r: &RunRecord) -> f64 {
+        match self {
+            Metric::Elapsed => r.elapsed_s,
+            Metric::User => r.user_s,
+            Metric::Sys => r.sys_s,
+            Metric::Memcg(cg, n) => r
+                .cgroups
+                .get(*cg)
+                .and_then(|c| c.memory_stat.get(*n))
+                .copied()
+                .unwrap_or(0) as f64,
+            Metric::Vmstat(n) => r.vm(n) as f64,
+            Metric::Score => r.score.as_ref().map_or(0.0, |s| s.value),
+            Metric::Lab(n) => r.lab.get(*n).copied().unwrap_or(0.0),
+        }
+    }
+}
+
+/// One published figure: configuration label, metric, value.
+#[derive(Clone, Debug)]
+pub struct Published {
+    /// Configuration it belongs to.
+    pub config: &'static str,
+    /// What was measured.
+    pub metric: Metric,
+    /// The published value.
+    pub value: f64,
+}
+
+/// A configuration: a label and its knobs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Column label.
+    pub label: &'static str,
+    /// `--set` values.
+    pub sets: &'static [&'static str],
+}
+
+/// A published experiment.
+#[derive(Clone, Debug)]
+pub struct Reproduction {
+    /// Name for `numalab reproduce`.
+    pub name: &'static str,
+    /// One line.
+    pub description: &'static str,
+    /// Where the published numbers come from.
+    pub source: &'static str,
+    /// Machine preset.
+    pub machine: &'static str,
+    /// Workload presets.
+    pub workloads: &'static [&'static str],
+    /// Configurations, base first.
+    pub configs: &'static [Config],
+    /// Published numbers.
+    pub published: fn() -> Vec<Published>,
+}
+
+/// All reproductions.
+pub fn all() -> Vec<Reproduction> {
+    vec![Reproduction {
+        name: "numa-balancing-threadlocal",
+        description: "NUMA01_THREADLOCAL on 4 nodes x 80 CPUs, NUMA balancing off vs on (proposal 4's baseline numbers)",
+        source: "mission.md §4: Sapphire Rapids, 4 nodes, NUMA01_THREADLOCAL: elapsed 3:33 -> 1:54, user 29360 s -> 7590 s, system ~16300 s both ways; earlier version on 4 nodes x 80 CPUs: 212.9 s vs 127.1 s",
+        machine: "spr-4n",
+        workloads: &["numa01-threadlocal"],
+        configs: &[
+            Config {
+                label: "balancing-off",
+                sets: &["kernel.numa_balancing=0"],
+            },
+            Config {
+                label: "balancing-on",
+                sets: &["kernel.numa_balancing=1"],
+            },
+        ],
+        published: || {
+            vec![
+                Published {
+                    config: "balancing-off",
+                    metric: Metric::Elapsed,
+                    value: 213.0,
+                },
+                Published {
+                    config: "balancing-on",
+                    metric: Metric::Elapsed,
+                    value: 114.0,
+                },
+                Published {
+                    config: "balancing-off",
+                    metric: Metric::User,
+                    value: 29360.0,
+                },
+                Published {
+                    config: "balancing-on",
+                    metric: Metric::User,
+                    value: 7590.0,
+                },
+                Published {
+                    config: "balancing-off",
+                    metric: Metric::Sys,
+                    value: 16300.0,
+                },
+                Published {
+                    config: "balancing-on",
+                    metric: Metric::Sys,
+                    value: 16300.0,
+                },
+            ]
+        },
+    }]
+}
+
+/// Runs reproduction `name` and prints its tables.
+pub fn reproduce(name: &str, scale: f64, iterations: u32, seed: u64, json_dir: Option<&str>) -> Result<(), String> {
+    let r = all().into_iter().find(|r| r.name == name).ok_or_else(|| {
+        format!(
+            "unknown reproduction '{name}' (see `numalab list reproductions`: {})",
+            all().iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    if iterations == 0 {
+        return Err("--iterations must be at least 1".into());
+    }
+    let m = runner::load_machine(r.machine)?;
+    println!("reproduction {}: {}", r.name, r.description);
+    println!("published: {}", r.source);
+    println!("machine {}, scale {scale}, {iterations} iteration(s) from seed {seed}\n", m.name);
+    let mut sets = Vec::new();
+    for c in r.configs {
+        let sets_s: Vec<String> = c.sets.iter().map(|s| s.to_string()).collect();
+        let mut runs = Vec::new();
+        for w in r.workloads {
+            for i in 0..iterations {
+                let (rec, _) = runner::run_model(&m, w, &sets_s, seed + i as u64, scale, false, true)?;
+                runs.push(rec);
+            }
+        }
+        let set = RunSet::new(c.label, runs);
+        if let Some(dir) = json_dir {
+            std::fs::create_dir_all(dir).map_err(|e| format!("--json-dir {dir}: {e}"))?;
+            let path = format!("{dir}/{}.json", c.label);
+            std::fs::write(&path, set.to_json()).map_err(|e| format!("{path}: {e}"))?;
+        }
+        sets.push(set);
+    }
+    print!("{}", numalab_report::compare_table(&sets));
+    println!();
+    println!("{}", modeled_vs_published(&r, &sets, scale));
+    Ok(())
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = xs.collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The modeled-vs-published table.
+fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "{:<16} {:<36} {:>14} {:>14} {:>9}\n",
+        "config", "metric", "published", "modeled", "ratio"
+    ));
+    for p in (r.published)() {
+        let Some(set) = sets.iter().find(|s| s.name == p.config) else {
+            continue;
+        };
+        let m = mean(set.runs.iter().map(|x| p.metric.of(x)));
+        let ratio = if p.value != 0.0 { m / p.value } else { f64::NAN };
+        out.push_str(&format!(
+            "{:<16} {:<36} {:>14.2} {:>14.2} {:>8.2}x\n",
+            p.config,
+            p.metric.name(),
+            p.value,
+            m,
+            ratio
+        ));
+    }
+    if scale < 1.0 {
+        out.push_str(&format!(
+            "(modeled at --scale {scale}: sizes and passes shrink, so absolute figures are not comparable; ratios between configurations are)\n"
+        ));
+    }
+    out
+}
