@@ -363,12 +363,26 @@ pub fn parse_machine(text: &str, origin: &str) -> Result<Machine, TopologyError>
 /// Maps a TOML error. An unknown key, or a value of the wrong type on a
 /// `key = value` line, becomes [`TopologyError::Field`] naming the dotted key
 /// (its table found from the header above it) with line and column; anything
+/// A TOML parser error on one line: `line L, column C: message`.
+pub fn one_line_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {col}: {msg}")
+        }
+        None => msg,
+    }
+}
+
 /// else (a syntax error) is [`TopologyError::Toml`] with the parser's line
 /// and column.
 fn toml_error(text: &str, origin: &str, e: &toml::de::Error) -> TopologyError {
     let toml = || TopologyError::Toml {
         origin: origin.to_string(),
-        message: e.to_string().trim_end().to_string(),
+        message: one_line_toml_error(text, e),
     };
     let msg = e.message();
     let Some(start) = e.span().map(|s| s.start) else {

@@ -1136,7 +1136,7 @@ fn mode_name(m: PolicyMode) -> &'static str {
 pub fn parse(text: &str, origin: &str) -> Result<WorkloadSpec> {
     let raw: RawSpec = toml::from_str(text).map_err(|e| WorkloadError::Toml {
         origin: origin.to_string(),
-        message: e.to_string().trim_end().to_string(),
+        message: numalab_topology::spec::one_line_toml_error(text, &e),
     })?;
     Checker { origin }.spec(raw)
 }

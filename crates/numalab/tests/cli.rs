@@ -1,0 +1,144 @@
+//! End-to-end tests of the command line: bad input gets one clear error
+//! naming what is wrong and a non-zero exit; output is deterministic;
+//! piped output has no progress bar.
+
+use std::process::{Command, Output};
+
+fn numalab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(args)
+        .output()
+        .expect("run numalab")
+}
+
+fn tmp(name: &str, text: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("numalab-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().to_string()
+}
+
+/// Asserts a failing run: exit 2, one `numalab: error:` line mentioning
+/// every word in `needles`, no panic.
+fn fails_with(args: &[&str], needles: &[&str]) {
+    let o = numalab(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "args {args:?}: stderr {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("numalab: error:"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "'{n}' not in: {err}");
+    }
+}
+
+const TINY_RUN: &[&str] = &["run", "-m", "tiny-2n", "-w", "numa02", "--scale", "0.01"];
+
+#[test]
+fn unknown_presets_and_knobs_are_named() {
+    fails_with(&["run", "-m", "nosuch", "-w", "numa02"], &["nosuch"]);
+    fails_with(&["run", "-m", "tiny-2n", "-w", "nosuch"], &["nosuch"]);
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--set", "kernel.bogus=1"]);
+    fails_with(&a, &["kernel.bogus", "unknown knob"]);
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--set", "kernel.numa_balancing=9"]);
+    fails_with(&a, &["kernel.numa_balancing", "range"]);
+    fails_with(&["reproduce", "nosuch"], &["nosuch"]);
+    fails_with(&["list", "things"], &["things"]);
+}
+
+#[test]
+fn bad_machine_specs_name_the_field() {
+    let base = |distance: &str, cores: u32| {
+        format!(
+            "name = \"bad\"\n[topology]\npackages = 2\nnodes_per_package = 1\ncores_per_node = {cores}\nthreads_per_core = 1\n[memory]\nper_node_gib = 1\n[distance]\nmatrix = {distance}\n[latency]\nlocal_ns = 80\nremote_ns = 140\n[bandwidth]\nnode_gbps = 100\nlink_gbps = 30\n"
+        )
+    };
+    let not_square = tmp("ns.toml", &base("[[10, 21], [21]]", 2));
+    fails_with(&["run", "-m", &not_square, "-w", "numa02"], &["distance.matrix"]);
+    let bad_diag = tmp("bd.toml", &base("[[11, 21], [21, 10]]", 2));
+    fails_with(&["run", "-m", &bad_diag, "-w", "numa02"], &["distance.matrix"]);
+    let zero = tmp("zero.toml", &base("[[10, 21], [21, 10]]", 0));
+    fails_with(&["run", "-m", &zero, "-w", "numa02"], &["cores_per_node"]);
+    let broken = tmp("broken.toml", "name = \"x\"\n[topology\n");
+    fails_with(&["run", "-m", &broken, "-w", "numa02"], &["TOML"]);
+}
+
+#[test]
+fn bad_workloads_are_refused_before_running() {
+    let big = tmp(
+        "big.toml",
+        "name = \"big\"\n[[process]]\nname = \"p\"\n[[process.region]]\nname = \"r\"\nsize = \"64GiB\"\n[[process.thread]]\nname = \"t\"\nphases = [ { stream = \"r\" } ]\n",
+    );
+    fails_with(&["run", "-m", "tiny-2n", "-w", &big], &["size", "memory"]);
+    let cpu = tmp(
+        "cpu.toml",
+        "name = \"c\"\n[[cgroup]]\npath = \"/g\"\ncpuset_cpus = \"0-9\"\n[[process]]\nname = \"p\"\ncgroup = \"/g\"\n[[process.thread]]\nname = \"t\"\nphases = [ { compute = \"1ms\" } ]\n",
+    );
+    fails_with(&["run", "-m", "tiny-2n", "-w", &cpu], &["cpu"]);
+    let pol = tmp(
+        "pol.toml",
+        "name = \"p\"\n[[process]]\nname = \"p\"\n[[process.region]]\nname = \"r\"\nsize = \"4MiB\"\npolicy = { mode = \"preferred\", nodes = \"0\", numa_balancing = true }\n[[process.thread]]\nname = \"t\"\nphases = [ { stream = \"r\" } ]\n",
+    );
+    fails_with(&["run", "-m", "tiny-2n", "-w", &pol], &["EINVAL", "MPOL_F_NUMA_BALANCING"]);
+    let mut a = TINY_RUN.to_vec();
+    a[6] = "0";
+    fails_with(&a, &["scale"]);
+}
+
+#[test]
+fn json_is_byte_identical_for_the_same_seed_and_has_the_documented_fields() {
+    let run = |f: &str| {
+        let mut a = TINY_RUN.to_vec();
+        a.extend(["--seed", "3", "--json", f]);
+        let o = numalab(&a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read_to_string(f).unwrap()
+    };
+    let a = run(&tmp("a.json", ""));
+    let b = run(&tmp("b.json", ""));
+    assert_eq!(a, b);
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    for k in ["elapsed_s", "user_s", "sys_s", "vmstat", "cgroups", "tasks", "machine", "workload", "settings", "seed"] {
+        assert!(v.get(k).is_some(), "field {k} missing");
+    }
+    assert!(v["cgroups"]["/"]["memory_stat"]["numa_hint_faults"].is_u64());
+    assert_eq!(v["settings"]["numa_balancing.scan_delay_ms"], "1000");
+}
+
+#[test]
+fn piped_output_has_no_progress_bar_and_json_to_stdout_is_pure() {
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--json", "-"]);
+    let o = numalab(&a);
+    assert!(o.status.success());
+    assert!(o.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_eq!(v["format"], "numalab-run");
+}
+
+#[test]
+fn iterations_make_a_runset_that_compare_reads() {
+    let f = tmp("set.json", "");
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--iterations", "2", "--json", &f, "--label", "base"]);
+    assert!(numalab(&a).status.success());
+    let o = numalab(&["compare", &f, &f]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("elsp-NUMA02") && s.contains("Amean") && s.contains("AutoNUMA cost"), "{s}");
+}
+
+#[test]
+fn machine_import_from_numactl_text_gives_a_spec_that_runs() {
+    let hw = "available: 2 nodes (0-1)\nnode 0 cpus: 0 1\nnode 0 size: 2048 MB\nnode 0 free: 1000 MB\nnode 1 cpus: 2 3\nnode 1 size: 2048 MB\nnode 1 free: 1000 MB\nnode distances:\nnode   0   1 \n  0:  10  20 \n  1:  20  10 \n";
+    let f = tmp("hw.txt", hw);
+    let o = numalab(&["machine", "import", &f]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let spec = tmp("imported.toml", &String::from_utf8_lossy(&o.stdout));
+    let o = numalab(&["run", "-m", &spec, "-w", "numa02", "--scale", "0.01", "--json", "-"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
