@@ -217,7 +217,11 @@ impl RunRecord {
             serde_json::from_str(text).map_err(|e| format!("{origin}: not JSON: {e}"))?;
         match v.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT_NAME) => {}
-            _ => return Err(format!("{origin}: not a numalab Run record (field `format`)")),
+            _ => {
+                return Err(format!(
+                    "{origin}: not a numalab Run record (field `format`)"
+                ))
+            }
         }
         match v.get("version").and_then(|f| f.as_u64()) {
             Some(x) if x == FORMAT_VERSION as u64 => {}
@@ -289,7 +293,10 @@ impl RunSet {
         let v: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("{origin}: not JSON: {e}"))?;
         match v.get("format").and_then(|f| f.as_str()) {
-            Some(FORMAT_NAME) => Ok(RunSet::new(label, vec![RunRecord::from_json(text, origin)?])),
+            Some(FORMAT_NAME) => Ok(RunSet::new(
+                label,
+                vec![RunRecord::from_json(text, origin)?],
+            )),
             Some(RUNSET_FORMAT_NAME) => {
                 match v.get("version").and_then(|f| f.as_u64()) {
                     Some(x) if x == FORMAT_VERSION as u64 => {}

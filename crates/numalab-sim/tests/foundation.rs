@@ -17,11 +17,18 @@ fn same_seed_gives_identical_json_and_another_seed_may_differ() {
 fn hard_bind_is_fastest_and_inverse_bind_slowest_on_two_nodes() {
     for base in ["numa02", "numa01-threadlocal"] {
         let plain = run("tiny-2n", base, 0.05, 2, OFF).unwrap().elapsed_s;
-        let hard = run("tiny-2n", &format!("{base}-hard-bind"), 0.05, 2, OFF).unwrap().elapsed_s;
-        let inv = run("tiny-2n", &format!("{base}-inverse-bind"), 0.05, 2, OFF).unwrap().elapsed_s;
+        let hard = run("tiny-2n", &format!("{base}-hard-bind"), 0.05, 2, OFF)
+            .unwrap()
+            .elapsed_s;
+        let inv = run("tiny-2n", &format!("{base}-inverse-bind"), 0.05, 2, OFF)
+            .unwrap()
+            .elapsed_s;
         assert!(hard < plain, "{base}: hard {hard} !< plain {plain}");
         assert!(hard < inv, "{base}: hard {hard} !< inverse {inv}");
-        assert!(inv >= plain * 0.98, "{base}: inverse {inv} much faster than plain {plain}");
+        assert!(
+            inv >= plain * 0.98,
+            "{base}: inverse {inv} much faster than plain {plain}"
+        );
     }
 }
 
@@ -33,7 +40,9 @@ fn hard_bind_threads_access_only_local_memory_and_inverse_only_remote() {
         r.tasks
             .iter()
             .filter(|t| !t.name.ends_with("/main"))
-            .map(|t| t.bytes_by_node[t.last_node] as f64 / t.bytes_by_node.iter().sum::<u64>() as f64)
+            .map(|t| {
+                t.bytes_by_node[t.last_node] as f64 / t.bytes_by_node.iter().sum::<u64>() as f64
+            })
             .collect::<Vec<_>>()
     };
     for s in workers(&hard) {
@@ -59,7 +68,12 @@ fn numa01_binds_first_touch_to_the_seed_parity_node() {
         let r = run("tiny-2n", "numa01", 0.02, seed, OFF).unwrap();
         for p in &r.processes {
             let on: Vec<usize> = (0..2).filter(|&n| p.pages_by_node[n] > 0).collect();
-            assert_eq!(on, vec![(seed % 2) as usize], "seed {seed}: {:?}", p.pages_by_node);
+            assert_eq!(
+                on,
+                vec![(seed % 2) as usize],
+                "seed {seed}: {:?}",
+                p.pages_by_node
+            );
         }
     }
 }
@@ -69,7 +83,11 @@ fn load_balancer_spreads_threads_over_all_cpus() {
     // numa02 has one worker per CPU: none may share a CPU for long, so the
     // total wait time stays a small share of run time.
     let r = run("tiny-2n", "numa02", 0.05, 1, OFF).unwrap();
-    let workers: Vec<_> = r.tasks.iter().filter(|t| !t.name.ends_with("/main")).collect();
+    let workers: Vec<_> = r
+        .tasks
+        .iter()
+        .filter(|t| !t.name.ends_with("/main"))
+        .collect();
     let mut cpus: Vec<usize> = workers.iter().map(|t| t.last_cpu).collect();
     cpus.sort();
     cpus.dedup();
@@ -96,7 +114,12 @@ phases = [ { compute = "100ms" } ]
     assert!((r.elapsed_s - 0.4).abs() < 0.02, "elapsed {}", r.elapsed_s);
     for t in &r.tasks {
         assert_eq!(t.last_cpu, 0);
-        assert!((t.user_s + t.sys_s - 0.1).abs() < 0.01, "{} ran {}", t.name, t.user_s);
+        assert!(
+            (t.user_s + t.sys_s - 0.1).abs() < 0.01,
+            "{} ran {}",
+            t.name,
+            t.user_s
+        );
         assert!(t.wait_s > 0.15, "{} waited only {}", t.name, t.wait_s);
     }
 }
@@ -208,7 +231,10 @@ name = "t"
 phases = [ { stream = "buf", passes = 1 } ]
 "#;
     let e = run_toml("tiny-2n", w, OFF).unwrap_err().to_string();
-    assert!(e.contains("EINVAL") && e.contains("MPOL_F_NUMA_BALANCING"), "{e}");
+    assert!(
+        e.contains("EINVAL") && e.contains("MPOL_F_NUMA_BALANCING"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -272,7 +298,11 @@ phases = [ { repeat = 100, request = true, body = [ { compute = "1ms" }, { sleep
     let r = run_toml("tiny-2n", w, OFF).unwrap();
     // Two tasks alternating on one CPU: ~100 x 1 ms of work each, sleeps
     // overlapping the other's work, so ~200 ms in all.
-    assert!(r.elapsed_s > 0.19 && r.elapsed_s < 0.26, "elapsed {}", r.elapsed_s);
+    assert!(
+        r.elapsed_s > 0.19 && r.elapsed_s < 0.26,
+        "elapsed {}",
+        r.elapsed_s
+    );
     let s = r.score.as_ref().unwrap();
     assert!((s.value - 200.0 / r.elapsed_s).abs() < 1.0, "{s:?}");
 }

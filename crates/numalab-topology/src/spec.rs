@@ -1253,7 +1253,7 @@ pub(crate) fn render_header(out: &mut String, name: &str, description: &str, sou
 /// them; else None (the cores go to `[[smt]]`).
 fn compact_smt(cpus: &CpuSet, cores: &[&CpuSet]) -> Option<(usize, Numbering)> {
     let tpc = cores.first().map_or(1, |c| c.len());
-    if tpc == 0 || cores.iter().any(|c| c.len() != tpc) || cpus.len() % tpc != 0 {
+    if tpc == 0 || cores.iter().any(|c| c.len() != tpc) || !cpus.len().is_multiple_of(tpc) {
         return None;
     }
     if tpc == 1 {

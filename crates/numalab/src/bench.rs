@@ -14,14 +14,31 @@ pub fn peak_rss_bytes() -> Option<u64> {
 
 /// Runs the model once and prints wall time, peak memory and the run's
 /// headline figures.
-pub fn bench(machine: &str, workload: &str, sets: &[String], seed: u64, scale: f64) -> Result<(), String> {
+pub fn bench(
+    machine: &str,
+    workload: &str,
+    sets: &[String],
+    seed: u64,
+    scale: f64,
+) -> Result<(), String> {
     let m = runner::load_machine(machine)?;
     let t0 = Instant::now();
     let (rec, _) = runner::run_model(&m, workload, sets, seed, scale, false, false)?;
     let wall = t0.elapsed().as_secs_f64();
-    let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| format!("{:.1} MiB", b as f64 / (1 << 20) as f64));
-    println!("bench: machine {} workload {} scale {} seed {}", m.name, rec.test_name(), scale, seed);
-    println!("  modeled elapsed {:.2} s, user {:.1} s, sys {:.1} s", rec.elapsed_s, rec.user_s, rec.sys_s);
+    let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| {
+        format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+    });
+    println!(
+        "bench: machine {} workload {} scale {} seed {}",
+        m.name,
+        rec.test_name(),
+        scale,
+        seed
+    );
+    println!(
+        "  modeled elapsed {:.2} s, user {:.1} s, sys {:.1} s",
+        rec.elapsed_s, rec.user_s, rec.sys_s
+    );
     println!("  wall time       {wall:.2} s");
     println!("  peak memory     {peak}");
     Ok(())

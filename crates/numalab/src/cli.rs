@@ -135,7 +135,9 @@ pub fn dispatch(cli: Cli) -> Result<(), String> {
             label,
             scale,
             trace,
-        } => run(&machine, &workload, &set, seed, iterations, json, label, scale, trace),
+        } => run(
+            &machine, &workload, &set, seed, iterations, json, label, scale, trace,
+        ),
         Cmd::List { what } => list(&what),
         Cmd::Machine { cmd } => machine(cmd),
         Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
@@ -179,7 +181,15 @@ fn run(
     let mut trace_text = String::new();
     for w in workloads {
         for i in 0..iterations {
-            let (rec, tr) = runner::run_model(&m, w, sets, seed + i as u64, scale, trace.is_some(), !json_stdout)?;
+            let (rec, tr) = runner::run_model(
+                &m,
+                w,
+                sets,
+                seed + i as u64,
+                scale,
+                trace.is_some(),
+                !json_stdout,
+            )?;
             for e in &tr {
                 trace_text.push_str(&format!(
                     "{:>16} [{:03}] {:.6}: {}: {}\n",
@@ -258,7 +268,8 @@ fn machine(cmd: MachineCmd) -> Result<(), String> {
     match cmd {
         MachineCmd::Import { file, sysfs } => {
             let text = if let Some(root) = sysfs {
-                numalab_topology::import::from_sysfs(std::path::Path::new(&root)).map_err(|e| e.to_string())?
+                numalab_topology::import::from_sysfs(std::path::Path::new(&root))
+                    .map_err(|e| e.to_string())?
             } else {
                 let input = match file.as_deref() {
                     None | Some("-") => {

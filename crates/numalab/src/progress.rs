@@ -32,11 +32,15 @@ impl Progress {
         let bar = self.bar.get_or_insert_with(|| {
             let b = ProgressBar::new_spinner();
             b.set_style(
-                ProgressStyle::with_template("{spinner} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             b
         });
-        bar.set_message(format!("{}: {:.1} s of virtual time", self.label, virtual_s));
+        bar.set_message(format!(
+            "{}: {:.1} s of virtual time",
+            self.label, virtual_s
+        ));
         bar.tick();
     }
 

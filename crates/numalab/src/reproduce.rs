@@ -20,14 +20,6 @@ pub enum Metric {
     User,
     /// System CPU seconds.
     Sys,
-    /// A memory.stat counter of a cgroup.
-    Memcg(&'static str, &'static str),
-    /// A /proc/vmstat counter.
-    Vmstat(&'static str),
-    /// The workload's score.
-    Score,
-    /// A lab figure of the Run record.
-    Lab(&'static str),
 }
 
 impl Metric {
@@ -36,10 +28,6 @@ impl Metric {
             Metric::Elapsed => "elapsed (s)".into(),
             Metric::User => "user (s)".into(),
             Metric::Sys => "system (s)".into(),
-            Metric::Memcg(cg, n) => format!("{cg} memory.stat {n}"),
-            Metric::Vmstat(n) => format!("vmstat {n}"),
-            Metric::Score => "score".into(),
-            Metric::Lab(n) => format!("lab {n}"),
         }
     }
 
@@ -48,15 +36,6 @@ impl Metric {
             Metric::Elapsed => r.elapsed_s,
             Metric::User => r.user_s,
             Metric::Sys => r.sys_s,
-            Metric::Memcg(cg, n) => r
-                .cgroups
-                .get(*cg)
-                .and_then(|c| c.memory_stat.get(*n))
-                .copied()
-                .unwrap_or(0) as f64,
-            Metric::Vmstat(n) => r.vm(n) as f64,
-            Metric::Score => r.score.as_ref().map_or(0.0, |s| s.value),
-            Metric::Lab(n) => r.lab.get(*n).copied().unwrap_or(0.0),
         }
     }
 }
@@ -156,7 +135,13 @@ pub fn all() -> Vec<Reproduction> {
 }
 
 /// Runs reproduction `name` and prints its tables.
-pub fn reproduce(name: &str, scale: f64, iterations: u32, seed: u64, json_dir: Option<&str>) -> Result<(), String> {
+pub fn reproduce(
+    name: &str,
+    scale: f64,
+    iterations: u32,
+    seed: u64,
+    json_dir: Option<&str>,
+) -> Result<(), String> {
     let r = all().into_iter().find(|r| r.name == name).ok_or_else(|| {
         format!(
             "unknown reproduction '{name}' (see `numalab list reproductions`: {})",
@@ -169,14 +154,18 @@ pub fn reproduce(name: &str, scale: f64, iterations: u32, seed: u64, json_dir: O
     let m = runner::load_machine(r.machine)?;
     println!("reproduction {}: {}", r.name, r.description);
     println!("published: {}", r.source);
-    println!("machine {}, scale {scale}, {iterations} iteration(s) from seed {seed}\n", m.name);
+    println!(
+        "machine {}, scale {scale}, {iterations} iteration(s) from seed {seed}\n",
+        m.name
+    );
     let mut sets = Vec::new();
     for c in r.configs {
         let sets_s: Vec<String> = c.sets.iter().map(|s| s.to_string()).collect();
         let mut runs = Vec::new();
         for w in r.workloads {
             for i in 0..iterations {
-                let (rec, _) = runner::run_model(&m, w, &sets_s, seed + i as u64, scale, false, true)?;
+                let (rec, _) =
+                    runner::run_model(&m, w, &sets_s, seed + i as u64, scale, false, true)?;
                 runs.push(rec);
             }
         }
@@ -215,7 +204,11 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> String
             continue;
         };
         let m = mean(set.runs.iter().map(|x| p.metric.of(x)));
-        let ratio = if p.value != 0.0 { m / p.value } else { f64::NAN };
+        let ratio = if p.value != 0.0 {
+            m / p.value
+        } else {
+            f64::NAN
+        };
         out.push_str(&format!(
             "{:<16} {:<36} {:>14.2} {:>14.2} {:>8.2}x\n",
             p.config,

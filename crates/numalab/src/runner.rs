@@ -34,7 +34,8 @@ pub fn run_model(
         return Err(format!("--scale {scale}: must be in (0, 1]"));
     }
     let spec = numalab_workload::presets::load(workload).map_err(|e| e.to_string())?;
-    let w = numalab_workload::spec::resolve(&spec, machine, seed, scale).map_err(|e| e.to_string())?;
+    let w =
+        numalab_workload::spec::resolve(&spec, machine, seed, scale).map_err(|e| e.to_string())?;
     let knobs = knobs(sets)?;
     let opts = RunOptions {
         seed,
@@ -44,7 +45,9 @@ pub fn run_model(
     };
     let mut p = Progress::new(&w.name, show_progress);
     let sim = numalab_sim::Sim::new(machine.clone(), w, knobs, opts).map_err(|e| e.to_string())?;
-    let (rec, tr) = sim.run_with_trace(&mut |s| p.update(s)).map_err(|e| e.to_string())?;
+    let (rec, tr) = sim
+        .run_with_trace(&mut |s| p.update(s))
+        .map_err(|e| e.to_string())?;
     p.finish();
     Ok((rec, tr))
 }

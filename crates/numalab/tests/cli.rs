@@ -58,9 +58,15 @@ fn bad_machine_specs_name_the_field() {
         )
     };
     let not_square = tmp("ns.toml", &base("[[10, 21], [21]]", 2));
-    fails_with(&["run", "-m", &not_square, "-w", "numa02"], &["distance.matrix"]);
+    fails_with(
+        &["run", "-m", &not_square, "-w", "numa02"],
+        &["distance.matrix"],
+    );
     let bad_diag = tmp("bd.toml", &base("[[11, 21], [21, 10]]", 2));
-    fails_with(&["run", "-m", &bad_diag, "-w", "numa02"], &["distance.matrix"]);
+    fails_with(
+        &["run", "-m", &bad_diag, "-w", "numa02"],
+        &["distance.matrix"],
+    );
     let zero = tmp("zero.toml", &base("[[10, 21], [21, 10]]", 0));
     fails_with(&["run", "-m", &zero, "-w", "numa02"], &["cores_per_node"]);
     let broken = tmp("broken.toml", "name = \"x\"\n[topology\n");
@@ -83,7 +89,10 @@ fn bad_workloads_are_refused_before_running() {
         "pol.toml",
         "name = \"p\"\n[[process]]\nname = \"p\"\n[[process.region]]\nname = \"r\"\nsize = \"4MiB\"\npolicy = { mode = \"preferred\", nodes = \"0\", numa_balancing = true }\n[[process.thread]]\nname = \"t\"\nphases = [ { stream = \"r\" } ]\n",
     );
-    fails_with(&["run", "-m", "tiny-2n", "-w", &pol], &["EINVAL", "MPOL_F_NUMA_BALANCING"]);
+    fails_with(
+        &["run", "-m", "tiny-2n", "-w", &pol],
+        &["EINVAL", "MPOL_F_NUMA_BALANCING"],
+    );
     let mut a = TINY_RUN.to_vec();
     a[6] = "0";
     fails_with(&a, &["scale"]);
@@ -102,7 +111,18 @@ fn json_is_byte_identical_for_the_same_seed_and_has_the_documented_fields() {
     let b = run(&tmp("b.json", ""));
     assert_eq!(a, b);
     let v: serde_json::Value = serde_json::from_str(&a).unwrap();
-    for k in ["elapsed_s", "user_s", "sys_s", "vmstat", "cgroups", "tasks", "machine", "workload", "settings", "seed"] {
+    for k in [
+        "elapsed_s",
+        "user_s",
+        "sys_s",
+        "vmstat",
+        "cgroups",
+        "tasks",
+        "machine",
+        "workload",
+        "settings",
+        "seed",
+    ] {
         assert!(v.get(k).is_some(), "field {k} missing");
     }
     assert!(v["cgroups"]["/"]["memory_stat"]["numa_hint_faults"].is_u64());
@@ -115,8 +135,13 @@ fn piped_output_has_no_progress_bar_and_json_to_stdout_is_pure() {
     a.extend(["--json", "-"]);
     let o = numalab(&a);
     assert!(o.status.success());
-    assert!(o.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert!(
+        o.stderr.is_empty(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     assert_eq!(v["format"], "numalab-run");
 }
 
@@ -129,7 +154,10 @@ fn iterations_make_a_runset_that_compare_reads() {
     let o = numalab(&["compare", &f, &f]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.contains("elsp-NUMA02") && s.contains("Amean") && s.contains("AutoNUMA cost"), "{s}");
+    assert!(
+        s.contains("elsp-NUMA02") && s.contains("Amean") && s.contains("AutoNUMA cost"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -139,6 +167,8 @@ fn machine_import_from_numactl_text_gives_a_spec_that_runs() {
     let o = numalab(&["machine", "import", &f]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let spec = tmp("imported.toml", &String::from_utf8_lossy(&o.stdout));
-    let o = numalab(&["run", "-m", &spec, "-w", "numa02", "--scale", "0.01", "--json", "-"]);
+    let o = numalab(&[
+        "run", "-m", &spec, "-w", "numa02", "--scale", "0.01", "--json", "-",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -244,13 +244,21 @@ impl Sim {
     pub(crate) fn op_mix(&mut self, t: usize, cpu: usize, op: &Op) -> Vec<f64> {
         let nn = self.k.m.nr_nodes();
         let (vma, offset, len) = match op {
-            Op::Stream { vma, offset, len, .. } | Op::Random { vma, offset, len, .. } => (*vma, *offset, *len),
+            Op::Stream {
+                vma, offset, len, ..
+            }
+            | Op::Random {
+                vma, offset, len, ..
+            } => (*vma, *offset, *len),
             _ => return vec![0.0; nn],
         };
         let mm = self.k.tasks[t].mm;
         let v = &self.k.mms[mm].vmas[vma];
         let shift = v.page_shift;
-        let (from, to) = ((offset >> shift) as usize, ((offset + len - 1) >> shift) as usize + 1);
+        let (from, to) = (
+            (offset >> shift) as usize,
+            ((offset + len - 1) >> shift) as usize + 1,
+        );
         let mut mix = vec![0.0; nn];
         let absent = v.node_pages_in(from, to, &mut mix);
         if absent > 0.0 {
@@ -263,7 +271,9 @@ impl Sim {
                         mix[n] += absent / k;
                     }
                 }
-                PolicyMode::Bind | PolicyMode::Preferred | PolicyMode::PreferredMany if !pol.nodes.contains(local) => {
+                PolicyMode::Bind | PolicyMode::Preferred | PolicyMode::PreferredMany
+                    if !pol.nodes.contains(local) =>
+                {
                     mix[pol.nodes.first().unwrap_or(local)] += absent;
                 }
                 _ => mix[local] += absent,
@@ -288,7 +298,12 @@ impl Sim {
             Op::Stream { .. } | Op::Random { .. } => {
                 let mix = self.op_mix(t, cpu, op);
                 let cn = self.k.cpu_node(cpu);
-                let lat: f64 = mix.iter().enumerate().map(|(n, f)| f * self.k.latency[cn][n]).sum::<f64>().max(1.0);
+                let lat: f64 = mix
+                    .iter()
+                    .enumerate()
+                    .map(|(n, f)| f * self.k.latency[cn][n])
+                    .sum::<f64>()
+                    .max(1.0);
                 let mlp = match op {
                     Op::Random { mlp, .. } => *mlp,
                     _ => self.k.m.bandwidth.core_gbps * self.k.m.latency_ns[cn][cn] / CACHE_LINE,
@@ -315,7 +330,10 @@ impl Sim {
     /// siblings are busy.
     fn smt_factor(&self, cpu: usize) -> f64 {
         let core = self.k.m.cpus[cpu].core;
-        let busy = self.k.core_cpus[core].iter().filter(|&&c| self.k.rq[c].curr.is_some()).count();
+        let busy = self.k.core_cpus[core]
+            .iter()
+            .filter(|&&c| self.k.rq[c].curr.is_some())
+            .count();
         if busy <= 1 {
             1.0
         } else {
@@ -327,14 +345,23 @@ impl Sim {
     /// of their demand the resources it uses could serve last tick.
     fn quick_rate(&mut self, t: usize, cpu: usize, op: &Op) -> f64 {
         let d = self.op_demand(t, cpu, op);
-        let share = d.uses.iter().map(|&(r, _)| self.k.res_share[r]).fold(1.0, f64::min);
+        let share = d
+            .uses
+            .iter()
+            .map(|&(r, _)| self.k.res_share[r])
+            .fold(1.0, f64::min);
         d.cap * share
     }
 
     /// Runs task `t` on `cpu` from now for at most `budget` ns. Returns the
     /// time used and why it stopped. Progress, faults and time accounting
     /// are applied as it goes.
-    pub(crate) fn run_task(&mut self, t: usize, cpu: usize, budget: f64) -> Result<(f64, Stop), String> {
+    pub(crate) fn run_task(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        budget: f64,
+    ) -> Result<(f64, Stop), String> {
         let mut left = budget;
         let start_sys = self.k.tasks[t].sys_ns;
         // Kernel work owed from before is paid first.
@@ -423,7 +450,14 @@ impl Sim {
     }
 
     /// Streams forward; stops at special pages to fault them in.
-    fn advance_stream(&mut self, t: usize, cpu: usize, op: Op, rate: f64, budget: f64) -> Result<(f64, Op), String> {
+    fn advance_stream(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        op: Op,
+        rate: f64,
+        budget: f64,
+    ) -> Result<(f64, Op), String> {
         let Op::Stream {
             vma,
             offset,
@@ -478,10 +512,11 @@ impl Sim {
                 // Whole passes that fit, all fault-free.
                 let pass_t = lenf / rate;
                 let full = ((left / pass_t).floor() as u64).min(passes - 1);
-                if full > 0 && self.k.mms[mm].vmas[vma].special_in(
-                    (offset >> shift) as usize,
-                    ((offset + len - 1) >> shift) as usize + 1,
-                ) == 0
+                if full > 0
+                    && self.k.mms[mm].vmas[vma].special_in(
+                        (offset >> shift) as usize,
+                        ((offset + len - 1) >> shift) as usize + 1,
+                    ) == 0
                 {
                     passes -= full;
                     left -= full as f64 * pass_t;
@@ -507,7 +542,14 @@ impl Sim {
 
     /// Random accesses: as many as the time allows; special pages they
     /// reach are faulted per chunk in expectation.
-    fn advance_random(&mut self, t: usize, cpu: usize, op: Op, rate: f64, budget: f64) -> Result<(f64, Op), String> {
+    fn advance_random(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        op: Op,
+        rate: f64,
+        budget: f64,
+    ) -> Result<(f64, Op), String> {
         let Op::Random {
             vma,
             offset,
@@ -526,7 +568,10 @@ impl Sim {
         let mm = self.k.tasks[t].mm;
         let v = &self.k.mms[mm].vmas[vma];
         let shift = v.page_shift;
-        let (from, to) = ((offset >> shift) as usize, ((offset + len - 1) >> shift) as usize + 1);
+        let (from, to) = (
+            (offset >> shift) as usize,
+            ((offset + len - 1) >> shift) as usize + 1,
+        );
         let npages = (to - from) as f64;
         let mut faults: Vec<usize> = Vec::new();
         if v.nr_special > 0 && n > 0.0 {
@@ -573,14 +618,25 @@ impl Sim {
 
     /// Adds `bytes` of traffic by `t` over a range to the per-node and
     /// per-task counters, split by the range's node mix.
-    fn account_bytes(&mut self, t: usize, cpu: usize, vma: usize, offset: u64, len: u64, bytes: f64) {
+    fn account_bytes(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        vma: usize,
+        offset: u64,
+        len: u64,
+        bytes: f64,
+    ) {
         if bytes <= 0.0 {
             return;
         }
         let mm = self.k.tasks[t].mm;
         let v = &self.k.mms[mm].vmas[vma];
         let shift = v.page_shift;
-        let (from, to) = ((offset >> shift) as usize, ((offset + len - 1) >> shift) as usize + 1);
+        let (from, to) = (
+            (offset >> shift) as usize,
+            ((offset + len - 1) >> shift) as usize + 1,
+        );
         let mut mix = std::mem::take(&mut self.scratch);
         mix.resize(self.k.m.nr_nodes(), 0.0);
         let absent = v.node_pages_in(from, to, &mut mix);
@@ -607,7 +663,10 @@ impl Sim {
 pub fn dist_mass(dist: &Distribution, a: f64, b: f64) -> f64 {
     match dist {
         Distribution::Uniform => b - a,
-        Distribution::Hot { fraction, probability } => {
+        Distribution::Hot {
+            fraction,
+            probability,
+        } => {
             let f = fraction.clamp(1e-9, 1.0);
             let hot = |x: f64| x.min(f) / f * probability;
             let cold = |x: f64| {
@@ -650,7 +709,9 @@ mod tests {
             Distribution::Zipf { s: 0.99 },
             Distribution::Zipf { s: 1.0 },
         ] {
-            let total: f64 = (0..10).map(|i| dist_mass(&d, i as f64 / 10.0, (i + 1) as f64 / 10.0)).sum();
+            let total: f64 = (0..10)
+                .map(|i| dist_mass(&d, i as f64 / 10.0, (i + 1) as f64 / 10.0))
+                .sum();
             assert!((total - 1.0).abs() < 1e-9, "{d:?}: {total}");
         }
         let hot = Distribution::Hot {

@@ -131,7 +131,12 @@ pub struct Sim {
 impl Sim {
     /// Sets up a run: boots the kernel, creates cgroups, address spaces and
     /// the initial threads. Fails on anything the kernel would refuse.
-    pub fn new(machine: Machine, w: Workload, knobs: Knobs, opts: RunOptions) -> Result<Sim, SimError> {
+    pub fn new(
+        machine: Machine,
+        w: Workload,
+        knobs: Knobs,
+        opts: RunOptions,
+    ) -> Result<Sim, SimError> {
         let mut k = Kernel::new(machine, knobs);
         if opts.trace {
             k.trace = Some(Vec::new());
@@ -140,7 +145,9 @@ impl Sim {
         // Cgroups, then the --set cgroup files.
         for cg in &w.cgroups {
             let mems = match &cg.cpuset_mems {
-                Some(v) => Some(nodemask(v, nn).map_err(|e| SimError::Refused(format!("cgroup {}: cpuset.mems: {e}", cg.path)))?),
+                Some(v) => Some(nodemask(v, nn).map_err(|e| {
+                    SimError::Refused(format!("cgroup {}: cpuset.mems: {e}", cg.path))
+                })?),
                 None => None,
             };
             k.cgroups
@@ -152,7 +159,12 @@ impl Sim {
         for f in k.knobs.cgroup_files.clone() {
             apply_cgroup_file(&mut k, &f.cgroup, &f.file, &f.value)?;
         }
-        let total: u64 = w.processes.iter().flat_map(|p| &p.regions).map(|r| r.bytes).sum();
+        let total: u64 = w
+            .processes
+            .iter()
+            .flat_map(|p| &p.regions)
+            .map(|r| r.bytes)
+            .sum();
         if total > k.m.total_mem_bytes() {
             return Err(SimError::Refused(format!(
                 "workload {} needs {:.1} GiB but machine {} has {:.1} GiB",
@@ -200,18 +212,22 @@ impl Sim {
         let mut pid = FIRST_PID;
         let mut shell_cpu = 0usize;
         for (pi, p) in self.w.processes.clone().iter().enumerate() {
-            let cg = self
-                .k
-                .cgroups
-                .find(&p.cgroup)
-                .ok_or_else(|| SimError::Refused(format!("process {}: cgroup {} does not exist", p.name, p.cgroup)))?;
+            let cg = self.k.cgroups.find(&p.cgroup).ok_or_else(|| {
+                SimError::Refused(format!(
+                    "process {}: cgroup {} does not exist",
+                    p.name, p.cgroup
+                ))
+            })?;
             let mm_id = self.k.mms.len();
             let mut addr = 1u64 << 30;
             let mut vmas = Vec::new();
             for r in &p.regions {
                 let policy = match &r.policy {
                     Some(s) => Some(self.mpol(s).map_err(|e| {
-                        SimError::Refused(format!("process {} region {}: mbind: EINVAL: {e}", p.name, r.name))
+                        SimError::Refused(format!(
+                            "process {} region {}: mbind: EINVAL: {e}",
+                            p.name, r.name
+                        ))
                     })?),
                     None => None,
                 };
@@ -266,16 +282,20 @@ impl Sim {
         let pid = tgid + 1 + ti as u64;
         let mut task = Task::new(pid, tgid, format!("{}/{}", p.name, spec.name), mm, cg, nn);
         task.affinity = spec.affinity.clone().unwrap_or_else(|| self.k.m.all_cpus());
-        if task.affinity.last().is_some_and(|c| c >= self.k.m.nr_cpus()) {
+        if task
+            .affinity
+            .last()
+            .is_some_and(|c| c >= self.k.m.nr_cpus())
+        {
             return Err(SimError::Refused(format!(
                 "thread {}: affinity {} names a CPU the machine does not have",
                 task.name, task.affinity
             )));
         }
         if let Some(s) = &spec.policy {
-            task.mempolicy = self
-                .mpol(s)
-                .map_err(|e| SimError::Refused(format!("thread {}: set_mempolicy: EINVAL: {e}", task.name)))?;
+            task.mempolicy = self.mpol(s).map_err(|e| {
+                SimError::Refused(format!("thread {}: set_mempolicy: EINVAL: {e}", task.name))
+            })?;
         }
         task.start_ns = self.k.now;
         task.vruntime = 0;
@@ -302,9 +322,12 @@ impl Sim {
     /// `set_mempolicy(2)` from a phase.
     fn set_mempolicy(&mut self, t: usize, p: Option<&PolicySpec>) -> Result<(), String> {
         let pol = match p {
-            Some(s) => self
-                .mpol(s)
-                .map_err(|e| format!("thread {}: set_mempolicy: EINVAL: {e}", self.k.tasks[t].name))?,
+            Some(s) => self.mpol(s).map_err(|e| {
+                format!(
+                    "thread {}: set_mempolicy: EINVAL: {e}",
+                    self.k.tasks[t].name
+                )
+            })?,
             None => MemPolicy::DEFAULT,
         };
         self.k.tasks[t].mempolicy = pol;
@@ -351,7 +374,7 @@ impl Sim {
             match ev {
                 Ev::Tick => {
                     self.tick()?;
-                    if self.ticks % 250 == 0 {
+                    if self.ticks.is_multiple_of(250) {
                         progress(at as f64 / 1e9);
                     }
                 }
@@ -377,17 +400,19 @@ impl Sim {
         self.ticks += 1;
         let now = self.k.now;
         let ncpu = self.k.m.nr_cpus();
-        if self.opts.check_every > 0 && self.ticks % self.opts.check_every == 0 {
+        if self.opts.check_every > 0 && self.ticks.is_multiple_of(self.opts.check_every) {
             self.k.check_invariants().map_err(SimError::Invariant)?;
         }
         // sched_tick: slice expiry.
         for cpu in 0..ncpu {
             if let Some(t) = self.k.rq[cpu].curr {
                 if !self.k.rq[cpu].queue.is_empty()
-                    && now.saturating_sub(self.k.tasks[t].exec_start) >= crate::kernel::sched::BASE_SLICE_NS
+                    && now.saturating_sub(self.k.tasks[t].exec_start)
+                        >= crate::kernel::sched::BASE_SLICE_NS
                 {
                     self.k.put_prev_task(cpu);
-                    self.k.charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+                    self.k
+                        .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
                 }
             }
             self.task_tick_numa(cpu);
@@ -421,7 +446,9 @@ impl Sim {
         let mut who = Vec::new();
         let mut demands = Vec::new();
         for cpu in 0..ncpu {
-            let Some(t) = self.k.rq[cpu].curr else { continue };
+            let Some(t) = self.k.rq[cpu].curr else {
+                continue;
+            };
             if matches!(self.exec[t].op, Op::Idle) {
                 self.exec[t].rate_fresh = false;
                 continue;
@@ -446,7 +473,11 @@ impl Sim {
             self.exec[t].rate_fresh = true;
         }
         for r in 0..cap.len() {
-            self.k.res_share[r] = if want[r] > 0.0 { (cap[r] / want[r]).min(1.0) } else { 1.0 };
+            self.k.res_share[r] = if want[r] > 0.0 {
+                (cap[r] / want[r]).min(1.0)
+            } else {
+                1.0
+            };
         }
         let nn = self.k.m.nr_nodes();
         for n in 0..nn {
@@ -454,7 +485,8 @@ impl Sim {
         }
         for c in 0..nn {
             for n in 0..nn {
-                self.k.latency[c][n] = loaded_latency(self.k.m.latency_ns[c][n], self.k.mem_util[n]);
+                self.k.latency[c][n] =
+                    loaded_latency(self.k.m.latency_ns[c][n], self.k.mem_util[n]);
             }
         }
     }
@@ -564,10 +596,9 @@ impl Sim {
             if self.procs[pi].tasks[j].is_some() || !th.start_after.contains(&ti) {
                 continue;
             }
-            let ready = th
-                .start_after
-                .iter()
-                .all(|&a| self.procs[pi].tasks[a].is_some_and(|x| self.k.tasks[x].state == TaskState::Dead));
+            let ready = th.start_after.iter().all(|&a| {
+                self.procs[pi].tasks[a].is_some_and(|x| self.k.tasks[x].state == TaskState::Dead)
+            });
             if ready {
                 self.procs[pi].home_cpu = self.k.tasks[t].cpu;
                 self.spawn_thread(pi, j, tgid)?;
@@ -588,7 +619,12 @@ impl Sim {
         let nn = self.k.m.nr_nodes();
         let mut row = vec![now as f64 / 1e9];
         use crate::kernel::stats::Vm;
-        for item in [Vm::NumaPteUpdates, Vm::NumaHintFaults, Vm::NumaHintFaultsLocal, Vm::NumaPagesMigrated] {
+        for item in [
+            Vm::NumaPteUpdates,
+            Vm::NumaHintFaults,
+            Vm::NumaHintFaultsLocal,
+            Vm::NumaPagesMigrated,
+        ] {
             row.push(self.k.vmstat.get(item) as f64);
         }
         let local = if self.interval_bytes > 0.0 {
@@ -621,35 +657,51 @@ fn nodemask(v: &[usize], nn: usize) -> Result<NodeMask, String> {
 }
 
 fn apply_cgroup_file(k: &mut Kernel, path: &str, file: &str, value: &str) -> Result<(), SimError> {
-    let id = k
-        .cgroups
-        .find(path)
-        .ok_or_else(|| SimError::Refused(format!("--set {path}:{file}: cgroup {path} does not exist in the workload")))?;
+    let id = k.cgroups.find(path).ok_or_else(|| {
+        SimError::Refused(format!(
+            "--set {path}:{file}: cgroup {path} does not exist in the workload"
+        ))
+    })?;
     match file {
         "cpuset.cpus" => {
-            let c = CpuSet::parse_list(value).map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
+            let c = CpuSet::parse_list(value)
+                .map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
             if c.last().is_some_and(|x| x >= k.m.nr_cpus()) {
-                return Err(SimError::Refused(format!("--set {path}:{file}: CPU {} does not exist", c.last().unwrap_or(0))));
+                return Err(SimError::Refused(format!(
+                    "--set {path}:{file}: CPU {} does not exist",
+                    c.last().unwrap_or(0)
+                )));
             }
             k.cgroups.all[id].cpus = Some(c.clone());
             k.cgroups.all[id].effective_cpus = c;
         }
         "cpuset.mems" => {
-            let m = NodeMask::parse_list(value).map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
+            let m = NodeMask::parse_list(value)
+                .map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
             if m.iter().any(|n| n >= k.m.nr_nodes()) {
-                return Err(SimError::Refused(format!("--set {path}:{file}: node does not exist")));
+                return Err(SimError::Refused(format!(
+                    "--set {path}:{file}: node does not exist"
+                )));
             }
             k.cgroups.all[id].mems = Some(m);
             k.cgroups.all[id].effective_mems = m;
         }
         _ => {
-            k.cgroups.all[id].files.insert(file.to_string(), value.to_string());
+            k.cgroups.all[id]
+                .files
+                .insert(file.to_string(), value.to_string());
         }
     }
     Ok(())
 }
 
 /// Convenience: resolve nothing, just run a resolved workload.
-pub fn run(machine: Machine, w: Workload, knobs: Knobs, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Result<RunRecord, SimError> {
+pub fn run(
+    machine: Machine,
+    w: Workload,
+    knobs: Knobs,
+    opts: RunOptions,
+    progress: &mut dyn FnMut(f64),
+) -> Result<RunRecord, SimError> {
     Sim::new(machine, w, knobs, opts)?.run(progress)
 }

@@ -24,8 +24,8 @@ impl Sim {
         let user: f64 = k.tasks.iter().map(|t| t.user_ns).sum();
         let sys: f64 = k.tasks.iter().map(|t| t.sys_ns).sum();
         let mut vmstat = BTreeMap::new();
-        for i in 0..NR_VM_ITEMS {
-            vmstat.insert(VM_NAMES[i].to_string(), k.vmstat.0[i]);
+        for (name, v) in VM_NAMES.iter().zip(k.vmstat.0.iter()) {
+            vmstat.insert(name.to_string(), *v);
         }
         // Hierarchical cgroup figures: each cgroup includes its descendants.
         let mut cgroups = BTreeMap::new();
@@ -46,7 +46,8 @@ impl Sim {
             f.user_s = secs(f.user_s);
             f.sys_s = secs(f.sys_s);
             for item in MEMCG_ITEMS {
-                f.memory_stat.insert(VM_NAMES[item as usize].to_string(), stat[item as usize]);
+                f.memory_stat
+                    .insert(VM_NAMES[item as usize].to_string(), stat[item as usize]);
             }
             cgroups.insert(cg.path.clone(), f);
         }
@@ -109,12 +110,16 @@ impl Sim {
         lab.insert("newidle_pulled".into(), b.newidle_pulled as f64);
         lab.insert("serialize_attempts".into(), b.serialize_attempts as f64);
         lab.insert("serialize_contended".into(), b.serialize_contended as f64);
-        lab.insert("serialize_bad_releases".into(), k.balance.bad_releases as f64);
+        lab.insert(
+            "serialize_bad_releases".into(),
+            k.balance.bad_releases as f64,
+        );
         lab.insert("idle_kernel_s".into(), secs(k.idle_kernel_ns));
         lab.insert(
             "cpu_busy_share".into(),
             if total_cpu_ns > 0.0 {
-                (k.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6).round() / 1e6
+                (k.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6).round()
+                    / 1e6
             } else {
                 0.0
             },
@@ -133,7 +138,12 @@ impl Sim {
             }),
         };
         let mut columns = vec!["t_s".to_string()];
-        for item in [Vm::NumaPteUpdates, Vm::NumaHintFaults, Vm::NumaHintFaultsLocal, Vm::NumaPagesMigrated] {
+        for item in [
+            Vm::NumaPteUpdates,
+            Vm::NumaHintFaults,
+            Vm::NumaHintFaultsLocal,
+            Vm::NumaPagesMigrated,
+        ] {
             columns.push(VM_NAMES[item as usize].to_string());
         }
         columns.push("local_bytes_share".into());

@@ -77,7 +77,12 @@ impl Cgroups {
 
     /// Creates `path` (its parent must exist) with the given cpuset values,
     /// checked against the parent's effective sets as the kernel would.
-    pub fn mkdir(&mut self, path: &str, cpus: Option<CpuSet>, mems: Option<NodeMask>) -> Result<usize, String> {
+    pub fn mkdir(
+        &mut self,
+        path: &str,
+        cpus: Option<CpuSet>,
+        mems: Option<NodeMask>,
+    ) -> Result<usize, String> {
         let p = normalize(path);
         if self.find(&p).is_some() {
             return Err(format!("cgroup {p} exists twice"));
@@ -87,9 +92,9 @@ impl Cgroups {
             Some(i) => p[..i].to_string(),
             None => return Err(format!("cgroup path '{path}' must start with '/'")),
         };
-        let parent = self
-            .find(&parent_path)
-            .ok_or_else(|| format!("cgroup {p}: parent {parent_path} does not exist (list parents first)"))?;
+        let parent = self.find(&parent_path).ok_or_else(|| {
+            format!("cgroup {p}: parent {parent_path} does not exist (list parents first)")
+        })?;
         let pc = &self.all[parent];
         let effective_cpus = match &cpus {
             Some(c) => {
@@ -166,9 +171,13 @@ mod tests {
     #[test]
     fn child_cpuset_must_nest_in_parent() {
         let mut cg = Cgroups::new(CpuSet::first_n(4), NodeMask::first_n(2));
-        let a = cg.mkdir("/a", Some(CpuSet::parse_list("0-1").unwrap()), None).unwrap();
+        let a = cg
+            .mkdir("/a", Some(CpuSet::parse_list("0-1").unwrap()), None)
+            .unwrap();
         assert_eq!(cg.all[a].effective_mems, NodeMask::first_n(2));
-        assert!(cg.mkdir("/a/b", Some(CpuSet::parse_list("2").unwrap()), None).is_err());
+        assert!(cg
+            .mkdir("/a/b", Some(CpuSet::parse_list("2").unwrap()), None)
+            .is_err());
         let b = cg.mkdir("a/b", None, Some(NodeMask::single(1))).unwrap();
         assert_eq!(cg.all[b].effective_cpus.to_string(), "0-1");
         assert!(cg.is_ancestor(a, b) && !cg.is_ancestor(b, a));

@@ -236,7 +236,10 @@ impl Kernel {
                 }
                 seen[t] = true;
                 if self.tasks[t].cpu != rq.cpu {
-                    return Err(format!("task {t} on rq {} but task.cpu={}", rq.cpu, self.tasks[t].cpu));
+                    return Err(format!(
+                        "task {t} on rq {} but task.cpu={}",
+                        rq.cpu, self.tasks[t].cpu
+                    ));
                 }
             }
         }

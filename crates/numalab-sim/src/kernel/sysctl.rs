@@ -17,8 +17,6 @@ use std::collections::BTreeMap;
 enum Kind {
     /// Unsigned integer in `[min, max]`.
     Uint { min: u64, max: u64 },
-    /// One of a fixed set of words.
-    Choice(&'static [&'static str]),
 }
 
 struct Def {
@@ -106,7 +104,10 @@ pub struct Knobs {
 impl Default for Knobs {
     fn default() -> Self {
         Knobs {
-            values: DEFS.iter().map(|d| (d.name, d.default.to_string())).collect(),
+            values: DEFS
+                .iter()
+                .map(|d| (d.name, d.default.to_string()))
+                .collect(),
             cgroup_files: Vec::new(),
         }
     }
@@ -146,11 +147,6 @@ impl Knobs {
                     return Err(format!("--set {key}: {v} is out of range [{min}, {max}]"));
                 }
             }
-            Kind::Choice(words) => {
-                if !words.contains(&value) {
-                    return Err(format!("--set {key}: '{value}' is not one of {}", words.join(", ")));
-                }
-            }
         }
         if def.name == "kernel.numa_balancing" && matches!(value, "2" | "3") {
             return Err(format!(
@@ -163,7 +159,10 @@ impl Knobs {
 
     /// Integer value of a knob (its canonical name).
     pub fn uint(&self, name: &str) -> u64 {
-        self.values.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+        self.values
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     }
 
     /// String value of a knob.
@@ -173,7 +172,11 @@ impl Knobs {
 
     /// Every knob in force, for the Run record.
     pub fn settings(&self) -> BTreeMap<String, String> {
-        let mut m: BTreeMap<String, String> = self.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let mut m: BTreeMap<String, String> = self
+            .values
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
         for c in &self.cgroup_files {
             m.insert(format!("{}:{}", c.cgroup, c.file), c.value.clone());
         }
@@ -206,9 +209,18 @@ mod tests {
         k.set("numa_balancing/scan_size_mb=512").unwrap();
         assert_eq!(k.uint("numa_balancing.scan_size_mb"), 512);
         assert!(k.set("kernel.nope=1").unwrap_err().contains("unknown knob"));
-        assert!(k.set("kernel.numa_balancing=7").unwrap_err().contains("out of range"));
-        assert!(k.set("kernel.numa_balancing=2").unwrap_err().contains("not modeled"));
+        assert!(k
+            .set("kernel.numa_balancing=7")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(k
+            .set("kernel.numa_balancing=2")
+            .unwrap_err()
+            .contains("not modeled"));
         assert!(k.set("kernel.numa_balancing").is_err());
-        assert!(k.set("/a:memory.max=1").unwrap_err().contains("unknown cgroup file"));
+        assert!(k
+            .set("/a:memory.max=1")
+            .unwrap_err()
+            .contains("unknown cgroup file"));
     }
 }

@@ -255,7 +255,10 @@ mod tests {
         };
         let r = max_min_fair(&[20.0, 4.0], &[remote, local.clone(), local]);
         assert!((r[0] - 4.0).abs() < 1e-9, "{r:?}");
-        assert!((r[1] - 8.0).abs() < 1e-9 && (r[2] - 8.0).abs() < 1e-9, "{r:?}");
+        assert!(
+            (r[1] - 8.0).abs() < 1e-9 && (r[2] - 8.0).abs() < 1e-9,
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -268,13 +271,19 @@ mod tests {
             .collect();
         let cap = [7.0, 5.0, 11.0];
         let r = max_min_fair(&cap, &demands);
-        for res in 0..3 {
+        for (res, &c) in cap.iter().enumerate() {
             let used: f64 = demands
                 .iter()
                 .zip(&r)
-                .map(|(d, x)| d.uses.iter().filter(|u| u.0 == res).map(|u| u.1 * x).sum::<f64>())
+                .map(|(d, x)| {
+                    d.uses
+                        .iter()
+                        .filter(|u| u.0 == res)
+                        .map(|u| u.1 * x)
+                        .sum::<f64>()
+                })
                 .sum();
-            assert!(used <= cap[res] * (1.0 + 1e-6), "resource {res}: {used}");
+            assert!(used <= c * (1.0 + 1e-6), "resource {res}: {used}");
         }
     }
 

@@ -26,7 +26,13 @@ impl Kernel {
     /// Handles an access by task `t` on `cpu` to page `idx` of VMA `vma`
     /// that is special (not present or PROT_NONE). Returns the CPU time the
     /// fault cost, in ns (charged by the caller's progress loop).
-    pub fn handle_mm_fault(&mut self, t: usize, cpu: usize, vma: usize, idx: usize) -> Result<f64, Oom> {
+    pub fn handle_mm_fault(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        vma: usize,
+        idx: usize,
+    ) -> Result<f64, Oom> {
         let mm = self.tasks[t].mm;
         let page = self.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
@@ -39,7 +45,14 @@ impl Kernel {
     }
 
     /// `do_anonymous_page`: allocate, zero and map page `idx`.
-    fn do_anonymous_page(&mut self, t: usize, cpu: usize, mm: usize, vma: usize, idx: usize) -> Result<f64, Oom> {
+    fn do_anonymous_page(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        mm: usize,
+        vma: usize,
+        idx: usize,
+    ) -> Result<f64, Oom> {
         let pol = self.vma_policy(t, mm, vma);
         let local = self.cpu_node(cpu);
         let v = &self.mms[mm].vmas[vma];

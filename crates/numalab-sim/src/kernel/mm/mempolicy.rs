@@ -50,11 +50,17 @@ pub struct Einval(pub String);
 /// Validates a policy request the way `set_mempolicy(2)`/`mbind(2)` do and
 /// returns the policy the kernel would store. `nr_nodes` is the number of
 /// nodes with memory; `allowed` is the caller's cpuset.mems.
-pub fn mpol_new(spec: &PolicySpec, nr_nodes: usize, rules: &MempolicyRules) -> Result<MemPolicy, Einval> {
+pub fn mpol_new(
+    spec: &PolicySpec,
+    nr_nodes: usize,
+    rules: &MempolicyRules,
+) -> Result<MemPolicy, Einval> {
     let mut nodes = NodeMask::NONE;
     for &n in &spec.nodes {
         if n >= nr_nodes {
-            return Err(Einval(format!("node {n} does not exist (the machine has {nr_nodes})")));
+            return Err(Einval(format!(
+                "node {n} does not exist (the machine has {nr_nodes})"
+            )));
         }
         nodes.insert(n);
     }
@@ -139,15 +145,27 @@ pub fn alloc_order(
             } else {
                 pref.first().unwrap_or(local)
             };
-            let mut first: Vec<usize> = by_distance[start].iter().copied().filter(|&n| pref.contains(n)).collect();
-            let rest = by_distance[start].iter().copied().filter(|&n| allowed(n) && !pref.contains(n));
+            let mut first: Vec<usize> = by_distance[start]
+                .iter()
+                .copied()
+                .filter(|&n| pref.contains(n))
+                .collect();
+            let rest = by_distance[start]
+                .iter()
+                .copied()
+                .filter(|&n| allowed(n) && !pref.contains(n));
             first.extend(rest);
             order = first;
         }
         PolicyMode::Bind => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
-            order.extend(by_distance[local].iter().copied().filter(|&n| m.contains(n)));
+            order.extend(
+                by_distance[local]
+                    .iter()
+                    .copied()
+                    .filter(|&n| m.contains(n)),
+            );
         }
         PolicyMode::Interleave => {
             let m = pol.nodes.and(mems);
@@ -155,7 +173,12 @@ pub fn alloc_order(
             let list: Vec<usize> = m.iter().collect();
             let target = list[(il_index % list.len() as u64) as usize];
             order.push(target);
-            order.extend(by_distance[target].iter().copied().filter(|&n| n != target && allowed(n)));
+            order.extend(
+                by_distance[target]
+                    .iter()
+                    .copied()
+                    .filter(|&n| n != target && allowed(n)),
+            );
         }
     }
     (order, true)
@@ -176,9 +199,17 @@ mod tests {
     #[test]
     fn numa_balancing_flag_only_with_bind_and_preferred_many() {
         let r = MempolicyRules::default();
-        assert!(mpol_new(&spec(PolicyMode::Bind, &[0], true), 2, &r).unwrap().mof);
+        assert!(
+            mpol_new(&spec(PolicyMode::Bind, &[0], true), 2, &r)
+                .unwrap()
+                .mof
+        );
         assert!(mpol_new(&spec(PolicyMode::PreferredMany, &[0, 1], true), 2, &r).is_ok());
-        for m in [PolicyMode::Interleave, PolicyMode::Preferred, PolicyMode::Default] {
+        for m in [
+            PolicyMode::Interleave,
+            PolicyMode::Preferred,
+            PolicyMode::Default,
+        ] {
             let nodes: &[usize] = if m == PolicyMode::Default { &[] } else { &[0] };
             let e = mpol_new(&spec(m, nodes, true), 2, &r).unwrap_err();
             assert!(e.0.contains("MPOL_F_NUMA_BALANCING"), "{e:?}");
@@ -197,9 +228,18 @@ mod tests {
     #[test]
     fn plain_bind_and_interleave_do_not_migrate_on_fault() {
         let r = MempolicyRules::default();
-        assert!(!mpol_new(&spec(PolicyMode::Bind, &[1], false), 2, &r).unwrap().mof);
-        assert!(!mpol_new(&spec(PolicyMode::Interleave, &[0, 1], false), 2, &r).unwrap().mof);
-        assert!(MemPolicy::DEFAULT.mof && MemPolicy::DEFAULT.moron);
+        assert!(
+            !mpol_new(&spec(PolicyMode::Bind, &[1], false), 2, &r)
+                .unwrap()
+                .mof
+        );
+        assert!(
+            !mpol_new(&spec(PolicyMode::Interleave, &[0, 1], false), 2, &r)
+                .unwrap()
+                .mof
+        );
+        let d = MemPolicy::DEFAULT;
+        assert!(d.mof && d.moron);
     }
 
     #[test]
@@ -214,11 +254,21 @@ mod tests {
     fn interleave_rotates_and_bind_stays_inside_its_nodes() {
         let d = vec![vec![0, 1, 2], vec![1, 0, 2], vec![2, 0, 1]];
         let all = NodeMask::first_n(3);
-        let il = mpol_new(&spec(PolicyMode::Interleave, &[0, 2], false), 3, &Default::default()).unwrap();
-        let firsts: Vec<usize> = (0..4).map(|i| alloc_order(&il, 1, i, all, &d).0[0]).collect();
+        let il = mpol_new(
+            &spec(PolicyMode::Interleave, &[0, 2], false),
+            3,
+            &Default::default(),
+        )
+        .unwrap();
+        let firsts: Vec<usize> = (0..4)
+            .map(|i| alloc_order(&il, 1, i, all, &d).0[0])
+            .collect();
         assert_eq!(firsts, vec![0, 2, 0, 2]);
         let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3, &Default::default()).unwrap();
         assert_eq!(alloc_order(&b, 0, 0, all, &d).0, vec![2]);
-        assert_eq!(alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d).0, vec![1, 0, 2]);
+        assert_eq!(
+            alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d).0,
+            vec![1, 0, 2]
+        );
     }
 }

@@ -86,7 +86,14 @@ pub struct Vma {
 
 impl Vma {
     /// A VMA of `bytes` at `start` with all pages not present.
-    pub fn new(name: &str, start: u64, bytes: u64, thp: bool, policy: Option<MemPolicy>, nr_nodes: usize) -> Vma {
+    pub fn new(
+        name: &str,
+        start: u64,
+        bytes: u64,
+        thp: bool,
+        policy: Option<MemPolicy>,
+        nr_nodes: usize,
+    ) -> Vma {
         let page_shift = if thp { HPAGE_SHIFT } else { PAGE_SHIFT };
         let psize = 1u64 << page_shift;
         let bytes = bytes.div_ceil(psize) * psize;
@@ -246,7 +253,8 @@ impl Vma {
                 present += v;
             }
         }
-        let total = ((c1 + 1) * self.pages_per_chunk).min(self.pages.len()) - c0 * self.pages_per_chunk;
+        let total =
+            ((c1 + 1) * self.pages_per_chunk).min(self.pages.len()) - c0 * self.pages_per_chunk;
         total as f64 - present
     }
 
@@ -269,13 +277,22 @@ impl Vma {
             let e = (s + self.pages_per_chunk).min(self.pages.len());
             let sp = self.pages[s..e].iter().filter(|p| p.special()).count() as u32;
             if sp != self.chunk_special[c] {
-                return Err(format!("vma {} chunk {c}: special {sp} != {}", self.name, self.chunk_special[c]));
+                return Err(format!(
+                    "vma {} chunk {c}: special {sp} != {}",
+                    self.name, self.chunk_special[c]
+                ));
             }
             special += sp as u64;
             for n in 0..self.nr_nodes {
-                let cnt = self.pages[s..e].iter().filter(|p| p.nid as usize == n).count() as u32;
+                let cnt = self.pages[s..e]
+                    .iter()
+                    .filter(|p| p.nid as usize == n)
+                    .count() as u32;
                 if cnt != self.chunk_nodes[c * self.nr_nodes + n] {
-                    return Err(format!("vma {} chunk {c} node {n}: count mismatch", self.name));
+                    return Err(format!(
+                        "vma {} chunk {c} node {n}: count mismatch",
+                        self.name
+                    ));
                 }
             }
         }
@@ -318,7 +335,10 @@ impl Mm {
     pub fn rss(&self) -> u64 {
         self.vmas
             .iter()
-            .map(|v| (v.pages.len() as u64 - v.pages.iter().filter(|p| p.nid == NO_NODE).count() as u64) * v.nr_base_pages())
+            .map(|v| {
+                (v.pages.len() as u64 - v.pages.iter().filter(|p| p.nid == NO_NODE).count() as u64)
+                    * v.nr_base_pages()
+            })
             .sum()
     }
 }

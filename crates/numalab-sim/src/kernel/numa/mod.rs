@@ -55,7 +55,10 @@ impl crate::engine::Sim {
     pub(crate) fn numa_task_init(&mut self, _t: usize) {}
 
     /// The /proc/PID/sched NUMA fields of a task for the Run record.
-    pub(crate) fn task_numa_figures(&self, _t: &crate::kernel::sched::Task) -> Option<numalab_record::TaskNuma> {
+    pub(crate) fn task_numa_figures(
+        &self,
+        _t: &crate::kernel::sched::Task,
+    ) -> Option<numalab_record::TaskNuma> {
         None
     }
 }

@@ -183,7 +183,13 @@ impl Kernel {
 
     /// `should_we_balance`: is `cpu` the one CPU of its group that balances
     /// domain `level` now?
-    pub fn should_we_balance(&self, cpu: usize, level: usize, idle: CpuIdleType, cpus: &CpuSet) -> bool {
+    pub fn should_we_balance(
+        &self,
+        cpu: usize,
+        level: usize,
+        idle: CpuIdleType,
+        cpus: &CpuSet,
+    ) -> bool {
         if !cpus.contains(cpu) {
             return false;
         }
@@ -231,7 +237,13 @@ impl Kernel {
 
     /// `sched_balance_find_src_group` + `calculate_imbalance`: the busiest
     /// group's index and the number of tasks to move, or `None` if balanced.
-    fn find_busiest_group(&self, cpu: usize, level: usize, idle: CpuIdleType, cpus: &CpuSet) -> Option<(usize, i64)> {
+    fn find_busiest_group(
+        &self,
+        cpu: usize,
+        level: usize,
+        idle: CpuIdleType,
+        cpus: &CpuSet,
+    ) -> Option<(usize, i64)> {
         let sd = &self.sd[cpu][level];
         let local = self.sg_stats(&sd.groups[0], cpus);
         let mut busiest: Option<(usize, SgStats)> = None;
@@ -275,7 +287,8 @@ impl Kernel {
             }
         }
         // calculate_imbalance, in tasks.
-        let prefer_sibling = level > 0 && self.sd[cpu][level - 1].flags.has(SdFlags::PREFER_SIBLING);
+        let prefer_sibling =
+            level > 0 && self.sd[cpu][level - 1].flags.has(SdFlags::PREFER_SIBLING);
         let mut imb = if lt == GroupType::HasSpare {
             let n = if bt == GroupType::Overloaded {
                 local.idle_cpus.min(busiest.nr_running - busiest.weight)
@@ -299,7 +312,11 @@ impl Kernel {
             let to_local = avg * local.weight as f64 - local.nr_running as f64;
             from_busiest.min(to_local).floor() as i64
         };
-        if imb <= 0 && idle != CpuIdleType::NotIdle && bt == GroupType::Overloaded && local.nr_running == 0 {
+        if imb <= 0
+            && idle != CpuIdleType::NotIdle
+            && bt == GroupType::Overloaded
+            && local.nr_running == 0
+        {
             imb = 1;
         }
         (imb > 0).then_some((bi, imb))
@@ -329,10 +346,17 @@ impl Kernel {
 
     /// `sched_balance_rq`: balance domain `level` of `cpu`. Returns the
     /// number of tasks moved here.
-    pub fn sched_balance_rq(&mut self, cpu: usize, level: usize, idle: CpuIdleType, continue_balancing: &mut bool) -> usize {
+    pub fn sched_balance_rq(
+        &mut self,
+        cpu: usize,
+        level: usize,
+        idle: CpuIdleType,
+        continue_balancing: &mut bool,
+    ) -> usize {
         let mut cpus = self.sd[cpu][level].span.clone();
         let span_w = self.sd[cpu][level].span_weight() as f64;
-        let serialize = self.sd[cpu][level].flags.has(SdFlags::SERIALIZE) && idle != CpuIdleType::NewlyIdle;
+        let serialize =
+            self.sd[cpu][level].flags.has(SdFlags::SERIALIZE) && idle != CpuIdleType::NewlyIdle;
         let cache_nice_tries = self.sd[cpu][level].cache_nice_tries;
         let mut need_unlock = false;
         let mut ld_moved = 0usize;
@@ -356,7 +380,10 @@ impl Kernel {
                 need_unlock = true;
             }
             self.balance.stats.lb_count += 1;
-            self.charge_cpu(cpu, costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w);
+            self.charge_cpu(
+                cpu,
+                costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
+            );
             let Some((bi, imb)) = self.find_busiest_group(cpu, level, idle, &cpus) else {
                 self.balance.stats.lb_balanced += 1;
                 break;
@@ -371,7 +398,12 @@ impl Kernel {
             if self.rq[src].nr_running() > 1 {
                 let failed = self.rq[cpu].sd[level].nr_balance_failed;
                 let mut moved = 0i64;
-                let cands: Vec<usize> = self.rq[src].queue.iter().copied().take(SCHED_NR_MIGRATE).collect();
+                let cands: Vec<usize> = self.rq[src]
+                    .queue
+                    .iter()
+                    .copied()
+                    .take(SCHED_NR_MIGRATE)
+                    .collect();
                 for t in cands {
                     if moved >= imb {
                         break;
@@ -458,7 +490,10 @@ impl Kernel {
         let Some(t) = self.rq[src].curr else {
             return false;
         };
-        if !self.rq[dst].is_idle() || !self.task_allowed(t).contains(dst) || self.rq[src].nr_running() != 1 {
+        if !self.rq[dst].is_idle()
+            || !self.task_allowed(t).contains(dst)
+            || self.rq[src].nr_running() != 1
+        {
             return false;
         }
         self.move_task(t, dst);
@@ -477,12 +512,18 @@ impl Kernel {
         let mut continue_balancing = true;
         for level in 0..self.sd[cpu].len() {
             let sd = &self.sd[cpu][level];
-            let cost = costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
+            let cost =
+                costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
             if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
                 break;
             }
             if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
-                let pulled = self.sched_balance_rq(cpu, level, CpuIdleType::NewlyIdle, &mut continue_balancing);
+                let pulled = self.sched_balance_rq(
+                    cpu,
+                    level,
+                    CpuIdleType::NewlyIdle,
+                    &mut continue_balancing,
+                );
                 curr_cost += cost;
                 if pulled > 0 {
                     self.balance.stats.newidle_pulled += 1;
@@ -498,7 +539,11 @@ impl Kernel {
 
     /// Tasks waiting on `cpu` that are not running (for tests).
     pub fn nr_queued(&self, cpu: usize) -> usize {
-        self.rq[cpu].queue.iter().filter(|&&t| self.tasks[t].state == TaskState::Runnable).count()
+        self.rq[cpu]
+            .queue
+            .iter()
+            .filter(|&&t| self.tasks[t].state == TaskState::Runnable)
+            .count()
     }
 }
 

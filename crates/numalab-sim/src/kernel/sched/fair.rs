@@ -92,12 +92,23 @@ impl Kernel {
             }
             level -= 1;
         }
-        self.idlest_cpu_in(&self.sd[cpu].first().map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)), cpu)
+        self.idlest_cpu_in(
+            &self.sd[cpu]
+                .first()
+                .map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)),
+            cpu,
+        )
     }
 
     /// `find_idlest_group`: the group of `sd` to move a new task to, or
     /// `None` to stay in the local group.
-    fn find_idlest_group(&self, sd: &super::topology::SchedDomain, _t: usize, cpu: usize, allowed: &CpuSet) -> Option<usize> {
+    fn find_idlest_group(
+        &self,
+        sd: &super::topology::SchedDomain,
+        _t: usize,
+        cpu: usize,
+        allowed: &CpuSet,
+    ) -> Option<usize> {
         let local = self.group_stats(&sd.groups[0], Some(allowed));
         let mut best: Option<(usize, GroupStats)> = None;
         for (i, g) in sd.groups.iter().enumerate().skip(1) {

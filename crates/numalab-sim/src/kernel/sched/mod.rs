@@ -97,7 +97,14 @@ pub struct Task {
 
 impl Task {
     /// A new task in state `New`.
-    pub fn new(pid: u64, tgid: u64, name: String, mm: usize, cgroup: usize, nr_nodes: usize) -> Task {
+    pub fn new(
+        pid: u64,
+        tgid: u64,
+        name: String,
+        mm: usize,
+        cgroup: usize,
+        nr_nodes: usize,
+    ) -> Task {
         Task {
             pid,
             tgid,

@@ -110,20 +110,42 @@ impl SchedDomain {
 /// Builds every CPU's domains, lowest level first.
 pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
     // Distinct NUMA distances, as sched_init_numa() collects them.
-    let mut dists: Vec<u32> = m.distance.iter().flatten().copied().filter(|&d| d > 10).collect();
+    let mut dists: Vec<u32> = m
+        .distance
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|&d| d > 10)
+        .collect();
     dists.sort_unstable();
     dists.dedup();
-    let numa_in_package = m
-        .nodes
-        .iter()
-        .any(|a| m.nodes.iter().any(|b| a.id != b.id && a.package == b.package && !a.cpus.is_empty()));
+    let numa_in_package = m.nodes.iter().any(|a| {
+        m.nodes
+            .iter()
+            .any(|b| a.id != b.id && a.package == b.package && !a.cpus.is_empty())
+    });
 
     let span_of = |cpu: usize, level: Level| -> CpuSet {
         let c = &m.cpus[cpu];
         match level {
-            Level::Smt => m.cpus.iter().filter(|o| o.core == c.core).map(|o| o.id).collect(),
-            Level::Mc => m.cpus.iter().filter(|o| o.llc == c.llc).map(|o| o.id).collect(),
-            Level::Pkg => m.cpus.iter().filter(|o| o.package == c.package).map(|o| o.id).collect(),
+            Level::Smt => m
+                .cpus
+                .iter()
+                .filter(|o| o.core == c.core)
+                .map(|o| o.id)
+                .collect(),
+            Level::Mc => m
+                .cpus
+                .iter()
+                .filter(|o| o.llc == c.llc)
+                .map(|o| o.id)
+                .collect(),
+            Level::Pkg => m
+                .cpus
+                .iter()
+                .filter(|o| o.package == c.package)
+                .map(|o| o.id)
+                .collect(),
             Level::Numa(d) => m
                 .cpus
                 .iter()
@@ -190,7 +212,10 @@ fn build_groups(
 
 fn sd_init(level: Level, span: CpuSet, groups: Vec<CpuSet>, nr_cpus: usize) -> SchedDomain {
     let w = span.len() as u64;
-    let mut flags = SdFlags::BALANCE_NEWIDLE | SdFlags::BALANCE_EXEC | SdFlags::BALANCE_FORK | SdFlags::WAKE_AFFINE;
+    let mut flags = SdFlags::BALANCE_NEWIDLE
+        | SdFlags::BALANCE_EXEC
+        | SdFlags::BALANCE_FORK
+        | SdFlags::WAKE_AFFINE;
     let (imbalance_pct, cache_nice_tries) = match level {
         Level::Smt => {
             flags |= SdFlags::SHARE_CPUCAPACITY | SdFlags::SHARE_LLC | SdFlags::PREFER_SIBLING;
