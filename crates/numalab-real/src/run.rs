@@ -1,0 +1,937 @@
+//! The coordinator of a real run: check, change, fork, sample, undo.
+//!
+//! [`real_run`] first gathers the host's facts and runs every refusal check
+//! ([`crate::check`]) and the policy probe, changing nothing. Then it
+//! catches SIGINT/SIGTERM/SIGHUP, sets the requested knobs (saving the old
+//! values), creates the cgroup tree, opens the tracepoint counters, forks
+//! one child per workload process and moves it into its cgroup, reads the
+//! baseline counters and releases every child at once. While the workload
+//! runs, the coordinator (single-threaded, so forking was safe) samples at
+//! a fixed interval: /proc/vmstat numa counters, memory.stat of each group,
+//! per-node bytes of each region (/proc/PID/numa_maps), the CPU each thread
+//! last ran on, and the tracepoint counts. It takes one more sample when a
+//! process reports that all its threads are done, before letting it exit.
+//! At the end (or on a signal, or an error) it kills what still runs,
+//! removes the cgroups and restores the knobs, then builds the Run record.
+//!
+//! Time series columns (the first is `t_s`, seconds since the start): as
+//! in the model, /proc/vmstat names (delta since the start),
+//! `running_tasks` and `nodeN_used_gib` (the workload's regions); then
+//! `memory.stat:CGROUP:NAME` (delta),
+//! `region:PROCESS/REGION:nodeN_bytes`, `cpu:PROCESS/THREAD` (-1 while the
+//! thread does not run), `trace:EVENT` (count since the start). A value of
+//! -1 means "not available at that time" (a process that has exited).
+//!
+//! Left out: per-node memory bandwidth (the kernel gives none without a
+//! PMU), NodeFigures traffic beyond the per-task estimate, and surviving a
+//! SIGKILL of numalab itself (its children die with it through
+//! PR_SET_PDEATHSIG, but knobs and cgroups stay).
+
+use crate::cgroup::CgroupTree;
+use crate::check::{self, Plan};
+use crate::host::HostFacts;
+use crate::knobs::{self, KnobGuard, KnobRoots};
+use crate::sample::{self, TraceCounters};
+use crate::sys::{self, SignalGuard};
+use crate::worker::{self, ChildCtx, SharedPage, ThreadReport};
+use crate::{RealError, RealOptions};
+use numalab_record::{
+    CgroupFigures, NodeFigures, ProcessFigures, RunKind, RunRecord, Score as RecScore, TaskFigures,
+    TimeSeries, FORMAT_NAME, FORMAT_VERSION,
+};
+use numalab_topology::Machine;
+use numalab_workload::model::{Score, Workload};
+use std::collections::BTreeMap;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How long processes get to finish after the stop flag is raised.
+const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// vmstat counters sampled into the time series (when the kernel has them).
+const VMSTAT_SERIES: [&str; 9] = [
+    "numa_pte_updates",
+    "numa_huge_pte_updates",
+    "numa_hint_faults",
+    "numa_hint_faults_local",
+    "numa_pages_migrated",
+    "pgmigrate_success",
+    "pgmigrate_fail",
+    "thp_migration_success",
+    "numa_local",
+];
+
+/// memory.stat counters sampled into the time series.
+const MEMSTAT_SERIES: [&str; 3] = [
+    "numa_pte_updates",
+    "numa_hint_faults",
+    "numa_pages_migrated",
+];
+
+struct Child {
+    pid: i32,
+    go_w: RawFd,
+    report_r: RawFd,
+    buf: Vec<u8>,
+    regions: Vec<Option<(u64, u64)>>,
+    tids: Vec<Option<i32>>,
+    reports: Vec<Option<ThreadReport>>,
+    done: bool,
+    released: bool,
+    reaped: bool,
+    done_s: Option<f64>,
+    final_bytes: Vec<u64>,
+    final_regions: Vec<Vec<u64>>,
+}
+
+fn close(fd: &mut RawFd) {
+    if *fd >= 0 {
+        // SAFETY: closing an fd this process owns, once.
+        unsafe { libc::close(*fd) };
+        *fd = -1;
+    }
+}
+
+fn pipe() -> Result<(RawFd, RawFd), String> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: fds is a valid out array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe2: {}", std::io::Error::last_os_error()));
+    }
+    Ok((fds[0], fds[1]))
+}
+
+fn read_vmstat() -> BTreeMap<String, u64> {
+    sample::read_opt(Path::new("/proc/vmstat"))
+        .map(|t| sample::parse_vmstat(&t))
+        .unwrap_or_default()
+}
+
+fn read_keyed(dir: &Path, file: &str) -> BTreeMap<String, u64> {
+    sample::read_opt(&dir.join(file))
+        .map(|t| sample::parse_flat_keyed(&t))
+        .unwrap_or_default()
+}
+
+/// Everything that must be undone, undone in reverse order on drop.
+struct Changes {
+    children: Vec<Child>,
+    knobs: Option<KnobGuard>,
+    cgroups: Option<CgroupTree>,
+}
+
+impl Changes {
+    fn kill_children(&mut self) {
+        for c in &mut self.children {
+            close(&mut c.go_w);
+            if !c.reaped {
+                // SAFETY: signalling and reaping our own child.
+                unsafe {
+                    libc::kill(c.pid, libc::SIGKILL);
+                    let mut st = 0;
+                    libc::waitpid(c.pid, &mut st, 0);
+                }
+                c.reaped = true;
+            }
+            close(&mut c.report_r);
+        }
+    }
+
+    fn undo(&mut self) -> Result<(), String> {
+        self.kill_children();
+        let mut errs = Vec::new();
+        if let Some(mut cg) = self.cgroups.take() {
+            if let Err(e) = cg.remove() {
+                errs.push(e);
+            }
+        }
+        if let Some(mut k) = self.knobs.take() {
+            if let Err(e) = k.restore() {
+                errs.push(e);
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+}
+
+impl Drop for Changes {
+    fn drop(&mut self) {
+        if let Err(e) = self.undo() {
+            eprintln!("numalab: {e}");
+        }
+    }
+}
+
+/// Runs `workload` on this host for real; see the module documentation.
+/// `host` is the machine the workload was resolved against (normally
+/// [`crate::host_machine`]).
+pub fn real_run(
+    workload: &Workload,
+    host: &Machine,
+    opts: &RealOptions,
+) -> Result<RunRecord, RealError> {
+    if opts.interval.is_zero() {
+        return Err(RealError::Refused("--interval must be > 0".to_string()));
+    }
+    // 1. Checks: nothing changes until they all pass.
+    let facts = HostFacts::gather().map_err(RealError::Failed)?;
+    let roots = KnobRoots::default();
+    let mut knobs = Vec::new();
+    for (k, v) in &opts.sets {
+        let knob = knobs::resolve_knob(k, &roots).map_err(RealError::Refused)?;
+        knobs.push((knob, v.clone()));
+    }
+    let plan =
+        check::plan(workload, &facts, &knobs, opts.allow_sysctl).map_err(RealError::Refused)?;
+    check::probe_policies(workload).map_err(RealError::Refused)?;
+    if host.nr_cpus() > facts.online_cpus.len() {
+        return Err(RealError::Refused(format!(
+            "machine '{}' has {} CPUs but this host has {} online: resolve the workload against host_machine()",
+            host.name,
+            host.nr_cpus(),
+            facts.online_cpus.len()
+        )));
+    }
+    if let (true, Some(cg)) = (plan.use_cgroups, &facts.cgroup2) {
+        // SAFETY: no arguments.
+        let dir = cg
+            .mount
+            .join(format!("numalab-{}", unsafe { libc::getpid() }));
+        if dir.exists() {
+            return Err(RealError::Refused(format!(
+                "{} already exists (left by a killed run with the same pid?): remove it with rmdir",
+                dir.display()
+            )));
+        }
+    }
+    for w in &plan.warnings {
+        if opts.verbose {
+            eprintln!("numalab real: note: {w}");
+        }
+    }
+    run_planned(workload, host, opts, &facts, &plan, &roots)
+}
+
+fn run_planned(
+    workload: &Workload,
+    host: &Machine,
+    opts: &RealOptions,
+    facts: &HostFacts,
+    plan: &Plan,
+    roots: &KnobRoots,
+) -> Result<RunRecord, RealError> {
+    let interval = plan.interval.unwrap_or(opts.interval);
+    let signals =
+        SignalGuard::install().map_err(|e| RealError::Failed(format!("sigaction: {e}")))?;
+    let interrupted = |s: &SignalGuard| s.caught().map(RealError::Interrupted);
+    let mut ch = Changes {
+        children: Vec::new(),
+        knobs: None,
+        cgroups: None,
+    };
+    // 2. Knobs.
+    ch.knobs = Some(KnobGuard::apply(&plan.file_knobs).map_err(RealError::Failed)?);
+    if let Some(e) = interrupted(&signals) {
+        return Err(e);
+    }
+    let settings_now = knobs::snapshot_settings(roots);
+    // 3. Cgroups.
+    // SAFETY: no arguments.
+    let my_pid = unsafe { libc::getpid() };
+    if plan.use_cgroups {
+        let mount = facts
+            .cgroup2
+            .as_ref()
+            .map(|c| c.mount.clone())
+            .ok_or_else(|| RealError::Failed("cgroup2 vanished".into()))?;
+        ch.cgroups = Some(
+            CgroupTree::create(
+                &mount,
+                &format!("numalab-{my_pid}"),
+                &plan.controllers,
+                &plan.groups,
+                plan.need_root_leaf,
+            )
+            .map_err(RealError::Failed)?,
+        );
+    }
+    if let Some(e) = interrupted(&signals) {
+        return Err(e);
+    }
+    // 4. Fork the processes; they wait for "go".
+    let shared = SharedPage::new().map_err(|e| RealError::Failed(format!("mmap: {e}")))?;
+    let node_of_cpu: Vec<usize> = host.cpus.iter().map(|c| c.node).collect();
+    let all_cpus = facts.allowed_cpus.clone();
+    for (pi, p) in workload.processes.iter().enumerate() {
+        let (go_r, go_w) = pipe().map_err(RealError::Failed)?;
+        let (rep_r, rep_w) = pipe().map_err(RealError::Failed)?;
+        // SAFETY: the coordinator is single-threaded here; the child only
+        // runs the workload and leaves through _exit.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(RealError::Failed(format!(
+                "fork: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        if pid == 0 {
+            // Child.
+            sys::default_signals();
+            // SAFETY: plain prctl/getppid/close calls.
+            unsafe {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                if libc::getppid() != my_pid {
+                    libc::_exit(3);
+                }
+                libc::close(go_w);
+                libc::close(rep_r);
+                for c in &ch.children {
+                    libc::close(c.go_w);
+                    libc::close(c.report_r);
+                }
+            }
+            worker::child_main(ChildCtx {
+                proc_idx: pi,
+                process: p,
+                shared: shared.get(),
+                go_fd: go_r,
+                report_fd: rep_w,
+                seed: opts.seed,
+                node_of_cpu: node_of_cpu.clone(),
+                nr_nodes: host.nr_nodes(),
+                all_cpus: all_cpus.clone(),
+            });
+        }
+        // Parent.
+        // SAFETY: closing the child's ends; making our read end non-blocking.
+        unsafe {
+            libc::close(go_r);
+            libc::close(rep_w);
+            let fl = libc::fcntl(rep_r, libc::F_GETFL);
+            libc::fcntl(rep_r, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+        ch.children.push(Child {
+            pid,
+            go_w,
+            report_r: rep_r,
+            buf: Vec::new(),
+            regions: vec![None; p.regions.len()],
+            tids: vec![None; p.threads.len()],
+            reports: vec![None; p.threads.len()],
+            done: false,
+            released: false,
+            reaped: false,
+            done_s: None,
+            final_bytes: vec![0; host.nr_nodes()],
+            final_regions: vec![vec![0; host.nr_nodes()]; p.regions.len()],
+        });
+        if let Some(cg) = &ch.cgroups {
+            cg.add_pid(&p.cgroup, pid).map_err(RealError::Failed)?;
+        }
+    }
+    // 5. Counters and baselines.
+    let mut settings = settings_now;
+    let trace = match &facts.tracefs {
+        Some(t) => match TraceCounters::open(t, &facts.online_cpus.iter().collect::<Vec<_>>()) {
+            Ok(c) => {
+                settings.insert("real.tracepoints".into(), "perf counting".into());
+                Some(c)
+            }
+            Err(e) => {
+                if opts.verbose {
+                    eprintln!("numalab real: note: tracepoint counters unavailable: {e}");
+                }
+                settings.insert("real.tracepoints".into(), format!("unavailable: {e}"));
+                None
+            }
+        },
+        None => {
+            settings.insert(
+                "real.tracepoints".into(),
+                "unavailable: tracefs not mounted".into(),
+            );
+            None
+        }
+    };
+    let cg_paths: Vec<String> = std::iter::once("/".to_string())
+        .chain(
+            workload
+                .cgroups
+                .iter()
+                .map(|c| c.path.clone())
+                .filter(|p| p != "/"),
+        )
+        .collect();
+    let cg_dirs: Vec<(String, PathBuf)> = match &ch.cgroups {
+        Some(t) => cg_paths
+            .iter()
+            .filter_map(|p| t.stats_dir(p).ok().map(|d| (p.clone(), d)))
+            .collect(),
+        None => Vec::new(),
+    };
+    let vm0 = read_vmstat();
+    let mem0: BTreeMap<String, BTreeMap<String, u64>> = cg_dirs
+        .iter()
+        .map(|(p, d)| (p.clone(), read_keyed(d, "memory.stat")))
+        .collect();
+    let tr0 = trace.as_ref().map(|t| t.read()).unwrap_or_default();
+    let series = Series::new(workload, host, &vm0, &mem0, trace.is_some());
+    if let Some(e) = interrupted(&signals) {
+        return Err(e);
+    }
+    // 6. Go.
+    shared
+        .get()
+        .t0_ns
+        .store(sys::monotonic_ns(), Ordering::SeqCst);
+    let start = Instant::now();
+    for c in &ch.children {
+        // SAFETY: one byte to the child's go pipe.
+        unsafe { libc::write(c.go_w, b"g".as_ptr() as *const libc::c_void, 1) };
+    }
+    if opts.verbose {
+        eprintln!(
+            "numalab real: started {} process(es) of '{}'",
+            ch.children.len(),
+            workload.name
+        );
+    }
+    let deadline = workload
+        .duration_ns
+        .map(|ns| start + Duration::from_nanos(ns));
+    let mut stop_at: Option<Instant> = None;
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    let mut next_sample = start;
+    let ctx = SampleCtx {
+        workload,
+        host,
+        series: &series,
+        vm0: &vm0,
+        mem0: &mem0,
+        tr0: &tr0,
+        trace: trace.as_ref(),
+        cg_dirs: &cg_dirs,
+    };
+    // 7. The loop.
+    loop {
+        if let Some(e) = interrupted(&signals) {
+            shared.get().stop.store(1, Ordering::SeqCst);
+            return Err(e);
+        }
+        for (pi, c) in ch.children.iter_mut().enumerate() {
+            drain_reports(c, &workload.processes[pi].name).map_err(RealError::Failed)?;
+        }
+        let now = Instant::now();
+        if stop_at.is_none() && deadline.is_some_and(|d| now >= d) {
+            shared.get().stop.store(1, Ordering::SeqCst);
+            stop_at = Some(now);
+        }
+        if let Some(s) = stop_at {
+            if now.duration_since(s) > STOP_GRACE {
+                return Err(RealError::Failed(format!(
+                    "workload processes did not stop within {} s of the deadline",
+                    STOP_GRACE.as_secs()
+                )));
+            }
+        }
+        // Processes whose threads are all done: sample, then let them exit.
+        if ch.children.iter().any(|c| c.done && !c.released) {
+            let t = start.elapsed().as_secs_f64();
+            rows.push(ctx.row(t, &ch.children));
+            next_sample = Instant::now() + interval;
+            for (pi, c) in ch.children.iter_mut().enumerate() {
+                if c.done && !c.released {
+                    let vmas = sample::read_opt(Path::new(&format!("/proc/{}/numa_maps", c.pid)))
+                        .map(|t| sample::parse_numa_maps(&t))
+                        .unwrap_or_default();
+                    c.final_bytes = sample::total_bytes_by_node(&vmas, host.nr_nodes());
+                    for (ri, r) in c.regions.iter().enumerate() {
+                        if let Some((s, l)) = r {
+                            c.final_regions[ri] =
+                                sample::range_bytes_by_node(&vmas, *s, *l, host.nr_nodes());
+                        }
+                    }
+                    c.done_s = Some(t);
+                    c.released = true;
+                    close(&mut c.go_w);
+                    let _ = pi;
+                }
+            }
+        }
+        for (pi, c) in ch.children.iter_mut().enumerate() {
+            if c.reaped {
+                continue;
+            }
+            let mut st = 0;
+            // SAFETY: non-blocking reap of our own child.
+            let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
+            if r == c.pid {
+                c.reaped = true;
+                // Read what it wrote before exiting.
+                drain_reports(c, &workload.processes[pi].name).map_err(RealError::Failed)?;
+                let ok = libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0;
+                if !ok || !c.done {
+                    if let Some(e) = interrupted(&signals) {
+                        return Err(e);
+                    }
+                    let how = if libc::WIFSIGNALED(st) {
+                        format!("was killed by {}", sys::signal_name(libc::WTERMSIG(st)))
+                    } else {
+                        format!("exited with status {}", libc::WEXITSTATUS(st))
+                    };
+                    return Err(RealError::Failed(format!(
+                        "workload process '{}' (pid {}) {how} before finishing",
+                        workload.processes[pi].name, c.pid
+                    )));
+                }
+            }
+        }
+        if ch.children.iter().all(|c| c.reaped) {
+            break;
+        }
+        let now = Instant::now();
+        if now >= next_sample {
+            rows.push(ctx.row(start.elapsed().as_secs_f64(), &ch.children));
+            while next_sample <= now {
+                next_sample += interval;
+            }
+        }
+        let wait = next_sample
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(50));
+        let mut pfds: Vec<libc::pollfd> = ch
+            .children
+            .iter()
+            .filter(|c| c.report_r >= 0 && !c.reaped)
+            .map(|c| libc::pollfd {
+                fd: c.report_r,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: pfds is a valid array; EINTR (a signal) just returns early.
+        unsafe {
+            libc::poll(
+                pfds.as_mut_ptr(),
+                pfds.len() as libc::nfds_t,
+                wait.as_millis() as i32,
+            )
+        };
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    // 8. Final counters, then undo.
+    let vm1 = read_vmstat();
+    let tr1 = trace.as_ref().map(|t| t.read()).unwrap_or_default();
+    let mem1: BTreeMap<String, BTreeMap<String, u64>> = cg_dirs
+        .iter()
+        .map(|(p, d)| (p.clone(), read_keyed(d, "memory.stat")))
+        .collect();
+    let cpu1: BTreeMap<String, BTreeMap<String, u64>> = cg_dirs
+        .iter()
+        .map(|(p, d)| (p.clone(), read_keyed(d, "cpu.stat")))
+        .collect();
+    drop(trace);
+    let undo = ch.undo();
+    drop(signals);
+    undo.map_err(RealError::Failed)?;
+    // 9. The record.
+    let mut tasks: Vec<TaskFigures> = Vec::new();
+    let mut processes = Vec::new();
+    let mut requests = 0u64;
+    let mut elapsed_s: f64 = 0.0;
+    for (pi, c) in ch.children.iter().enumerate() {
+        let p = &workload.processes[pi];
+        let mut pf = ProcessFigures {
+            pid: c.pid as u64,
+            name: p.name.clone(),
+            cgroup: p.cgroup.clone(),
+            elapsed_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            pages_by_node: c
+                .final_bytes
+                .iter()
+                .map(|b| b / sys::PAGE_SIZE as u64)
+                .collect(),
+        };
+        for r in c.reports.iter().flatten() {
+            pf.user_s += r.task.user_s;
+            pf.sys_s += r.task.sys_s;
+            pf.elapsed_s = pf.elapsed_s.max(r.task.exit_s);
+            requests += r.requests;
+            tasks.push(r.task.clone());
+        }
+        elapsed_s = elapsed_s.max(pf.elapsed_s);
+        processes.push(pf);
+    }
+    let user_s: f64 = tasks.iter().map(|t| t.user_s).sum();
+    let sys_s: f64 = tasks.iter().map(|t| t.sys_s).sum();
+    let vmstat: BTreeMap<String, u64> = sample::deltas(&vm0, &vm1)
+        .into_iter()
+        .filter(|(k, _)| sample::is_recorded_vmstat(k))
+        .collect();
+    let mut cgroups = BTreeMap::new();
+    for path in &cg_paths {
+        let under = |c: &str| path == "/" || c == path || c.starts_with(&format!("{path}/"));
+        let nr_tasks = ch
+            .children
+            .iter()
+            .enumerate()
+            .filter(|(pi, _)| under(&workload.processes[*pi].cgroup))
+            .map(|(_, c)| c.reports.iter().flatten().count() as u64)
+            .sum();
+        let mut f = CgroupFigures {
+            nr_tasks,
+            ..Default::default()
+        };
+        if let (Some(m0), Some(m1)) = (mem0.get(path), mem1.get(path)) {
+            f.memory_stat = sample::deltas(m0, m1)
+                .into_iter()
+                .filter(|(k, _)| sample::is_recorded_memory_stat(k))
+                .collect();
+        }
+        match cpu1.get(path) {
+            Some(cpu) if cpu.contains_key("user_usec") => {
+                f.user_s = cpu["user_usec"] as f64 / 1e6;
+                f.sys_s = cpu.get("system_usec").copied().unwrap_or(0) as f64 / 1e6;
+            }
+            _ => {
+                for (pi, c) in ch.children.iter().enumerate() {
+                    if under(&workload.processes[pi].cgroup) {
+                        for r in c.reports.iter().flatten() {
+                            f.user_s += r.task.user_s;
+                            f.sys_s += r.task.sys_s;
+                        }
+                    }
+                }
+            }
+        }
+        cgroups.insert(path.clone(), f);
+    }
+    let nodes: Vec<NodeFigures> = host
+        .nodes
+        .iter()
+        .map(|n| NodeFigures {
+            node: n.id,
+            mem_total_bytes: n.mem_bytes,
+            mem_used_bytes: ch
+                .children
+                .iter()
+                .map(|c| c.final_bytes.get(n.id).copied().unwrap_or(0))
+                .sum(),
+            traffic_bytes: tasks
+                .iter()
+                .map(|t| t.bytes_by_node.get(n.id).copied().unwrap_or(0))
+                .sum(),
+        })
+        .collect();
+    for (k, v) in &opts.sets {
+        if let Ok(knobs::Knob::File { key, .. }) = knobs::resolve_knob(k, roots) {
+            settings.insert(key, v.clone());
+        } else {
+            settings.insert(k.clone(), v.clone());
+        }
+    }
+    settings.insert(
+        "real.cgroup2".into(),
+        match (&ch.cgroups, &facts.cgroup2) {
+            (_, Some(c)) if plan.use_cgroups => format!("{}/numalab-{my_pid}", c.mount.display()),
+            _ => "unused".to_string(),
+        },
+    );
+    settings.insert("real.controllers".into(), plan.controllers.join(" "));
+    settings.insert(
+        "numalab.sample_interval_ms".into(),
+        interval.as_millis().to_string(),
+    );
+    let mut lab = BTreeMap::new();
+    lab.insert("real.wall_s".to_string(), wall_s);
+    lab.insert("real.samples".to_string(), rows.len() as f64);
+    lab.insert("real.bytes_by_node_estimated".to_string(), 1.0);
+    for (k, v) in sample::deltas(&tr0, &tr1) {
+        lab.insert(format!("trace.{k}"), v as f64);
+    }
+    let score = match workload.score {
+        Score::Throughput => Some(RecScore {
+            name: "throughput".into(),
+            unit: "requests/s".into(),
+            value: if elapsed_s > 0.0 {
+                requests as f64 / elapsed_s
+            } else {
+                0.0
+            },
+            higher_is_better: true,
+        }),
+        Score::Elapsed => None,
+    };
+    Ok(RunRecord {
+        format: FORMAT_NAME.to_string(),
+        version: FORMAT_VERSION,
+        kind: RunKind::Real,
+        numalab_version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel: Some(sys::uname_release()),
+        machine: serde_json::to_value(host).unwrap_or_default(),
+        workload: serde_json::to_value(workload).unwrap_or_default(),
+        settings,
+        seed: opts.seed,
+        scale: opts.scale,
+        elapsed_s,
+        user_s,
+        sys_s,
+        score,
+        vmstat,
+        cgroups,
+        processes,
+        tasks,
+        nodes,
+        lab,
+        timeseries: Some(TimeSeries {
+            interval_s: interval.as_secs_f64(),
+            columns: series.columns.clone(),
+            rows,
+        }),
+    })
+}
+
+/// Reads what a child wrote, line by line.
+fn drain_reports(c: &mut Child, name: &str) -> Result<(), String> {
+    if c.report_r < 0 {
+        return Ok(());
+    }
+    let mut buf = [0u8; 8192];
+    loop {
+        // SAFETY: reading into a local buffer from our pipe end.
+        let r = unsafe { libc::read(c.report_r, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if r > 0 {
+            c.buf.extend_from_slice(&buf[..r as usize]);
+            continue;
+        }
+        if r == 0 {
+            close(&mut c.report_r);
+        }
+        break;
+    }
+    while let Some(nl) = c.buf.iter().position(|&b| b == b'\n') {
+        let line: Vec<u8> = c.buf.drain(..=nl).collect();
+        let line = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+        handle_line(c, &line).map_err(|e| format!("process '{name}': {e}"))?;
+    }
+    Ok(())
+}
+
+fn handle_line(c: &mut Child, line: &str) -> Result<(), String> {
+    let (tag, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let bad = || format!("garbled report line {line:?}");
+    match tag {
+        "R" => {
+            let v: Vec<u64> = rest
+                .split_whitespace()
+                .filter_map(|t| t.parse().ok())
+                .collect();
+            let (&[i, s, l], true) = (v.as_slice(), v.len() == 3) else {
+                return Err(bad());
+            };
+            *c.regions.get_mut(i as usize).ok_or_else(bad)? = Some((s, l));
+        }
+        "T" => {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let i: usize = f.first().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+            let tid: i32 = f.get(1).and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+            *c.tids.get_mut(i).ok_or_else(bad)? = Some(tid);
+        }
+        "X" => {
+            let r: ThreadReport =
+                serde_json::from_str(rest).map_err(|e| format!("{}: {e}", bad()))?;
+            let i = r.idx;
+            *c.reports.get_mut(i).ok_or_else(bad)? = Some(r);
+        }
+        "D" => c.done = true,
+        "E" => return Err(rest.to_string()),
+        _ => return Err(bad()),
+    }
+    Ok(())
+}
+
+/// Column layout of the time series.
+struct Series {
+    columns: Vec<String>,
+    vm: Vec<String>,
+    mem: Vec<(String, String)>,
+    regions: Vec<(usize, usize)>,
+    threads: Vec<(usize, usize)>,
+    trace: bool,
+}
+
+impl Series {
+    fn new(
+        w: &Workload,
+        host: &Machine,
+        vm0: &BTreeMap<String, u64>,
+        mem0: &BTreeMap<String, BTreeMap<String, u64>>,
+        trace: bool,
+    ) -> Series {
+        let mut s = Series {
+            columns: vec!["t_s".to_string()],
+            vm: Vec::new(),
+            mem: Vec::new(),
+            regions: Vec::new(),
+            threads: Vec::new(),
+            trace,
+        };
+        for k in VMSTAT_SERIES {
+            if vm0.contains_key(k) {
+                s.columns.push(k.to_string());
+                s.vm.push(k.to_string());
+            }
+        }
+        s.columns.push("running_tasks".to_string());
+        for n in 0..host.nr_nodes() {
+            s.columns.push(format!("node{n}_used_gib"));
+        }
+        for (p, m) in mem0 {
+            for k in MEMSTAT_SERIES {
+                if m.contains_key(k) {
+                    s.columns.push(format!("memory.stat:{p}:{k}"));
+                    s.mem.push((p.clone(), k.to_string()));
+                }
+            }
+        }
+        for (pi, p) in w.processes.iter().enumerate() {
+            for (ri, r) in p.regions.iter().enumerate() {
+                for n in 0..host.nr_nodes() {
+                    s.columns
+                        .push(format!("region:{}/{}:node{n}_bytes", p.name, r.name));
+                }
+                s.regions.push((pi, ri));
+            }
+        }
+        for (pi, p) in w.processes.iter().enumerate() {
+            for (ti, t) in p.threads.iter().enumerate() {
+                s.columns.push(format!("cpu:{}/{}", p.name, t.name));
+                s.threads.push((pi, ti));
+            }
+        }
+        if trace {
+            for e in sample::NUMA_TRACEPOINTS {
+                s.columns.push(format!("trace:{e}"));
+            }
+        }
+        s
+    }
+}
+
+struct SampleCtx<'a> {
+    workload: &'a Workload,
+    host: &'a Machine,
+    series: &'a Series,
+    vm0: &'a BTreeMap<String, u64>,
+    mem0: &'a BTreeMap<String, BTreeMap<String, u64>>,
+    tr0: &'a BTreeMap<String, u64>,
+    trace: Option<&'a TraceCounters>,
+    cg_dirs: &'a [(String, PathBuf)],
+}
+
+impl SampleCtx<'_> {
+    fn row(&self, t: f64, children: &[Child]) -> Vec<f64> {
+        let s = self.series;
+        let mut row = Vec::with_capacity(s.columns.len());
+        row.push((t * 1000.0).round() / 1000.0);
+        let vm = read_vmstat();
+        for k in &s.vm {
+            let d = vm
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(self.vm0.get(k).copied().unwrap_or(0));
+            row.push(d as f64);
+        }
+        let running_at = row.len();
+        row.push(0.0);
+        let used_at = row.len();
+        row.extend(std::iter::repeat_n(0.0, self.host.nr_nodes()));
+        let mut mem_now: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
+        for (p, d) in self.cg_dirs {
+            mem_now.insert(p, read_keyed(d, "memory.stat"));
+        }
+        for (p, k) in &s.mem {
+            let now = mem_now
+                .get(p.as_str())
+                .and_then(|m| m.get(k))
+                .copied()
+                .unwrap_or(0);
+            let was = self
+                .mem0
+                .get(p)
+                .and_then(|m| m.get(k))
+                .copied()
+                .unwrap_or(0);
+            row.push(now.saturating_sub(was) as f64);
+        }
+        let nr_nodes = self.host.nr_nodes();
+        let mut maps: BTreeMap<usize, Option<Vec<sample::NumaMapsVma>>> = BTreeMap::new();
+        for &(pi, ri) in &s.regions {
+            let c = &children[pi];
+            let vmas = maps.entry(pi).or_insert_with(|| {
+                if c.reaped || c.released {
+                    None
+                } else {
+                    sample::read_opt(Path::new(&format!("/proc/{}/numa_maps", c.pid)))
+                        .map(|t| sample::parse_numa_maps(&t))
+                }
+            });
+            match (vmas, c.regions[ri]) {
+                (Some(v), Some((start, len))) => {
+                    for (n, b) in sample::range_bytes_by_node(v, start, len, nr_nodes)
+                        .into_iter()
+                        .enumerate()
+                    {
+                        row[used_at + n] += b as f64 / (1u64 << 30) as f64;
+                        row.push(b as f64);
+                    }
+                }
+                (Some(_), None) => row.extend(std::iter::repeat_n(0.0, nr_nodes)),
+                (None, _) => row.extend(std::iter::repeat_n(-1.0, nr_nodes)),
+            }
+        }
+        for &(pi, ti) in &s.threads {
+            let c = &children[pi];
+            let v = match c.tids[ti] {
+                Some(tid) if c.reports[ti].is_none() && !c.reaped => {
+                    sample::read_opt(Path::new(&format!("/proc/{}/task/{tid}/stat", c.pid)))
+                        .and_then(|t| sample::parse_stat_processor(&t))
+                        .map_or(-1.0, |c| c as f64)
+                }
+                _ => -1.0,
+            };
+            if v >= 0.0 {
+                row[running_at] += 1.0;
+            }
+            row.push(v);
+        }
+        if s.trace {
+            let now = self.trace.map(|t| t.read()).unwrap_or_default();
+            for e in sample::NUMA_TRACEPOINTS {
+                let d = now
+                    .get(e)
+                    .copied()
+                    .unwrap_or(0)
+                    .saturating_sub(self.tr0.get(e).copied().unwrap_or(0));
+                row.push(d as f64);
+            }
+        }
+        let _ = self.workload;
+        row
+    }
+}

@@ -1,0 +1,610 @@
+//! Inside one workload process: the regions, the threads and their phases.
+//!
+//! The coordinator forks one child per [`Process`]. The child waits on its
+//! "go" pipe (by then it is in its cgroup), maps each region as its own VMA
+//! with THP advice and `mbind` policy, then starts threads in order (a
+//! thread with `start_after` starts when that thread has exited). Each
+//! thread sets its affinity and task policy and runs its phases for real:
+//! streams are `memset` (write) or one load per cache line (read) over the
+//! range, random accesses touch one cache line at a time at pages drawn
+//! from a seeded sampler, compute burns CPU until the thread's CPU clock
+//! has advanced, sleep blocks. Every phase stops early when the coordinator
+//! raises the shared stop flag (the workload's `duration_ns`, or an abort).
+//!
+//! The child talks to the coordinator with newline-terminated lines on its
+//! report pipe: `R idx start len` (a region is mapped), `T idx tid start_s`
+//! (a thread runs), `X {json}` (a thread's figures at exit), `E message`
+//! (a fatal error), `D` (all threads are done; the child then waits for
+//! the go pipe to close so the coordinator can read its final page
+//! placement, and exits).
+//!
+//! Per-task `bytes_by_node` is an estimate: every 8 MiB streamed, and every
+//! 4096 random accesses, the thread asks `move_pages(nodes = NULL)` where a
+//! few of the pages it just touched are, and attributes the bytes in those
+//! proportions. The real kernel keeps no per-access node counts.
+//!
+//! Left out: `mlp` of random phases, and fork/exec inside a workload.
+
+use crate::access::{thread_rng, PageSampler};
+use crate::sample::{parse_proc_sched, parse_schedstat, summarize_page_status};
+use crate::sys::{self, Mapping};
+use numalab_record::TaskFigures;
+use numalab_topology::CpuSet;
+use numalab_workload::model::{Phase, Process};
+use rand::Rng;
+use rand_pcg::Pcg64;
+use serde::{Deserialize, Serialize};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// State shared between the coordinator and every child (a `MAP_SHARED`
+/// page mapped before the forks).
+#[repr(C)]
+pub(crate) struct Shared {
+    /// Non-zero: every phase stops at its next check.
+    pub stop: AtomicU32,
+    /// CLOCK_MONOTONIC ns at "go": the run's time origin.
+    pub t0_ns: AtomicU64,
+}
+
+/// The shared page, unmapped when the coordinator drops it.
+pub(crate) struct SharedPage {
+    ptr: *mut Shared,
+}
+
+impl SharedPage {
+    /// Maps a zeroed shared page.
+    pub fn new() -> std::io::Result<SharedPage> {
+        // SAFETY: fresh anonymous shared mapping of one page.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                sys::PAGE_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(SharedPage {
+            ptr: p as *mut Shared,
+        })
+    }
+
+    /// The shared state.
+    pub fn get(&self) -> &Shared {
+        // SAFETY: the page is mapped for the lifetime of self and zero is a
+        // valid Shared (atomics).
+        unsafe { &*self.ptr }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: mapped by new, unmapped once.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, sys::PAGE_SIZE) };
+    }
+}
+
+/// A thread's figures at exit, as sent on the report pipe.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct ThreadReport {
+    /// Thread index in the process.
+    pub idx: usize,
+    /// Completed requests (iterations of `request` repeats).
+    pub requests: u64,
+    /// The task's figures.
+    pub task: TaskFigures,
+}
+
+/// What a child needs besides the process it runs.
+pub(crate) struct ChildCtx<'a> {
+    pub proc_idx: usize,
+    pub process: &'a Process,
+    pub shared: &'a Shared,
+    pub go_fd: RawFd,
+    pub report_fd: RawFd,
+    pub seed: u64,
+    pub node_of_cpu: Vec<usize>,
+    pub nr_nodes: usize,
+    pub all_cpus: CpuSet,
+}
+
+struct Reporter {
+    fd: RawFd,
+    lock: Mutex<()>,
+}
+
+impl Reporter {
+    fn send(&self, line: &str) {
+        let _g = self.lock.lock();
+        let mut buf = line.replace('\n', " ").into_bytes();
+        buf.push(b'\n');
+        let mut off = 0;
+        while off < buf.len() {
+            // SAFETY: writing from a live buffer.
+            let r = unsafe {
+                libc::write(
+                    self.fd,
+                    buf[off..].as_ptr() as *const libc::c_void,
+                    buf.len() - off,
+                )
+            };
+            if r < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return;
+            }
+            off += r as usize;
+        }
+    }
+}
+
+fn read_byte(fd: RawFd) -> Option<u8> {
+    let mut b = 0u8;
+    loop {
+        // SAFETY: one byte into a local.
+        let r = unsafe { libc::read(fd, &mut b as *mut u8 as *mut libc::c_void, 1) };
+        if r == 1 {
+            return Some(b);
+        }
+        if r < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
+    }
+}
+
+/// Body of a forked child: never returns, never runs the parent's
+/// destructors (it leaves through `_exit`), and turns a panic into an error
+/// report.
+pub(crate) fn child_main(ctx: ChildCtx<'_>) -> ! {
+    let reporter = Arc::new(Reporter {
+        fd: ctx.report_fd,
+        lock: Mutex::new(()),
+    });
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_process(&ctx, &reporter)
+    }));
+    let code = match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            reporter.send(&format!("E process '{}': {e}", ctx.process.name));
+            1
+        }
+        Err(_) => {
+            reporter.send(&format!("E process '{}': panicked", ctx.process.name));
+            2
+        }
+    };
+    // SAFETY: leaves without unwinding into the parent's stack frames.
+    unsafe { libc::_exit(code) }
+}
+
+fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), String> {
+    if read_byte(ctx.go_fd).is_none() {
+        // The coordinator gave up before the start.
+        return Ok(());
+    }
+    let t0 = ctx.shared.t0_ns.load(Ordering::SeqCst);
+    let mut maps = Vec::new();
+    for (i, r) in ctx.process.regions.iter().enumerate() {
+        let m = Mapping::new(r.bytes, r.page_size)
+            .map_err(|e| format!("mmap of region '{}' ({} bytes): {e}", r.name, r.bytes))?;
+        if let Some(p) = &r.policy {
+            // SAFETY: the mapping belongs to this process.
+            unsafe { sys::mbind(m.base(), m.len(), Some(p), 0) }.map_err(|e| {
+                format!(
+                    "mbind({}) of region '{}': {e}",
+                    sys::policy_name(Some(p)),
+                    r.name
+                )
+            })?;
+        }
+        reporter.send(&format!("R {i} {} {}", m.base() as usize, m.len()));
+        maps.push(m);
+    }
+    let maps = Arc::new(maps);
+    let threads = &ctx.process.threads;
+    let n = threads.len();
+    let (tx, rx) = mpsc::channel::<(usize, Result<ThreadReport, String>)>();
+    let mut started = vec![false; n];
+    let mut handles: Vec<Option<std::thread::JoinHandle<()>>> = (0..n).map(|_| None).collect();
+    let shared_addr = ctx.shared as *const Shared as usize;
+    let spawn =
+        |i: usize, handles: &mut Vec<Option<std::thread::JoinHandle<()>>>| -> Result<(), String> {
+            let t = threads[i].clone();
+            let maps = Arc::clone(&maps);
+            let tx = tx.clone();
+            let reporter = Arc::clone(reporter);
+            let env = ThreadEnv {
+                proc_idx: ctx.proc_idx,
+                idx: i,
+                cgroup: ctx.process.cgroup.clone(),
+                seed: ctx.seed,
+                t0,
+                node_of_cpu: ctx.node_of_cpu.clone(),
+                nr_nodes: ctx.nr_nodes,
+                all_cpus: ctx.all_cpus.clone(),
+                shared_addr,
+            };
+            let name: String = t.name.chars().take(15).collect();
+            let h = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run_thread(&env, &t, &maps, &reporter)
+                    }))
+                    .unwrap_or_else(|_| Err(format!("thread '{}' panicked", t.name)));
+                    let _ = tx.send((i, r));
+                })
+                .map_err(|e| format!("cannot create thread '{}': {e}", threads[i].name))?;
+            handles[i] = Some(h);
+            Ok(())
+        };
+    let mut exited = vec![false; n];
+    for i in 0..n {
+        if threads[i].start_after.is_empty() {
+            started[i] = true;
+            spawn(i, &mut handles)?;
+        }
+    }
+    let mut finished = 0;
+    while finished < started.iter().filter(|&&s| s).count() {
+        let (i, r) = rx.recv().map_err(|_| "thread channel closed".to_string())?;
+        finished += 1;
+        exited[i] = true;
+        if let Some(h) = handles[i].take() {
+            let _ = h.join();
+        }
+        let rep = r?;
+        reporter.send(&format!(
+            "X {}",
+            serde_json::to_string(&rep).map_err(|e| e.to_string())?
+        ));
+        if ctx.shared.stop.load(Ordering::Relaxed) != 0 {
+            continue;
+        }
+        for j in 0..n {
+            if !started[j]
+                && threads[j].start_after.contains(&i)
+                && threads[j].start_after.iter().all(|&a| exited[a])
+            {
+                started[j] = true;
+                spawn(j, &mut handles)?;
+            }
+        }
+    }
+    reporter.send("D");
+    // Wait for the coordinator to read the final placement.
+    while read_byte(ctx.go_fd).is_some() {}
+    drop(maps);
+    Ok(())
+}
+
+struct ThreadEnv {
+    proc_idx: usize,
+    idx: usize,
+    cgroup: String,
+    seed: u64,
+    t0: u64,
+    node_of_cpu: Vec<usize>,
+    nr_nodes: usize,
+    all_cpus: CpuSet,
+    shared_addr: usize,
+}
+
+impl ThreadEnv {
+    fn shared(&self) -> &Shared {
+        // SAFETY: the shared page stays mapped for the child's lifetime.
+        unsafe { &*(self.shared_addr as *const Shared) }
+    }
+
+    fn since_t0(&self) -> f64 {
+        sys::monotonic_ns().saturating_sub(self.t0) as f64 / 1e9
+    }
+}
+
+fn run_thread(
+    env: &ThreadEnv,
+    t: &numalab_workload::model::Thread,
+    maps: &[Mapping],
+    reporter: &Reporter,
+) -> Result<ThreadReport, String> {
+    if let Some(a) = &t.affinity {
+        sys::set_affinity(0, a)
+            .map_err(|e| format!("thread '{}': sched_setaffinity({a}): {e}", t.name))?;
+    }
+    if let Some(p) = &t.policy {
+        sys::set_mempolicy(Some(p)).map_err(|e| {
+            format!(
+                "thread '{}': set_mempolicy({}): {e}",
+                t.name,
+                sys::policy_name(Some(p))
+            )
+        })?;
+    }
+    let tid = sys::gettid();
+    let start_s = env.since_t0();
+    reporter.send(&format!("T {} {tid} {start_s:.6}", env.idx));
+    let mut ex = Exec {
+        env,
+        maps,
+        rng: thread_rng(env.seed, env.proc_idx, env.idx),
+        requests: 0,
+        by_node: vec![0; env.nr_nodes],
+        pending: 0,
+        name: &t.name,
+    };
+    ex.run(&t.phases)?;
+    let exit_s = env.since_t0();
+    let (user_s, sys_s) = sys::thread_rusage();
+    let last_cpu = sys::current_cpu().unwrap_or(0);
+    let sched = std::fs::read_to_string("/proc/thread-self/sched")
+        .map(|s| parse_proc_sched(&s))
+        .unwrap_or_default();
+    let wait_s = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| parse_schedstat(&s))
+        .map_or(0.0, |(_, w, _)| w as f64 / 1e9);
+    // SAFETY: no arguments.
+    let tgid = unsafe { libc::getpid() } as u64;
+    Ok(ThreadReport {
+        idx: env.idx,
+        requests: ex.requests,
+        task: TaskFigures {
+            pid: tid as u64,
+            tgid,
+            name: t.name.clone(),
+            cgroup: env.cgroup.clone(),
+            start_s,
+            exit_s,
+            user_s,
+            sys_s,
+            wait_s,
+            last_cpu,
+            last_node: env.node_of_cpu.get(last_cpu).copied().unwrap_or(0),
+            nr_migrations: sched.get("se.nr_migrations") as u64,
+            bytes_by_node: ex.by_node,
+            numa: sched.task_numa(),
+        },
+    })
+}
+
+/// Stream chunk between stop checks.
+const CHUNK: usize = 1 << 20;
+/// Bytes streamed between two placement queries.
+const ATTRIBUTE_EVERY: u64 = 8 << 20;
+/// Random accesses between two placement queries (and stop checks).
+const RANDOM_BATCH: u64 = 4096;
+
+enum Flow {
+    Go,
+    Stop,
+}
+
+struct Exec<'a> {
+    env: &'a ThreadEnv,
+    maps: &'a [Mapping],
+    rng: Pcg64,
+    requests: u64,
+    by_node: Vec<u64>,
+    pending: u64,
+    name: &'a str,
+}
+
+impl Exec<'_> {
+    fn stopped(&self) -> bool {
+        self.env.shared().stop.load(Ordering::Relaxed) != 0
+    }
+
+    /// Attributes `bytes` to nodes in the proportions of `pages`.
+    fn attribute(&mut self, pages: &[usize], bytes: u64) {
+        if bytes == 0 || pages.is_empty() {
+            return;
+        }
+        let Ok(st) = sys::query_page_nodes(0, pages) else {
+            return;
+        };
+        let (by, _) = summarize_page_status(&st, self.env.nr_nodes);
+        let present: u64 = by.iter().sum();
+        if present == 0 {
+            return;
+        }
+        for (n, c) in by.iter().enumerate() {
+            self.by_node[n] += bytes * c / present;
+        }
+    }
+
+    fn flush_stream(&mut self, last: *mut u8, len: usize) {
+        let pages: Vec<usize> = (0..16)
+            .map(|k| last as usize + (len * k / 16) / sys::PAGE_SIZE * sys::PAGE_SIZE)
+            .collect();
+        let b = std::mem::take(&mut self.pending);
+        self.attribute(&pages, b);
+    }
+
+    fn run(&mut self, phases: &[Phase]) -> Result<Flow, String> {
+        for p in phases {
+            if self.stopped() {
+                return Ok(Flow::Stop);
+            }
+            if let Flow::Stop = self.phase(p)? {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Go)
+    }
+
+    fn phase(&mut self, p: &Phase) -> Result<Flow, String> {
+        match p {
+            Phase::Stream {
+                region,
+                offset,
+                len,
+                passes,
+                write,
+            } => {
+                let base = self.maps[*region].base() as usize + *offset as usize;
+                let len = *len as usize;
+                for pass in 0..*passes {
+                    let mut off = 0;
+                    while off < len {
+                        let n = CHUNK.min(len - off);
+                        let ptr = (base + off) as *mut u8;
+                        if *write {
+                            // SAFETY: inside the region (checked before the run).
+                            unsafe { std::ptr::write_bytes(ptr, (pass as u8) | 1, n) };
+                        } else {
+                            let mut sum = 0u64;
+                            let end = ptr as usize + n;
+                            let mut a = (ptr as usize + 7) & !7;
+                            while a + 8 <= end {
+                                // SAFETY: aligned and inside the region;
+                                // racing with other threads' writes by
+                                // design, through raw pointers only.
+                                sum = sum.wrapping_add(unsafe {
+                                    std::ptr::read_volatile(a as *const u64)
+                                });
+                                a += 64;
+                            }
+                            std::hint::black_box(sum);
+                        }
+                        self.pending += n as u64;
+                        if self.pending >= ATTRIBUTE_EVERY {
+                            self.flush_stream(ptr, n);
+                        }
+                        off += n;
+                        if self.stopped() {
+                            self.flush_stream(ptr, n);
+                            return Ok(Flow::Stop);
+                        }
+                    }
+                    if self.pending > 0 {
+                        let last = base + len - CHUNK.min(len);
+                        self.flush_stream(last as *mut u8, CHUNK.min(len));
+                    }
+                }
+                Ok(Flow::Go)
+            }
+            Phase::Random {
+                region,
+                offset,
+                len,
+                accesses,
+                distribution,
+                write_fraction,
+                mlp: _,
+            } => {
+                let base = self.maps[*region].base() as usize + *offset as usize;
+                let lines = (*len / 64).max(1);
+                let pages = lines.div_ceil(64);
+                let sampler = PageSampler::new(distribution, pages);
+                let mut sum = 0u64;
+                let mut i = 0u64;
+                while i < *accesses {
+                    let batch = RANDOM_BATCH.min(*accesses - i);
+                    let mut last = base;
+                    for k in 0..batch {
+                        let page = sampler.sample(&mut self.rng);
+                        let line = (page * 64 + self.rng.gen_range(0..64)).min(lines - 1);
+                        // 8-byte aligned, and never past the range's end
+                        // rounded up to 8 (the mapping is whole pages).
+                        let addr = (base
+                            + ((line * 64) as usize).min((*len as usize).saturating_sub(8)))
+                            & !7;
+                        if self.rng.gen::<f64>() < *write_fraction {
+                            // SAFETY: inside the region, 8-byte aligned.
+                            unsafe { std::ptr::write_volatile(addr as *mut u64, i + k) };
+                        } else {
+                            // SAFETY: as above.
+                            sum = sum.wrapping_add(unsafe {
+                                std::ptr::read_volatile(addr as *const u64)
+                            });
+                        }
+                        last = addr;
+                    }
+                    i += batch;
+                    let page = last / sys::PAGE_SIZE * sys::PAGE_SIZE;
+                    self.attribute(&[page], batch * 64);
+                    if self.stopped() {
+                        std::hint::black_box(sum);
+                        return Ok(Flow::Stop);
+                    }
+                }
+                std::hint::black_box(sum);
+                Ok(Flow::Go)
+            }
+            Phase::Compute { ns } => {
+                let start = sys::thread_cpu_ns();
+                let mut x = 0x1234_5678u64;
+                loop {
+                    for _ in 0..20_000 {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                    }
+                    std::hint::black_box(x);
+                    if sys::thread_cpu_ns().saturating_sub(start) >= *ns {
+                        return Ok(Flow::Go);
+                    }
+                    if self.stopped() {
+                        return Ok(Flow::Stop);
+                    }
+                }
+            }
+            Phase::Sleep { ns } => {
+                let end = sys::monotonic_ns() + ns;
+                loop {
+                    let now = sys::monotonic_ns();
+                    if now >= end {
+                        return Ok(Flow::Go);
+                    }
+                    if self.stopped() {
+                        return Ok(Flow::Stop);
+                    }
+                    std::thread::sleep(Duration::from_nanos((end - now).min(20_000_000)));
+                }
+            }
+            Phase::SetMempolicy(p) => {
+                sys::set_mempolicy(p.as_ref()).map_err(|e| {
+                    format!(
+                        "thread '{}': set_mempolicy({}): {e}",
+                        self.name,
+                        sys::policy_name(p.as_ref())
+                    )
+                })?;
+                Ok(Flow::Go)
+            }
+            Phase::SetAffinity(s) => {
+                let set = s.clone().unwrap_or_else(|| self.env.all_cpus.clone());
+                sys::set_affinity(0, &set).map_err(|e| {
+                    format!("thread '{}': sched_setaffinity({set}): {e}", self.name)
+                })?;
+                Ok(Flow::Go)
+            }
+            Phase::Repeat {
+                times,
+                body,
+                request,
+            } => {
+                for _ in 0..*times {
+                    if let Flow::Stop = self.run(body)? {
+                        return Ok(Flow::Stop);
+                    }
+                    if *request {
+                        self.requests += 1;
+                    }
+                }
+                Ok(Flow::Go)
+            }
+        }
+    }
+}
