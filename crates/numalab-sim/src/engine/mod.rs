@@ -403,8 +403,10 @@ impl Sim {
         if self.opts.check_every > 0 && self.ticks.is_multiple_of(self.opts.check_every) {
             self.k.check_invariants().map_err(SimError::Invariant)?;
         }
-        // sched_tick: slice expiry.
+        // sched_tick: the running task's class tick (task_tick_numa runs
+        // for it before any reschedule), then slice expiry.
         for cpu in 0..ncpu {
+            self.task_tick_numa(cpu);
             if let Some(t) = self.k.rq[cpu].curr {
                 if !self.k.rq[cpu].queue.is_empty()
                     && now.saturating_sub(self.k.tasks[t].exec_start)
@@ -415,7 +417,6 @@ impl Sim {
                         .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
                 }
             }
-            self.task_tick_numa(cpu);
         }
         // Balancing (SCHED_SOFTIRQ on each CPU whose next_balance is due).
         for cpu in 0..ncpu {

@@ -55,6 +55,18 @@ pub enum GroupType {
     Overloaded,
 }
 
+/// `enum fbq_type` (NUMA balancing): how well placed a group's or rq's
+/// tasks are, in increasing order of preference for leaving them alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FbqType {
+    /// Some tasks have no preferred node.
+    Regular,
+    /// Some tasks run off their preferred node.
+    Remote,
+    /// No distinction.
+    All,
+}
+
 /// `MAX_PINNED_INTERVAL` (ms): how far the interval may grow when all tasks
 /// are pinned.
 pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
@@ -322,12 +334,18 @@ impl Kernel {
         (imb > 0).then_some((bi, imb))
     }
 
-    /// `sched_balance_find_src_rq`: the runqueue with most tasks in `group`.
-    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet) -> Option<usize> {
+    /// `sched_balance_find_src_rq`: the runqueue with most tasks in `group`,
+    /// skipping runqueues classed above `fbq` (NUMA balancing).
+    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet, fbq: FbqType) -> Option<usize> {
         let mut best: Option<(usize, usize)> = None;
         for c in group.iter().filter(|c| cpus.contains(*c)) {
             let n = self.rq[c].nr_running();
             if n == 0 {
+                continue;
+            }
+            // NUMA balancing: leave well-placed NUMA tasks alone while there
+            // are better candidates (fbq_classify_rq > env->fbq_type).
+            if self.fbq_classify_rq(c) > fbq {
                 continue;
             }
             if best.is_none_or(|(bn, _)| n > bn) {
@@ -335,6 +353,87 @@ impl Kernel {
             }
         }
         best.map(|(_, c)| c)
+    }
+
+    // --- NUMA balancing pieces of the load balancer (fair.c) -------------
+
+    /// `fbq_classify_group`: `regular` if the group runs tasks without a
+    /// preferred node, `remote` if some run off their preferred node, else
+    /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
+    fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
+        let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
+        for c in group.iter().filter(|c| cpus.contains(*c)) {
+            let rq = &self.rq[c];
+            if rq.nr_running() == 0 {
+                continue;
+            }
+            nr += rq.nr_running() as u32;
+            numa += rq.nr_numa_running;
+            preferred += rq.nr_preferred_running;
+        }
+        if nr > numa {
+            FbqType::Regular
+        } else if nr > preferred {
+            FbqType::Remote
+        } else {
+            FbqType::All
+        }
+    }
+
+    /// `fbq_classify_rq`: the same classes for one runqueue.
+    fn fbq_classify_rq(&self, cpu: usize) -> FbqType {
+        let rq = &self.rq[cpu];
+        let nr = rq.nr_running() as u32;
+        if nr > rq.nr_numa_running {
+            FbqType::Regular
+        } else if nr > rq.nr_preferred_running {
+            FbqType::Remote
+        } else {
+            FbqType::All
+        }
+    }
+
+    /// `migrate_degrades_locality` (fair.c): positive if moving task `t`
+    /// from `src` to `dst` hurts its NUMA locality, negative if it helps, 0
+    /// if neutral. Leaving the preferred node is bad while the source runs
+    /// tasks off their preferred node; reaching it is good; an idle
+    /// destination (CPU_IDLE) is neutral; otherwise the task's (or group's)
+    /// fault weights decide.
+    pub(crate) fn migrate_degrades_locality(
+        &self,
+        t: usize,
+        src: usize,
+        dst: usize,
+        level: usize,
+        idle: CpuIdleType,
+    ) -> i64 {
+        if !self.numa_balancing_enabled() {
+            return 0;
+        }
+        if self.tasks[t].numa.faults.is_empty() || !self.sd[dst][level].flags.has(SdFlags::NUMA) {
+            return 0;
+        }
+        let (src_nid, dst_nid) = (self.cpu_node(src), self.cpu_node(dst));
+        if src_nid == dst_nid {
+            return 0;
+        }
+        let pref = self.tasks[t].numa.preferred_nid;
+        if pref == Some(src_nid) {
+            let rq = &self.rq[src];
+            return i64::from(rq.nr_running() as u32 > rq.nr_preferred_running);
+        }
+        if pref == Some(dst_nid) {
+            return -1;
+        }
+        if idle == CpuIdleType::Idle {
+            return 0;
+        }
+        let dist = self.m.distance[src_nid][dst_nid];
+        if self.tasks[t].numa.group.is_some() {
+            self.group_weight(t, src_nid, dist) - self.group_weight(t, dst_nid, dist)
+        } else {
+            self.task_weight(t, src_nid, dist) - self.task_weight(t, dst_nid, dist)
+        }
     }
 
     /// `can_migrate_task` without the pinning test: not running, not cache
@@ -389,7 +488,14 @@ impl Kernel {
                 break;
             };
             let group = self.sd[cpu][level].groups[bi].clone();
-            let Some(src) = self.find_busiest_queue(&group, &cpus) else {
+            // NUMA balancing: classify the busiest group on NUMA levels
+            // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
+            let fbq = if self.sd[cpu][level].flags.has(SdFlags::NUMA) {
+                self.fbq_classify_group(&group, &cpus)
+            } else {
+                FbqType::All
+            };
+            let Some(src) = self.find_busiest_queue(&group, &cpus, fbq) else {
                 self.balance.stats.lb_balanced += 1;
                 break;
             };
@@ -412,7 +518,13 @@ impl Kernel {
                         continue;
                     }
                     all_pinned = false;
-                    if self.task_hot(t, failed, cache_nice_tries) {
+                    // NUMA balancing: on NUMA levels locality decides
+                    // hotness (can_migrate_task → migrate_degrades_locality).
+                    let hot = match self.migrate_degrades_locality(t, src, cpu, level, idle) {
+                        0 => self.task_hot(t, failed, cache_nice_tries),
+                        d => d > 0 && failed <= cache_nice_tries,
+                    };
+                    if hot {
                         continue;
                     }
                     self.move_task(t, cpu);

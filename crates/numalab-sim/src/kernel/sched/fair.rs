@@ -10,8 +10,8 @@
 //! LLC, else stay on the previous CPU.
 //!
 //! Left out: wake_affine between waker and wakee CPUs, utilisation-based
-//! (PELT) comparisons, idle-state exit latencies, the NUMA preferred-node
-//! shortcut in `find_idlest_group` (added with the balancing model).
+//! (PELT) comparisons, idle-state exit latencies. (The NUMA preferred-node
+//! shortcut of `find_idlest_group` is modeled; the state is numa/'s.)
 
 use super::topology::SdFlags;
 use crate::kernel::Kernel;
@@ -105,7 +105,7 @@ impl Kernel {
     fn find_idlest_group(
         &self,
         sd: &super::topology::SchedDomain,
-        _t: usize,
+        t: usize,
         cpu: usize,
         allowed: &CpuSet,
     ) -> Option<usize> {
@@ -134,6 +134,16 @@ impl Kernel {
         }
         if local.has_spare() {
             if sd.flags.has(SdFlags::NUMA) {
+                // NUMA balancing: with spare capacity, stay on or go to the
+                // task's preferred node.
+                if let Some(pref) = self.tasks[t].numa.preferred_nid {
+                    if self.cpu_node(cpu) == pref {
+                        return None;
+                    }
+                    if sd.groups[idlest].first().map(|c| self.cpu_node(c)) == Some(pref) {
+                        return Some(idlest);
+                    }
+                }
                 let imb_numa_nr = (sd.imb_numa_nr as i64).min(allowed.len() as i64);
                 let imbalance = (local.idle_cpus - is.idle_cpus).abs();
                 if adjust_numa_imbalance(imbalance, local.nr_running + 1, imb_numa_nr) == 0 {

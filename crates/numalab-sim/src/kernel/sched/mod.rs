@@ -231,7 +231,7 @@ impl Kernel {
         task.state = TaskState::Runnable;
         task.wait_start = self.now;
         self.rq[cpu].queue.push(t);
-        self.numa_account_enqueue(t, cpu);
+        self.account_numa_enqueue(t, cpu);
     }
 
     /// Takes task `t` off its runqueue, running or waiting
@@ -247,7 +247,7 @@ impl Kernel {
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
             self.tasks[t].wait_ns += w;
         }
-        self.numa_account_dequeue(t, cpu);
+        self.account_numa_dequeue(t, cpu);
     }
 
     /// Picks the waiting task with the least vruntime and makes it current
@@ -334,7 +334,4 @@ impl Kernel {
             None => self.idle_kernel_ns += ns,
         }
     }
-
-    fn numa_account_enqueue(&mut self, _t: usize, _cpu: usize) {}
-    fn numa_account_dequeue(&mut self, _t: usize, _cpu: usize) {}
 }

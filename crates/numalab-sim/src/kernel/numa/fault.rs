@@ -1,0 +1,496 @@
+//! The NUMA hinting fault: `do_numa_page` / `do_huge_pmd_numa_page`
+//! (mm/memory.c, mm/huge_memory.c), `numa_migrate_check`, the policy's
+//! verdict (`mpol_misplaced`, mm/mempolicy.c), the two-stage filter
+//! (`should_numa_migrate_memory`, kernel/sched/fair.c) and the migration of
+//! the misplaced folio (`migrate_misplaced_folio_prepare`,
+//! `migrate_misplaced_folio`, mm/migrate.c).
+//!
+//! A fault costs the faulting task `HINT_FAULT_NS`; a migration adds
+//! `MIGRATE_PAGE_FIXED_NS` plus copying the folio at the core's streaming
+//! bandwidth. Counters: `numa_hint_faults` (vmstat and memory.stat),
+//! `numa_hint_faults_local`, `numa_pages_migrated` (vmstat and
+//! memory.stat), `pgmigrate_success`/`pgmigrate_fail` (base pages),
+//! `thp_migration_success`.
+//!
+//! Failure, as in the kernel, has two places. `migrate_misplaced_folio_
+//! prepare` refuses a destination whose free memory would fall below its
+//! high watermark (`migrate_balanced_pgdat`): the fault is flagged
+//! `TNF_MIGRATE_FAIL` and no pgmigrate counter moves. `migrate_pages`
+//! itself fails when the node-exact allocation fails, here when the
+//! destination is outside the task's cpuset.mems (`__GFP_HARDWALL`) or
+//! has no room: `pgmigrate_fail` counts the pages.
+//!
+//! Left out: memory tiering (promotion by hotness), file folios (exec
+//! shared and dirty ones are never migrated), the folio lock and
+//! `folio_isolate_lru` failing, PTE batching of large folios other than
+//! PMD THPs, the mm_migrate_pages_start event, `thp_migration_fail`.
+
+use super::{
+    cpu_pid_to_cpupid, cpupid_match_pid, cpupid_pid_unset, cpupid_to_cpu, faults_idx, hash_32,
+    ACTIVE_NODE_FRACTION, MIN_FREE_KBYTES_RANGE, NUMA_CPU, NUMA_EARLY_SCAN_SEQ, NUMA_MEM,
+    TNF_FAULT_LOCAL, TNF_MIGRATED, TNF_MIGRATE_FAIL, VMA_PID_HASH_BITS, WATERMARK_SCALE_FACTOR,
+};
+use crate::kernel::mm::page_alloc::alloc_pages_on;
+use crate::kernel::stats::Vm;
+use crate::kernel::Kernel;
+use crate::physics::costs;
+use numalab_workload::PolicyMode;
+
+/// Integer square root (`int_sqrt`).
+fn int_sqrt(x: u64) -> u64 {
+    let mut r = (x as f64).sqrt() as u64;
+    while r * r > x {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= x {
+        r += 1;
+    }
+    r
+}
+
+impl Kernel {
+    /// `do_numa_page` / `do_huge_pmd_numa_page` (mm/memory.c): task `t` on
+    /// `cpu` touched PROT_NONE page `idx` of VMA `vma`. Restores the
+    /// mapping, asks whether the folio is misplaced, migrates it if so, and
+    /// accounts the fault (`task_numa_fault`). Returns the CPU time the
+    /// fault cost (ns). Left out: the PTE changing under the fault.
+    pub fn do_numa_page(&mut self, t: usize, cpu: usize, vma: usize, idx: usize) -> f64 {
+        let mm = self.tasks[t].mm;
+        let page = self.mms[mm].vmas[vma].pages[idx];
+        let nr_pages = self.mms[mm].vmas[vma].nr_base_pages();
+        // pte_modify(old_pte, vma->vm_page_prot): the page is accessible
+        // again whatever happens below.
+        self.mms[mm].vmas[vma].set_protnone(idx, false);
+        let mut cost = costs::HINT_FAULT_NS;
+        let mut flags = 0u32;
+        let mut nid = page.nid as usize;
+        let (target, last_cpupid) = self.numa_migrate_check(t, cpu, mm, vma, idx, &mut flags);
+        if let Some(target) = target {
+            if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
+                flags |= TNF_MIGRATE_FAIL;
+            } else if let Some(c) = self.migrate_misplaced_folio(t, mm, vma, idx, target) {
+                nid = target;
+                flags |= TNF_MIGRATED;
+                cost += c;
+            } else {
+                flags |= TNF_MIGRATE_FAIL;
+            }
+        }
+        self.task_numa_fault(t, cpu, last_cpupid, nid, nr_pages, flags);
+        cost
+    }
+
+    /// `numa_migrate_check` (mm/memory.c): reads `last_cpupid`, marks the
+    /// VMA accessed by this pid, counts the fault (`numa_hint_faults`,
+    /// `numa_hint_faults_local`) and returns `mpol_misplaced`'s target with
+    /// the old `last_cpupid`. Left out: `TNF_NO_GROUP` (every anonymous PTE
+    /// here is writable) and `TNF_SHARED` (no page is in two mms).
+    pub fn numa_migrate_check(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        mm: usize,
+        vma: usize,
+        idx: usize,
+        flags: &mut u32,
+    ) -> (Option<usize>, u32) {
+        let last_cpupid = self.mms[mm].vmas[vma].pages[idx].last_cpupid;
+        // vma_set_access_pid_bit
+        let bit = hash_32(self.tasks[t].pid as u32, VMA_PID_HASH_BITS);
+        if let Some(ns) = self.mms[mm].vmas[vma].numab.as_mut() {
+            ns.pids_active[1] |= 1u64 << bit;
+        }
+        self.count_memcg_event(t, Vm::NumaHintFaults, 1);
+        if self.mms[mm].vmas[vma].pages[idx].nid as usize == self.cpu_node(cpu) {
+            self.vmstat.add(Vm::NumaHintFaultsLocal, 1);
+            *flags |= TNF_FAULT_LOCAL;
+        }
+        (self.mpol_misplaced(t, cpu, mm, vma, idx), last_cpupid)
+    }
+
+    /// `mpol_misplaced` (mm/mempolicy.c): the node page `idx` should move
+    /// to, or None. Needs MPOL_F_MOF. The default policy
+    /// (`preferred_node_policy[]`, MPOL_PREFERRED of the faulting node with
+    /// MOF|MORON) keeps local pages and targets the faulting node; BIND and
+    /// PREFERRED_MANY with MPOL_F_NUMA_BALANCING target the faulting node
+    /// only inside their nodemask; MORON passes through
+    /// `should_numa_migrate_memory`. Left out: INTERLEAVE with MOF (only
+    /// proposal 3 creates it; mainline never reaches it) answers None.
+    pub fn mpol_misplaced(
+        &mut self,
+        t: usize,
+        cpu: usize,
+        mm: usize,
+        vma: usize,
+        idx: usize,
+    ) -> Option<usize> {
+        let pol = self.vma_policy(t, mm, vma);
+        if !pol.mof {
+            return None;
+        }
+        let curnid = self.mms[mm].vmas[vma].pages[idx].nid as usize;
+        let thisnid = self.cpu_node(cpu);
+        let polnid = match pol.mode {
+            PolicyMode::Default => {
+                if curnid == thisnid {
+                    return None;
+                }
+                thisnid
+            }
+            PolicyMode::Local => thisnid,
+            PolicyMode::Preferred => {
+                if pol.nodes.contains(curnid) {
+                    return None;
+                }
+                pol.nodes.first()?
+            }
+            PolicyMode::Interleave => return None,
+            PolicyMode::Bind | PolicyMode::PreferredMany => {
+                if pol.moron {
+                    if !pol.nodes.contains(thisnid) {
+                        return None;
+                    }
+                    thisnid
+                } else {
+                    if pol.nodes.contains(curnid) {
+                        return None;
+                    }
+                    *self.zonelists[thisnid]
+                        .iter()
+                        .find(|&&n| pol.nodes.contains(n))?
+                }
+            }
+        };
+        let polnid = if pol.moron {
+            if !self.should_numa_migrate_memory(t, mm, vma, idx, curnid, cpu) {
+                return None;
+            }
+            thisnid
+        } else {
+            polnid
+        };
+        (curnid != polnid).then_some(polnid)
+    }
+
+    /// `should_numa_migrate_memory` (fair.c): swaps this task's cpupid into
+    /// the page and decides. Early in a task's life first and private
+    /// faults migrate at once; otherwise the two-stage filter refuses a
+    /// page whose previous fault came from another node; private faults
+    /// migrate; shared ones follow the group's CPU and memory use with 3/4
+    /// hysteresis. Left out: memory tiering's hotness test.
+    pub fn should_numa_migrate_memory(
+        &mut self,
+        t: usize,
+        mm: usize,
+        vma: usize,
+        idx: usize,
+        src_nid: usize,
+        dst_cpu: usize,
+    ) -> bool {
+        let dst_nid = self.cpu_node(dst_cpu);
+        if self.nodes[dst_nid].total_pages == 0 {
+            return false;
+        }
+        let pid = self.tasks[t].pid;
+        let this_cpupid = cpu_pid_to_cpupid(dst_cpu, pid);
+        let page = &mut self.mms[mm].vmas[vma].pages[idx];
+        let last_cpupid = std::mem::replace(&mut page.last_cpupid, this_cpupid);
+        let n = &self.tasks[t].numa;
+        if (n.preferred_nid.is_none() || n.scan_seq <= NUMA_EARLY_SCAN_SEQ)
+            && (cpupid_pid_unset(last_cpupid) || cpupid_match_pid(pid, last_cpupid))
+        {
+            return true;
+        }
+        // Two-stage filter: the previous fault must have come from the
+        // same node.
+        if !cpupid_pid_unset(last_cpupid) {
+            let last_cpu = cpupid_to_cpu(last_cpupid);
+            let last_nid = self.m.cpus.get(last_cpu).map(|c| c.node);
+            if last_nid != Some(dst_nid) {
+                return false;
+            }
+        }
+        if cpupid_match_pid(pid, last_cpupid) {
+            return true;
+        }
+        let Some(g) = self.numa_group(t) else {
+            return true;
+        };
+        let nn = self.m.nr_nodes();
+        let cpu_f = |nid: usize| {
+            g.faults[faults_idx(nn, NUMA_CPU, nid, 0)] + g.faults[faults_idx(nn, NUMA_CPU, nid, 1)]
+        };
+        let mem_f = |nid: usize| {
+            g.faults[faults_idx(nn, NUMA_MEM, nid, 0)] + g.faults[faults_idx(nn, NUMA_MEM, nid, 1)]
+        };
+        if cpu_f(dst_nid) > cpu_f(src_nid) * ACTIVE_NODE_FRACTION {
+            return true;
+        }
+        cpu_f(dst_nid) * mem_f(src_nid) * 3 > cpu_f(src_nid) * mem_f(dst_nid) * 4
+    }
+
+    /// `high_wmark_pages` of node `nid`: `min_free_kbytes` (the square root
+    /// of 16 x memory in KiB, clamped) shared among nodes by size, plus
+    /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
+    /// zones, lowmem reserves, watermark boosting.
+    pub fn high_wmark_pages(&self, nid: usize) -> u64 {
+        let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
+        if total_pages == 0 {
+            return 0;
+        }
+        let kbytes = total_pages * (Kernel::page_bytes() / 1024);
+        let (lo, hi) = MIN_FREE_KBYTES_RANGE;
+        let min_free_kbytes = int_sqrt(kbytes * 16).clamp(lo, hi);
+        let node_pages = self.nodes[nid].total_pages;
+        let min = min_free_kbytes / (Kernel::page_bytes() / 1024) * node_pages / total_pages;
+        let tmp = (min / 4).max(node_pages * WATERMARK_SCALE_FACTOR / 10_000);
+        min + 2 * tmp
+    }
+
+    /// `migrate_misplaced_folio_prepare` (mm/migrate.c): may `nr` pages be
+    /// migrated to `nid`? Refuses a node whose free memory would not stay
+    /// above its high watermark (`migrate_balanced_pgdat`), without
+    /// counting a migration failure. Left out: file folios, LRU isolation
+    /// failing, waking kswapd (tiering only).
+    pub fn migrate_misplaced_folio_prepare(&self, nid: usize, nr: u64) -> bool {
+        self.nodes[nid].free_pages > self.high_wmark_pages(nid) + nr
+    }
+
+    /// `migrate_misplaced_folio` (mm/migrate.c → `migrate_pages`,
+    /// MIGRATE_ASYNC, MR_NUMA_MISPLACED): moves page `idx` of VMA `vma` to
+    /// `nid`. The destination folio is allocated node-exact
+    /// (`alloc_misplaced_dst_folio`: `__GFP_THISNODE`, hardwalled by the
+    /// task's cpuset.mems, no reclaim). Returns the cost (ns) on success,
+    /// None on failure (`pgmigrate_fail`). Left out: splitting (NUMA
+    /// migration never splits a THP), retries.
+    pub fn migrate_misplaced_folio(
+        &mut self,
+        t: usize,
+        mm: usize,
+        vma: usize,
+        idx: usize,
+        nid: usize,
+    ) -> Option<f64> {
+        let v = &self.mms[mm].vmas[vma];
+        let nr = v.nr_base_pages();
+        let thp = v.is_thp();
+        let bytes = v.page_size() as f64;
+        let src = v.pages[idx].nid as usize;
+        let allowed = self.task_mems(t).contains(nid);
+        let ok = allowed && alloc_pages_on(&mut self.nodes, &[nid], nr).is_some();
+        let thp_n = u64::from(thp);
+        if !ok {
+            self.vmstat.add(Vm::PgmigrateFail, nr);
+            self.trace("mm_migrate_pages", || {
+                format!(
+                    "nr_succeeded=0 nr_failed={nr} nr_thp_succeeded=0 nr_thp_failed={thp_n} nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
+                )
+            });
+            return None;
+        }
+        self.nodes[src].free_pages += nr;
+        // folio_migrate_flags copies last_cpupid; set_page_node keeps it.
+        self.mms[mm].vmas[vma].set_page_node(idx, nid as u8);
+        self.vmstat.add(Vm::PgmigrateSuccess, nr);
+        if thp {
+            self.vmstat.add(Vm::ThpMigrationSuccess, 1);
+        }
+        self.count_memcg_event(t, Vm::NumaPagesMigrated, nr);
+        self.trace("mm_migrate_pages", || {
+            format!(
+                "nr_succeeded={nr} nr_failed=0 nr_thp_succeeded={thp_n} nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
+            )
+        });
+        Some(costs::MIGRATE_PAGE_FIXED_NS + bytes / self.m.bandwidth.core_gbps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::fx;
+    use super::super::*;
+    use crate::kernel::mm::mempolicy::MemPolicy;
+    use crate::kernel::stats::Vm;
+    use numalab_topology::NodeMask;
+    use numalab_workload::PolicyMode;
+
+    /// tiny-2n (CPUs 0-1 on node 0, 2-3 on node 1); one task on CPU 0 and
+    /// 16 pages on node 1.
+    fn setup(policy: Option<MemPolicy>) -> (Kernel, usize, usize) {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mm = fx::add_mm(&mut k, fx::pages(16), false, policy);
+        fx::populate(&mut k, mm, 0, 16, 1);
+        let t = fx::add_task(&mut k, mm, 0);
+        (k, mm, t)
+    }
+
+    fn node_of(k: &Kernel, mm: usize, idx: usize) -> u8 {
+        k.mms[mm].vmas[0].pages[idx].nid
+    }
+
+    #[test]
+    fn first_fault_of_a_new_task_migrates_at_once() {
+        let (mut k, mm, t) = setup(None);
+        fx::mark(&mut k, mm, 0);
+        let cost = k.do_numa_page(t, 0, 0, 0);
+        assert_eq!(
+            node_of(&k, mm, 0),
+            0,
+            "no preferred node yet: the page follows at once"
+        );
+        assert!(!k.mms[mm].vmas[0].pages[0].protnone);
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaultsLocal), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 1);
+        assert_eq!(k.vmstat.get(Vm::PgmigrateSuccess), 1);
+        assert_eq!(k.cgroups.all[0].stat.get(Vm::NumaPagesMigrated), 1);
+        assert_eq!(k.tasks[t].numa.pages_migrated, 1);
+        assert!(
+            cost > crate::physics::costs::HINT_FAULT_NS
+                + crate::physics::costs::MIGRATE_PAGE_FIXED_NS
+        );
+        // Accounted on the node the page went to; a first touch is private.
+        let nn = k.m.nr_nodes();
+        assert_eq!(k.tasks[t].numa.faults[faults_idx(nn, NUMA_MEMBUF, 0, 1)], 1);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn two_stage_filter_refuses_the_first_remote_fault_and_accepts_the_second() {
+        let (mut k, mm, t) = setup(None);
+        // A settled task: it has a preferred node and is past its first passes.
+        k.sched_setnuma(t, Some(0));
+        k.tasks[t].numa.scan_seq = NUMA_EARLY_SCAN_SEQ + 1;
+        // Its previous fault on this page came from node 1 (CPU 2).
+        let pid = k.tasks[t].pid;
+        k.mms[mm].vmas[0].pages[3].last_cpupid = cpu_pid_to_cpupid(2, pid);
+        fx::mark(&mut k, mm, 3);
+        k.do_numa_page(t, 0, 0, 3);
+        assert_eq!(node_of(&k, mm, 3), 1, "first fault from node 0 is refused");
+        assert_eq!(
+            k.mms[mm].vmas[0].pages[3].last_cpupid,
+            cpu_pid_to_cpupid(0, pid)
+        );
+        fx::mark(&mut k, mm, 3);
+        k.do_numa_page(t, 0, 0, 3);
+        assert_eq!(node_of(&k, mm, 3), 0, "second fault from node 0 migrates");
+        assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2);
+    }
+
+    #[test]
+    fn a_shared_page_last_used_from_another_node_stays_put() {
+        let (mut k, mm, t) = setup(None);
+        k.sched_setnuma(t, Some(0));
+        k.tasks[t].numa.scan_seq = NUMA_EARLY_SCAN_SEQ + 1;
+        // Another pid faulted it last, from node 1.
+        k.mms[mm].vmas[0].pages[5].last_cpupid = cpu_pid_to_cpupid(3, 77);
+        fx::mark(&mut k, mm, 5);
+        k.do_numa_page(t, 0, 0, 5);
+        assert_eq!(node_of(&k, mm, 5), 1);
+    }
+
+    #[test]
+    fn local_faults_do_not_migrate_and_count_as_local() {
+        let (mut k, mm, _) = setup(None);
+        let t2 = fx::add_task(&mut k, mm, 2);
+        fx::mark(&mut k, mm, 1);
+        k.do_numa_page(t2, 2, 0, 1);
+        assert_eq!(node_of(&k, mm, 1), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaultsLocal), 1);
+        assert_eq!(k.tasks[t2].numa.faults_locality, [0, 1, 0]);
+        // mpol_misplaced returns before should_numa_migrate_memory.
+        assert!(cpupid_unset(k.mms[mm].vmas[0].pages[1].last_cpupid));
+    }
+
+    #[test]
+    fn migration_to_a_nearly_full_node_fails_in_prepare_without_pgmigrate_fail() {
+        let (mut k, mm, t) = setup(None);
+        // Node 0 has no more than its high watermark free.
+        let wm = k.high_wmark_pages(0);
+        assert!(wm > 0);
+        k.nodes[0].free_pages = wm;
+        fx::mark(&mut k, mm, 0);
+        k.do_numa_page(t, 0, 0, 0);
+        assert_eq!(node_of(&k, mm, 0), 1);
+        assert_eq!(k.tasks[t].numa.faults_locality[2], 1, "TNF_MIGRATE_FAIL");
+        assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 0);
+        // migrate_misplaced_folio_prepare refuses before migrate_pages:
+        // mainline counts no pgmigrate_fail for it.
+        assert_eq!(k.vmstat.get(Vm::PgmigrateFail), 0);
+        assert_eq!(k.nodes[0].free_pages, wm);
+    }
+
+    #[test]
+    fn migration_outside_cpuset_mems_fails_in_migrate_pages_and_counts_pgmigrate_fail() {
+        let (mut k, mm, t) = setup(None);
+        let cg = k
+            .cgroups
+            .mkdir("/m1", None, Some(NodeMask::single(1)))
+            .unwrap();
+        k.tasks[t].cgroup = cg;
+        fx::mark(&mut k, mm, 0);
+        k.do_numa_page(t, 0, 0, 0);
+        assert_eq!(node_of(&k, mm, 0), 1);
+        assert_eq!(k.vmstat.get(Vm::PgmigrateFail), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 0);
+        assert_eq!(k.tasks[t].numa.faults_locality[2], 1);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_thp_migrates_as_one_folio_of_512_pages() {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mm = fx::add_mm(&mut k, 4 << 20, true, None);
+        fx::populate(&mut k, mm, 0, 2, 1);
+        let t = fx::add_task(&mut k, mm, 0);
+        fx::mark(&mut k, mm, 1);
+        k.do_numa_page(t, 0, 0, 1);
+        assert_eq!(node_of(&k, mm, 1), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 512);
+        assert_eq!(k.vmstat.get(Vm::PgmigrateSuccess), 512);
+        assert_eq!(k.vmstat.get(Vm::ThpMigrationSuccess), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
+        k.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn bind_with_numa_balancing_migrates_only_inside_its_nodes() {
+        let bind0 = MemPolicy {
+            mode: PolicyMode::Bind,
+            nodes: NodeMask::single(0),
+            mof: true,
+            moron: true,
+        };
+        let (mut k, mm, t) = setup(Some(bind0));
+        fx::mark(&mut k, mm, 0);
+        k.do_numa_page(t, 0, 0, 0);
+        assert_eq!(node_of(&k, mm, 0), 0, "node 0 is inside the mask");
+        // A fault from node 1 on a node-0 page: node 1 is outside the mask.
+        let t2 = fx::add_task(&mut k, mm, 2);
+        fx::mark(&mut k, mm, 0);
+        k.do_numa_page(t2, 2, 0, 0);
+        assert_eq!(node_of(&k, mm, 0), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2);
+        // Plain bind (no MPOL_F_NUMA_BALANCING) never migrates on fault.
+        let plain = MemPolicy {
+            mof: false,
+            moron: false,
+            ..bind0
+        };
+        let (mut k, mm, t) = setup(Some(plain));
+        fx::mark(&mut k, mm, 0);
+        k.do_numa_page(t, 0, 0, 0);
+        assert_eq!(node_of(&k, mm, 0), 1);
+    }
+
+    #[test]
+    fn high_watermark_is_small_but_grows_with_the_node() {
+        let k = fx::kernel("tiny-2n", &[]);
+        let w = k.high_wmark_pages(0);
+        // ~5 MB of a 1 GiB node.
+        assert!(w > 512 && w < 4096, "{w}");
+        let big = fx::kernel("spr-4n", &[]);
+        assert!(big.high_wmark_pages(0) > 50 * w);
+    }
+}

@@ -1,0 +1,749 @@
+//! Moving tasks to their memory (kernel/sched/fair.c, core.c):
+//! `numa_migrate_preferred` (with its retry interval), `task_numa_migrate`
+//! over the lowest NUMA domain, `update_numa_stats`/`numa_classify`,
+//! `task_numa_find_cpu` (a move into spare capacity within the
+//! `imb_numa_nr` allowance, else a load check), `task_numa_compare` (move
+//! versus swap with the task running on each candidate CPU),
+//! `task_numa_assign`, `load_too_imbalanced`, and performing the choice
+//! (`migrate_task_to`, `migrate_swap`) with the `sched_move_numa`,
+//! `sched_swap_numa` and `sched_stick_numa` events.
+//!
+//! When it runs: a hinting fault that finds its task off the preferred
+//! node only records the request (`migrate_requested`); the search and the
+//! move or swap run at the next tick, when every CPU's progress is
+//! accounted (tasks on other CPUs may be running between ticks). A task
+//! that went to sleep in between loses its request.
+//!
+//! Loads are the model's: every task is a busy nice-0 task, so a CPU's
+//! load and runnable sums are 1024 per task, its utilisation 1024 when it
+//! runs anything, its capacity 1024, and `task_h_load` is 1024 for every
+//! task (a swap never changes the load balance).
+//!
+//! Left out: `select_idle_sibling` refinements, the `test_idle_cores`
+//! LLC hint (an idle core is found by looking at its siblings), stopper
+//! threads and their failure races, the reverted task counters.
+
+use super::{NumaTopologyType, NICE_0_LOAD, SCHED_CAPACITY_SCALE, SMALLIMP};
+use crate::kernel::sched::fair::adjust_numa_imbalance;
+use crate::kernel::sched::topology::lowest_numa_domain;
+use crate::kernel::Kernel;
+
+/// `enum numa_type` (fair.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum NumaType {
+    /// `node_has_spare`.
+    #[default]
+    HasSpare,
+    /// `node_fully_busy`.
+    FullyBusy,
+    /// `node_overloaded`.
+    Overloaded,
+}
+
+/// `struct numa_stats` (fair.c).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NumaStats {
+    /// `load`: sum of CPU loads.
+    pub load: i64,
+    /// `runnable`.
+    pub runnable: i64,
+    /// `util`.
+    pub util: i64,
+    /// `compute_capacity`.
+    pub compute_capacity: i64,
+    /// `nr_running` (CFS tasks).
+    pub nr_running: i64,
+    /// `weight`: CPUs of the node.
+    pub weight: i64,
+    /// `node_type`.
+    pub node_type: NumaType,
+    /// `idle_cpu`: an idle CPU the task may use (an idle core preferred).
+    pub idle_cpu: Option<usize>,
+}
+
+/// `struct task_numa_env` (fair.c).
+#[derive(Clone, Debug)]
+pub struct TaskNumaEnv {
+    /// The task being placed.
+    pub p: usize,
+    /// Its CPU.
+    pub src_cpu: usize,
+    /// Its node.
+    pub src_nid: usize,
+    /// Candidate CPU.
+    pub dst_cpu: usize,
+    /// Candidate node.
+    pub dst_nid: usize,
+    /// `imb_numa_nr` of the lowest NUMA domain.
+    pub imb_numa_nr: i64,
+    /// Source node statistics.
+    pub src_stats: NumaStats,
+    /// Destination node statistics.
+    pub dst_stats: NumaStats,
+    /// `100 + (sd->imbalance_pct - 100) / 2`.
+    pub imbalance_pct: i64,
+    /// Distance used for the weights.
+    pub dist: u32,
+    /// Best swap partner so far.
+    pub best_task: Option<usize>,
+    /// Its improvement.
+    pub best_imp: i64,
+    /// Best CPU so far.
+    pub best_cpu: Option<usize>,
+}
+
+/// `numa_classify` (fair.c).
+pub fn numa_classify(imbalance_pct: i64, ns: &NumaStats) -> NumaType {
+    if ns.nr_running > ns.weight
+        && (ns.compute_capacity * 100 < ns.util * imbalance_pct
+            || ns.compute_capacity * imbalance_pct < ns.runnable * 100)
+    {
+        return NumaType::Overloaded;
+    }
+    if ns.nr_running < ns.weight
+        || (ns.compute_capacity * 100 > ns.util * imbalance_pct
+            && ns.compute_capacity * imbalance_pct > ns.runnable * 100)
+    {
+        return NumaType::HasSpare;
+    }
+    NumaType::FullyBusy
+}
+
+/// `load_too_imbalanced` (fair.c): would moving load make the
+/// capacity-normalised imbalance between the two nodes worse?
+pub fn load_too_imbalanced(src_load: i64, dst_load: i64, env: &TaskNumaEnv) -> bool {
+    let src_capacity = env.src_stats.compute_capacity;
+    let dst_capacity = env.dst_stats.compute_capacity;
+    let imb = (dst_load * src_capacity - src_load * dst_capacity).abs();
+    let old_imb = (env.dst_stats.load * src_capacity - env.src_stats.load * dst_capacity).abs();
+    imb > old_imb
+}
+
+impl Kernel {
+    /// `task_h_load` (fair.c): every modeled task is a busy nice-0 task.
+    pub fn task_h_load(&self, _t: usize) -> i64 {
+        NICE_0_LOAD
+    }
+
+    /// `numa_migrate_preferred` (fair.c): sets the retry time
+    /// (`min(1 s, scan period / 16)`) and, when the task is off its
+    /// preferred node, asks for `task_numa_migrate` (done at the next tick).
+    pub fn numa_migrate_preferred(&mut self, t: usize) {
+        let n = &self.tasks[t].numa;
+        let Some(pref) = n.preferred_nid else {
+            return;
+        };
+        if n.faults.is_empty() {
+            return;
+        }
+        let interval = self
+            .tick_hz()
+            .min(self.msecs_to_jiffies(n.scan_period) / 16);
+        self.tasks[t].numa.migrate_retry = self.jiffies() + interval;
+        if self.cpu_node(self.tasks[t].cpu) == pref {
+            return;
+        }
+        self.tasks[t].numa.migrate_requested = true;
+    }
+
+    /// `update_numa_stats` (fair.c): load, utilisation and an idle CPU of
+    /// node `nid` for placing `env.p`.
+    pub fn update_numa_stats(&self, env: &TaskNumaEnv, nid: usize, find_idle: bool) -> NumaStats {
+        let mut ns = NumaStats::default();
+        let mut idle_core: Option<usize> = None;
+        let allowed = self.task_allowed(env.p);
+        for cpu in self.m.nodes[nid].cpus.iter() {
+            let rq = &self.rq[cpu];
+            let nr = rq.nr_running() as i64;
+            ns.load += nr * NICE_0_LOAD;
+            ns.runnable += nr * NICE_0_LOAD;
+            ns.util += if nr > 0 { SCHED_CAPACITY_SCALE } else { 0 };
+            ns.nr_running += nr;
+            ns.compute_capacity += SCHED_CAPACITY_SCALE;
+            if find_idle && idle_core.is_none() && nr == 0 {
+                if rq.numa_migrate_on || !allowed.contains(cpu) {
+                    continue;
+                }
+                if ns.idle_cpu.is_none() {
+                    ns.idle_cpu = Some(cpu);
+                }
+                // numa_idle_core: prefer a CPU whose whole core is idle.
+                let core = &self.core_cpus[self.m.cpus[cpu].core];
+                if core.len() > 1 && core.iter().all(|&c| self.rq[c].is_idle()) {
+                    idle_core = Some(cpu);
+                }
+            }
+        }
+        ns.weight = self.m.nodes[nid].cpus.len() as i64;
+        ns.node_type = numa_classify(env.imbalance_pct, &ns);
+        if idle_core.is_some() {
+            ns.idle_cpu = idle_core;
+        }
+        ns
+    }
+
+    /// `task_numa_assign` (fair.c): records (`cur`, `imp`) on `env.dst_cpu`
+    /// as the best so far, claiming the CPU's `numa_migrate_on` (or another
+    /// idle CPU of the node when it is already claimed).
+    fn task_numa_assign(&mut self, env: &mut TaskNumaEnv, cur: Option<usize>, imp: i64) {
+        if env.best_cpu != Some(env.dst_cpu)
+            && std::mem::replace(&mut self.rq[env.dst_cpu].numa_migrate_on, true)
+        {
+            let cpus: Vec<usize> = self.m.nodes[env.dst_nid].cpus.iter().collect();
+            let allowed = self.task_allowed(env.p);
+            let start = cpus
+                .iter()
+                .position(|&c| c == env.dst_cpu)
+                .map_or(0, |i| i + 1);
+            let mut found = false;
+            for k in 0..cpus.len() {
+                let cpu = cpus[(start + k) % cpus.len()];
+                if Some(cpu) == env.best_cpu || !self.rq[cpu].is_idle() || !allowed.contains(cpu) {
+                    continue;
+                }
+                env.dst_cpu = cpu;
+                if !std::mem::replace(&mut self.rq[cpu].numa_migrate_on, true) {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return;
+            }
+        }
+        if let Some(b) = env.best_cpu {
+            if b != env.dst_cpu {
+                self.rq[b].numa_migrate_on = false;
+            }
+        }
+        env.best_task = cur;
+        env.best_imp = imp;
+        env.best_cpu = Some(env.dst_cpu);
+    }
+
+    /// `task_numa_compare` (fair.c): would moving `env.p` to `env.dst_cpu`,
+    /// or swapping it with the task running there, improve NUMA locality
+    /// without hurting the load balance? Returns true to stop the search.
+    pub fn task_numa_compare(
+        &mut self,
+        env: &mut TaskNumaEnv,
+        taskimp: i64,
+        groupimp: i64,
+        maymove: bool,
+    ) -> bool {
+        let dst_rq = env.dst_cpu;
+        if self.rq[dst_rq].numa_migrate_on {
+            return false;
+        }
+        let p_ng = self.tasks[env.p].numa.group;
+        let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
+        let moveimp = imp;
+        let mut cur = self.rq[dst_rq].curr;
+        if cur == Some(env.p) {
+            return true;
+        }
+        let pref = |k: &Kernel, x: usize| k.tasks[x].numa.preferred_nid;
+        'assign: {
+            let Some(c) = cur else {
+                if maymove && moveimp >= env.best_imp {
+                    break 'assign;
+                }
+                return false;
+            };
+            if !self.task_allowed(c).contains(env.src_cpu) {
+                return false;
+            }
+            // Do not pick a swap partner that is not going to its preferred
+            // node when the best one is.
+            if let Some(bt) = env.best_task {
+                if pref(self, bt) == Some(env.src_nid) && pref(self, c) != Some(env.src_nid) {
+                    return false;
+                }
+            }
+            let cur_ng = self.tasks[c].numa.group;
+            let dist = env.dist;
+            if cur_ng == p_ng {
+                // No swaps within a group (or between ungrouped tasks) while
+                // the destination has spare capacity.
+                if env.dst_stats.node_type == NumaType::HasSpare {
+                    return false;
+                }
+                imp = taskimp + self.task_weight(c, env.src_nid, dist)
+                    - self.task_weight(c, env.dst_nid, dist);
+                if cur_ng.is_some() {
+                    imp -= imp / 16;
+                }
+            } else if cur_ng.is_some() && p_ng.is_some() {
+                imp += self.group_weight(c, env.src_nid, dist)
+                    - self.group_weight(c, env.dst_nid, dist);
+            } else {
+                imp +=
+                    self.task_weight(c, env.src_nid, dist) - self.task_weight(c, env.dst_nid, dist);
+            }
+            // Discourage taking a task off its preferred node, encourage
+            // sending one to it.
+            if pref(self, c) == Some(env.dst_nid) {
+                imp -= imp / 16;
+            }
+            if pref(self, c) == Some(env.src_nid) {
+                imp += imp / 8;
+            }
+            if maymove && moveimp > imp && moveimp > env.best_imp {
+                imp = moveimp;
+                cur = None;
+                break 'assign;
+            }
+            if let Some(bt) = env.best_task {
+                if pref(self, c) == Some(env.src_nid) && pref(self, bt) != Some(env.src_nid) {
+                    break 'assign;
+                }
+            }
+            if imp < SMALLIMP || imp <= env.best_imp + SMALLIMP / 2 {
+                return false;
+            }
+            // In the overloaded case, keep the load balanced (equal busy
+            // tasks: a swap changes nothing).
+            let load = self.task_h_load(env.p) - self.task_h_load(c);
+            if load != 0 {
+                let dst_load = env.dst_stats.load + load;
+                let src_load = env.src_stats.load - load;
+                if load_too_imbalanced(src_load, dst_load, env) {
+                    return false;
+                }
+            }
+        }
+        // assign:
+        if cur.is_none() {
+            let mut cpu = env.dst_stats.idle_cpu.unwrap_or(env.dst_cpu);
+            if !self.rq[cpu].is_idle() {
+                if let Some(b) = env.best_cpu {
+                    if self.rq[b].is_idle() {
+                        cpu = b;
+                    }
+                }
+            }
+            env.dst_cpu = cpu;
+        }
+        self.task_numa_assign(env, cur, imp);
+        let mut stop = false;
+        if maymove && cur.is_none() && env.best_cpu.is_some_and(|b| self.rq[b].is_idle()) {
+            stop = true;
+        }
+        if !maymove
+            && env
+                .best_task
+                .is_some_and(|bt| pref(self, bt) == Some(env.src_nid))
+        {
+            stop = true;
+        }
+        stop
+    }
+
+    /// `task_numa_find_cpu` (fair.c): the candidates on `env.dst_nid`. With
+    /// spare capacity there, a move is allowed when it leaves no imbalance
+    /// beyond the `imb_numa_nr` allowance (and an idle CPU is taken at
+    /// once); otherwise a move is allowed unless it worsens the load
+    /// imbalance. Then every allowed CPU of the node is compared.
+    pub fn task_numa_find_cpu(&mut self, env: &mut TaskNumaEnv, taskimp: i64, groupimp: i64) {
+        let maymove;
+        if env.dst_stats.node_type == NumaType::HasSpare {
+            let src_running = env.src_stats.nr_running - 1;
+            let dst_running = env.dst_stats.nr_running + 1;
+            let imbalance = (dst_running - src_running).max(0);
+            let imbalance = adjust_numa_imbalance(imbalance, dst_running, env.imb_numa_nr);
+            if imbalance == 0 {
+                maymove = true;
+                if let Some(idle) = env.dst_stats.idle_cpu {
+                    env.dst_cpu = idle;
+                    self.task_numa_assign(env, None, 0);
+                    return;
+                }
+            } else {
+                maymove = false;
+            }
+        } else {
+            let load = self.task_h_load(env.p);
+            let dst_load = env.dst_stats.load + load;
+            let src_load = env.src_stats.load - load;
+            maymove = !load_too_imbalanced(src_load, dst_load, env);
+        }
+        let allowed = self.task_allowed(env.p);
+        let cpus: Vec<usize> = self.m.nodes[env.dst_nid]
+            .cpus
+            .iter()
+            .filter(|&c| allowed.contains(c))
+            .collect();
+        for cpu in cpus {
+            env.dst_cpu = cpu;
+            if self.task_numa_compare(env, taskimp, groupimp, maymove) {
+                break;
+            }
+        }
+    }
+
+    /// `task_numa_migrate` (fair.c): look for a CPU on the preferred node
+    /// (and, when none is found or the group spans several active nodes,
+    /// on the others) and move or swap task `t` there. The distance used
+    /// for other nodes is the previous candidate's, as in the kernel.
+    pub fn task_numa_migrate(&mut self, t: usize) {
+        let src_cpu = self.tasks[t].cpu;
+        let src_nid = self.cpu_node(src_cpu);
+        let Some(sd) = lowest_numa_domain(&self.sd[src_cpu]) else {
+            // Trapped in a domain that does not cross nodes.
+            self.sched_setnuma(t, Some(src_nid));
+            return;
+        };
+        let imbalance_pct = 100 + (sd.imbalance_pct as i64 - 100) / 2;
+        let imb_numa_nr = sd.imb_numa_nr as i64;
+        let Some(pref) = self.tasks[t].numa.preferred_nid else {
+            return;
+        };
+        let dist = self.m.distance[src_nid][pref];
+        let mut env = TaskNumaEnv {
+            p: t,
+            src_cpu,
+            src_nid,
+            dst_cpu: src_cpu,
+            dst_nid: pref,
+            imb_numa_nr,
+            src_stats: NumaStats::default(),
+            dst_stats: NumaStats::default(),
+            imbalance_pct,
+            dist,
+            best_task: None,
+            best_imp: 0,
+            best_cpu: None,
+        };
+        let mut taskweight = self.task_weight(t, src_nid, dist);
+        let mut groupweight = self.group_weight(t, src_nid, dist);
+        env.src_stats = self.update_numa_stats(&env, src_nid, false);
+        let taskimp = self.task_weight(t, pref, dist) - taskweight;
+        let groupimp = self.group_weight(t, pref, dist) - groupweight;
+        env.dst_stats = self.update_numa_stats(&env, pref, true);
+        self.task_numa_find_cpu(&mut env, taskimp, groupimp);
+
+        let multi_node_group = self.numa_group(t).is_some_and(|g| g.active_nodes > 1);
+        if env.best_cpu.is_none() || multi_node_group {
+            let backplane =
+                super::numa_topology_type(&self.m.distance) == NumaTopologyType::Backplane;
+            for nid in 0..self.m.nr_nodes() {
+                if !self.node_has_cpus(nid) || nid == src_nid || nid == pref {
+                    continue;
+                }
+                let dist = self.m.distance[src_nid][env.dst_nid];
+                if backplane && dist != env.dist {
+                    taskweight = self.task_weight(t, src_nid, dist);
+                    groupweight = self.group_weight(t, src_nid, dist);
+                }
+                let taskimp = self.task_weight(t, nid, dist) - taskweight;
+                let groupimp = self.group_weight(t, nid, dist) - groupweight;
+                if taskimp < 0 && groupimp < 0 {
+                    continue;
+                }
+                env.dist = dist;
+                env.dst_nid = nid;
+                env.dst_stats = self.update_numa_stats(&env, nid, true);
+                self.task_numa_find_cpu(&mut env, taskimp, groupimp);
+            }
+        }
+        // A grouped task settles where it goes (or stays).
+        if self.tasks[t].numa.group.is_some() {
+            let nid = env.best_cpu.map_or(src_nid, |c| self.cpu_node(c));
+            if Some(nid) != self.tasks[t].numa.preferred_nid {
+                self.sched_setnuma(t, Some(nid));
+            }
+        }
+        let Some(best_cpu) = env.best_cpu else {
+            self.trace_sched_stick_numa(t, src_cpu, None, None);
+            return;
+        };
+        match env.best_task {
+            None => {
+                let ok = self.migrate_task_to(t, best_cpu);
+                self.rq[best_cpu].numa_migrate_on = false;
+                if !ok {
+                    self.trace_sched_stick_numa(t, src_cpu, None, Some(best_cpu));
+                }
+            }
+            Some(other) => {
+                let ok = self.migrate_swap(t, other, best_cpu, src_cpu);
+                self.rq[best_cpu].numa_migrate_on = false;
+                if !ok {
+                    let oc = self.tasks[other].cpu;
+                    self.trace_sched_stick_numa(t, src_cpu, Some(other), Some(oc));
+                }
+            }
+        }
+    }
+
+    /// `migrate_task_to` (core.c): moves task `t` to `cpu` (through the
+    /// stopper in the kernel), with `sched_move_numa`. False if the task
+    /// may not run there.
+    pub fn migrate_task_to(&mut self, t: usize, cpu: usize) -> bool {
+        let curr_cpu = self.tasks[t].cpu;
+        if curr_cpu == cpu {
+            return true;
+        }
+        if !self.task_allowed(t).contains(cpu) {
+            return false;
+        }
+        let (pid, tgid, ngid) = (
+            self.tasks[t].pid,
+            self.tasks[t].tgid,
+            self.task_numa_group_id(t),
+        );
+        let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(cpu));
+        self.trace("sched_move_numa", || {
+            format!(
+                "pid={pid} tgid={tgid} ngid={ngid} src_cpu={curr_cpu} src_nid={sn} dst_cpu={cpu} dst_nid={dn}"
+            )
+        });
+        self.move_task(t, cpu);
+        true
+    }
+
+    /// `migrate_swap` (core.c): exchanges task `p` on `curr_cpu` with task
+    /// `other` on `target_cpu`, with `sched_swap_numa`. False if either may
+    /// not run on the other's CPU or has moved.
+    pub fn migrate_swap(
+        &mut self,
+        p: usize,
+        other: usize,
+        target_cpu: usize,
+        curr_cpu: usize,
+    ) -> bool {
+        if curr_cpu == target_cpu
+            || !self.task_allowed(p).contains(target_cpu)
+            || !self.task_allowed(other).contains(curr_cpu)
+            || self.tasks[p].cpu != curr_cpu
+            || self.tasks[other].cpu != target_cpu
+        {
+            return false;
+        }
+        let f = |k: &Kernel, t: usize| (k.tasks[t].pid, k.tasks[t].tgid, k.task_numa_group_id(t));
+        let ((sp, st, sg), (dp, dt, dg)) = (f(self, p), f(self, other));
+        let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(target_cpu));
+        self.trace("sched_swap_numa", || {
+            format!(
+                "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={curr_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={target_cpu} dst_nid={dn}"
+            )
+        });
+        self.move_task(p, target_cpu);
+        self.move_task(other, curr_cpu);
+        true
+    }
+
+    /// The `sched_stick_numa` event: task `t` stays (no CPU found, or the
+    /// move or swap failed).
+    fn trace_sched_stick_numa(
+        &mut self,
+        t: usize,
+        src_cpu: usize,
+        dst: Option<usize>,
+        dst_cpu: Option<usize>,
+    ) {
+        let (sp, st, sg) = (
+            self.tasks[t].pid,
+            self.tasks[t].tgid,
+            self.task_numa_group_id(t),
+        );
+        let sn = self.cpu_node(src_cpu);
+        let (dp, dt, dg) = dst.map_or((0, 0, 0), |d| {
+            (
+                self.tasks[d].pid,
+                self.tasks[d].tgid,
+                self.task_numa_group_id(d),
+            )
+        });
+        let dc = dst_cpu.map_or(-1, |c| c as i64);
+        let dn = dst_cpu.map_or(-1, |c| self.cpu_node(c) as i64);
+        self.trace("sched_stick_numa", || {
+            format!(
+                "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={src_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={dc} dst_nid={dn}"
+            )
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::fx;
+    use super::super::*;
+    use super::{numa_classify, NumaStats, NumaType};
+    use crate::kernel::sched::balance::CpuIdleType;
+    use crate::kernel::Kernel;
+
+    /// Gives task `t` `n` private MEM faults on `nid` and makes it
+    /// preferred.
+    fn faults_on(k: &mut Kernel, t: usize, nid: usize, n: i64) {
+        let nn = k.m.nr_nodes();
+        let f = &mut k.tasks[t].numa;
+        f.faults = vec![0; NR_NUMA_HINT_FAULT_BUCKETS * nn];
+        f.faults[faults_idx(nn, NUMA_MEM, nid, 1)] = n;
+        f.total_faults = n;
+        k.sched_setnuma(t, Some(nid));
+    }
+
+    /// One single-threaded process per CPU of tiny-2n.
+    fn four_tasks() -> (Kernel, Vec<usize>) {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        k.trace = Some(Vec::new());
+        let ts = (0..4)
+            .map(|cpu| {
+                let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+                fx::add_task(&mut k, mm, cpu)
+            })
+            .collect();
+        k.now = 2_000_000_000;
+        (k, ts)
+    }
+
+    #[test]
+    fn task_numa_compare_prefers_a_swap_that_improves_both() {
+        let (mut k, ts) = four_tasks();
+        let (a, d, b, c) = (ts[0], ts[1], ts[2], ts[3]);
+        // A on node 0 uses node 1; B on node 1 uses node 0; C on node 1 is
+        // at home; D has no faults. Every CPU is busy.
+        faults_on(&mut k, a, 1, 1000);
+        faults_on(&mut k, b, 0, 1000);
+        faults_on(&mut k, c, 1, 1000);
+        let _ = d;
+        k.task_numa_migrate(a);
+        assert_eq!(k.cpu_node(k.tasks[a].cpu), 1);
+        assert_eq!(k.tasks[a].cpu, 2, "took B's CPU");
+        assert_eq!(k.tasks[b].cpu, 0, "B went to A's CPU");
+        assert_eq!(k.tasks[c].cpu, 3, "C, at home, was left alone");
+        let tr = k.trace.as_ref().unwrap();
+        let ev = tr
+            .iter()
+            .find(|e| e.name == "sched_swap_numa")
+            .expect("swap event");
+        let (pa, pb) = (k.tasks[a].pid, k.tasks[b].pid);
+        assert!(
+            ev.fields.contains(&format!("src_pid={pa} ")),
+            "{}",
+            ev.fields
+        );
+        assert!(
+            ev.fields.contains(&format!("dst_pid={pb} ")),
+            "{}",
+            ev.fields
+        );
+        assert!(ev.fields.contains("src_nid=0") && ev.fields.contains("dst_nid=1"));
+        assert!(k.rq.iter().all(|r| !r.numa_migrate_on));
+        k.check_invariants().unwrap();
+        k.check_numa_counters().unwrap();
+    }
+
+    #[test]
+    fn no_swap_when_the_partner_would_lose_more_than_the_task_gains() {
+        let (mut k, ts) = four_tasks();
+        let (a, b, c) = (ts[0], ts[2], ts[3]);
+        faults_on(&mut k, a, 1, 1000);
+        faults_on(&mut k, b, 1, 1000);
+        faults_on(&mut k, c, 1, 1000);
+        k.task_numa_migrate(a);
+        assert_eq!(k.tasks[a].cpu, 0);
+        let tr = k.trace.as_ref().unwrap();
+        assert!(tr
+            .iter()
+            .any(|e| e.name == "sched_stick_numa" && e.fields.contains("dst_cpu=-1")));
+    }
+
+    #[test]
+    fn a_task_moves_to_an_idle_cpu_of_its_preferred_node() {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        k.trace = Some(Vec::new());
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let a = fx::add_task(&mut k, mm, 0);
+        faults_on(&mut k, a, 1, 500);
+        k.task_numa_migrate(a);
+        assert_eq!(k.cpu_node(k.tasks[a].cpu), 1);
+        assert_eq!(k.rq[k.tasks[a].cpu].nr_preferred_running, 1);
+        assert_eq!(k.rq[0].nr_numa_running, 0);
+        let tr = k.trace.as_ref().unwrap();
+        let ev = tr
+            .iter()
+            .find(|e| e.name == "sched_move_numa")
+            .expect("move event");
+        assert!(ev
+            .fields
+            .starts_with(&format!("pid={} tgid=", k.tasks[a].pid)));
+        assert!(ev.fields.contains("src_nid=0") && ev.fields.contains("dst_nid=1"));
+        k.check_invariants().unwrap();
+        k.check_numa_counters().unwrap();
+    }
+
+    #[test]
+    fn numa_migrate_preferred_retries_after_min_of_a_second_and_a_sixteenth_period() {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let a = fx::add_task(&mut k, mm, 0);
+        faults_on(&mut k, a, 1, 10);
+        k.now = 4_000_000_000;
+        k.tasks[a].numa.scan_period = 1000;
+        k.numa_migrate_preferred(a);
+        // 1000 ms = 250 jiffies; /16 = 15 jiffies (< HZ).
+        assert_eq!(k.tasks[a].numa.migrate_retry, k.jiffies() + 15);
+        assert!(k.tasks[a].numa.migrate_requested, "done at the next tick");
+        k.tasks[a].numa.scan_period = 60000;
+        k.numa_migrate_preferred(a);
+        assert_eq!(k.tasks[a].numa.migrate_retry, k.jiffies() + k.tick_hz());
+        // Already on the preferred node: nothing to do.
+        k.tasks[a].numa.migrate_requested = false;
+        k.sched_setnuma(a, Some(0));
+        k.numa_migrate_preferred(a);
+        assert!(!k.tasks[a].numa.migrate_requested);
+    }
+
+    #[test]
+    fn migrate_degrades_locality_guards_the_preferred_node() {
+        let (mut k, ts) = four_tasks();
+        let (a, b) = (ts[0], ts[2]);
+        faults_on(&mut k, a, 0, 800);
+        faults_on(&mut k, b, 0, 800);
+        // A task without faults waits on CPU 0 too.
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        fx::add_task(&mut k, mm, 0);
+        let numa_level = k.sd[0]
+            .iter()
+            .position(|d| d.flags.has(crate::kernel::sched::topology::SdFlags::NUMA))
+            .unwrap();
+        // Leaving the preferred node while its rq runs tasks off their
+        // preferred node: bad.
+        assert_eq!(
+            k.migrate_degrades_locality(a, 0, 2, numa_level, CpuIdleType::NotIdle),
+            1
+        );
+        // Going to the preferred node: good.
+        assert_eq!(
+            k.migrate_degrades_locality(b, 2, 0, numa_level, CpuIdleType::NotIdle),
+            -1
+        );
+        // A task with no faults is neutral; so is any move within a node.
+        assert_eq!(
+            k.migrate_degrades_locality(ts[1], 1, 3, numa_level, CpuIdleType::NotIdle),
+            0
+        );
+        assert_eq!(
+            k.migrate_degrades_locality(a, 0, 1, numa_level, CpuIdleType::NotIdle),
+            0
+        );
+    }
+
+    #[test]
+    fn numa_classify_matches_the_kernel() {
+        let ns = |nr, weight| NumaStats {
+            nr_running: nr,
+            weight,
+            load: nr * 1024,
+            runnable: nr * 1024,
+            util: nr.min(weight) * 1024,
+            compute_capacity: weight * 1024,
+            ..Default::default()
+        };
+        assert_eq!(numa_classify(108, &ns(1, 2)), NumaType::HasSpare);
+        assert_eq!(numa_classify(108, &ns(2, 2)), NumaType::FullyBusy);
+        assert_eq!(numa_classify(108, &ns(3, 2)), NumaType::Overloaded);
+    }
+}
