@@ -513,6 +513,7 @@ mod tests {
     pub(crate) fn workload() -> Workload {
         Workload {
             name: "t".into(),
+            test: "T".into(),
             description: "test".into(),
             cgroups: vec![],
             processes: vec![Process {

@@ -148,6 +148,7 @@ pub fn pinned_first_touch(m: &Machine, chunk_bytes: u64, secs: f64) -> Result<Wo
     }
     Ok(Workload {
         name: "pinned-first-touch".into(),
+        test: "PINNED_FIRST_TOUCH".into(),
         description: "chunks first-touched on node 0, then written by one pinned thread per node"
             .into(),
         cgroups: vec![Cgroup {

@@ -34,6 +34,7 @@ fn mixed() -> Workload {
     const MIB: u64 = 1 << 20;
     Workload {
         name: "mixed".into(),
+        test: "MIXED".into(),
         description: "every phase type, small".into(),
         cgroups: vec![
             Cgroup {

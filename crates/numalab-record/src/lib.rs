@@ -248,8 +248,12 @@ impl RunRecord {
     }
 
     /// Name of the test this record measured, for mmtests rows
-    /// (e.g. `NUMA01_THREADLOCAL`): the workload's `name` upper-cased.
+    /// (e.g. `NUMA01_THREADLOCAL`): the workload's `test`, else its `name`
+    /// upper-cased.
     pub fn test_name(&self) -> String {
+        if let Some(t) = self.workload.get("test").and_then(|t| t.as_str()) {
+            return t.to_string();
+        }
         self.workload
             .get("name")
             .and_then(|n| n.as_str())

@@ -200,6 +200,9 @@ pub struct Workload {
     pub name: String,
     /// One-line description.
     pub description: String,
+    /// The benchmark test it measures, as compare tables name it (e.g.
+    /// `NUMA01_THREADLOCAL` for every bind form of numa01-threadlocal).
+    pub test: String,
     /// Cgroups to create, parents first.
     pub cgroups: Vec<Cgroup>,
     /// Processes, in fork order.

@@ -291,6 +291,9 @@ pub struct WorkloadSpec {
     pub name: String,
     /// One-line description.
     pub description: String,
+    /// The benchmark test this workload measures (compare rows), e.g.
+    /// `NUMA01` for numa01-hard-bind; default: the name.
+    pub test: String,
     /// Score.
     pub score: Score,
     /// Stop after this much virtual time.
@@ -437,6 +440,7 @@ impl<'de> Deserialize<'de> for RawDist {
 struct RawSpec {
     name: Option<String>,
     description: Option<String>,
+    test: Option<String>,
     score: Option<String>,
     duration: Option<Num>,
     #[serde(default)]
@@ -1109,6 +1113,9 @@ impl Checker<'_> {
         }
         Ok(WorkloadSpec {
             origin: self.origin.to_string(),
+            test: raw
+                .test
+                .unwrap_or_else(|| name.to_uppercase().replace('-', "_")),
             name,
             description: raw.description.unwrap_or_default(),
             score,
@@ -1892,6 +1899,7 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
     Ok(Workload {
         name: spec.name.clone(),
         description: spec.description.clone(),
+        test: spec.test.clone(),
         cgroups,
         processes,
         score: spec.score.clone(),

@@ -362,3 +362,20 @@ fn the_checked_spec_keeps_what_was_written() {
     };
     assert_eq!((offset, len), (0, GIB / 4));
 }
+
+#[test]
+fn test_names_default_to_the_name_and_bind_forms_share_their_base_test() {
+    let spec = numalab_workload::spec::parse(
+        "name = \"my-load\"\n[[process]]\nname = \"p\"\n[[process.thread]]\nname = \"t\"\nphases = [ { compute = \"1ms\" } ]\n",
+        "t",
+    )
+    .unwrap();
+    assert_eq!(spec.test, "MY_LOAD");
+    for (preset, test) in [
+        ("numa01-hard-bind", "NUMA01"),
+        ("numa01-threadlocal-inverse-bind", "NUMA01_THREADLOCAL"),
+        ("numa02-smt", "NUMA02_SMT"),
+    ] {
+        assert_eq!(numalab_workload::presets::load(preset).unwrap().test, test);
+    }
+}
