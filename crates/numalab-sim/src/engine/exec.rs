@@ -16,7 +16,6 @@
 //! sampling millions of accesses.
 
 use super::Sim;
-use crate::kernel::mm::NO_NODE;
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
@@ -253,14 +252,8 @@ impl Sim {
             _ => return vec![0.0; nn],
         };
         let mm = self.k.tasks[t].mm;
-        let v = &self.k.mms[mm].vmas[vma];
-        let shift = v.page_shift;
-        let (from, to) = (
-            (offset >> shift) as usize,
-            ((offset + len - 1) >> shift) as usize + 1,
-        );
-        let mut mix = vec![0.0; nn];
-        let absent = v.node_pages_in(from, to, &mut mix);
+        let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
+        debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
             let pol = self.k.vma_policy(t, mm, vma);
             let local = self.k.cpu_node(cpu);
@@ -631,15 +624,7 @@ impl Sim {
             return;
         }
         let mm = self.k.tasks[t].mm;
-        let v = &self.k.mms[mm].vmas[vma];
-        let shift = v.page_shift;
-        let (from, to) = (
-            (offset >> shift) as usize,
-            ((offset + len - 1) >> shift) as usize + 1,
-        );
-        let mut mix = std::mem::take(&mut self.scratch);
-        mix.resize(self.k.m.nr_nodes(), 0.0);
-        let absent = v.node_pages_in(from, to, &mut mix);
+        let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
         let local = self.k.cpu_node(cpu);
         mix[local] += absent;
         let total: f64 = mix.iter().sum();
@@ -654,9 +639,45 @@ impl Sim {
                 self.interval_bytes += b;
             }
         }
-        self.scratch = mix;
-        let _ = NO_NODE;
     }
+
+    /// Pages per node of a VMA range (whole chunks) and pages not present.
+    /// Cached per range: recomputed when the VMA's pages changed, but at
+    /// most once per tick, so inside one tick a range's mix may be up to one
+    /// tick stale (the same bound as the eager run-to-tick engine).
+    fn range_pages(&mut self, mm: usize, vma: usize, offset: u64, len: u64) -> (Vec<f64>, f64) {
+        let key = (mm, vma, offset, len);
+        let v = &self.k.mms[mm].vmas[vma];
+        if let Some(e) = self.mix_cache.get(&key) {
+            if e.version == v.version || e.at == self.tick_start {
+                return (e.pages.clone(), e.absent);
+            }
+        }
+        let shift = v.page_shift;
+        let (from, to) = (
+            (offset >> shift) as usize,
+            ((offset + len - 1) >> shift) as usize + 1,
+        );
+        let mut pages = vec![0.0; self.k.m.nr_nodes()];
+        let absent = v.node_pages_in(from, to, &mut pages);
+        let e = MixEntry {
+            version: v.version,
+            at: self.tick_start,
+            pages: pages.clone(),
+            absent,
+        };
+        self.mix_cache.insert(key, e);
+        (pages, absent)
+    }
+}
+
+/// A cached node mix of one VMA range.
+#[derive(Clone, Debug)]
+pub(crate) struct MixEntry {
+    version: u64,
+    at: u64,
+    pages: Vec<f64>,
+    absent: f64,
 }
 
 /// Share of accesses that fall in `[a, b)` of a range (as fractions of it).

@@ -116,7 +116,8 @@ pub struct Sim {
     /// Completed requests, all tasks.
     pub requests: u64,
     paid_in_op: f64,
-    scratch: Vec<f64>,
+    mix_cache: std::collections::HashMap<(usize, usize, u64, u64), exec::MixEntry>,
+    tick_start: u64,
     interval_local_bytes: f64,
     interval_bytes: f64,
     opts: RunOptions,
@@ -190,7 +191,8 @@ impl Sim {
             rng: Pcg64Mcg::seed_from_u64(opts.seed ^ 0x6e75_6d61_6c61_6221),
             requests: 0,
             paid_in_op: 0.0,
-            scratch: Vec::new(),
+            mix_cache: Default::default(),
+            tick_start: 0,
             interval_local_bytes: 0.0,
             interval_bytes: 0.0,
             opts,
@@ -398,6 +400,7 @@ impl Sim {
 
     fn tick(&mut self) -> Result<(), SimError> {
         self.ticks += 1;
+        self.tick_start = self.k.now;
         let now = self.k.now;
         let ncpu = self.k.m.nr_cpus();
         if self.opts.check_every > 0 && self.ticks.is_multiple_of(self.opts.check_every) {
