@@ -1,7 +1,7 @@
 //! Argument definitions and the subcommands.
 
-use crate::{bench, reproduce, runner};
-use clap::{Parser, Subcommand};
+use crate::{bench, real, reproduce, runner, validate};
+use clap::{Args, Parser, Subcommand};
 use numalab_record::{RunRecord, RunSet};
 use std::io::Read;
 
@@ -84,6 +84,58 @@ enum Cmd {
         #[arg(long)]
         json_dir: Option<String>,
     },
+    /// Run a workload on this host's real kernel (docs/real.md).
+    Real {
+        #[command(subcommand)]
+        cmd: RealCmd,
+    },
+    /// Run a workload on a real kernel in a QEMU guest shaped like a
+    /// (small) machine spec (docs/real.md).
+    Vm {
+        #[command(subcommand)]
+        cmd: VmCmd,
+    },
+    /// Run the validation scenarios in the model and in a QEMU guest and
+    /// print them side by side (docs/real.md).
+    Validate {
+        /// Guest machine spec (preset or file); default the built-in
+        /// 4-node guest (crates/numalab/validate/guest-4n.toml).
+        #[arg(long, short)]
+        machine: Option<String>,
+        /// Only these scenarios (repeatable); default all.
+        #[arg(long = "scenario", value_name = "NAME")]
+        scenarios: Vec<String>,
+        /// Write NAME.model.json and NAME.kernel.json into this directory.
+        #[arg(long)]
+        json_dir: Option<String>,
+        /// Run the model only: no guest, the kernel column stays empty.
+        #[arg(long, conflicts_with = "guest_json")]
+        model_only: bool,
+        /// Compare against saved guest records (DIR/NAME.kernel.json)
+        /// instead of booting guests.
+        #[arg(long, value_name = "DIR")]
+        guest_json: Option<String>,
+        /// Model PRNG seed (also passed to the guest's random streams).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Shrink memory and passes (the model-only CI check uses this).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+        /// Guest kernel: a 6.12 version (default the newest).
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Kill a guest after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Echo the guests' consoles to stderr.
+        #[arg(long)]
+        verbose: bool,
+        /// Also assert the deterministic facts of the kernel's records
+        /// (pinned-4k: counters non-zero and consistent, placement
+        /// converged, workers where pinned); exit code 1 if one fails.
+        #[arg(long)]
+        check: bool,
+    },
     /// Benchmark the model: wall time and peak memory of one run.
     Bench {
         /// Machine preset or file.
@@ -101,6 +153,87 @@ enum Cmd {
         /// Scale.
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
+    },
+}
+
+/// The workload and run options `real run` and `vm run` share; the
+/// guest's `real run` gets them from `numalab_real::vm::guest_real_run_args`.
+#[derive(Args, Debug)]
+struct RunOpts {
+    /// Workload preset or TOML spec file.
+    #[arg(long, short)]
+    workload: String,
+    /// Kernel knob by its real name, KEY=VALUE; or CGROUP:FILE=VALUE.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Write the Run JSON here ("-" for stdout); default: print a summary.
+    #[arg(long)]
+    json: Option<String>,
+    /// Shrink memory and passes by this factor, keeping the shape.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Seed of the random-access streams (recorded).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Sampling interval of the time series, seconds.
+    #[arg(long, default_value_t = 1.0)]
+    interval: f64,
+}
+
+impl RunOpts {
+    fn args(self) -> real::RunArgs {
+        real::RunArgs {
+            workload: self.workload,
+            sets: self.set,
+            json: self.json,
+            scale: self.scale,
+            seed: self.seed,
+            interval: self.interval,
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum RealCmd {
+    /// Execute a workload on this host for real and write the Run JSON
+    /// (kind "real"); refuses, changing nothing, what the host cannot do.
+    Run {
+        #[command(flatten)]
+        run: RunOpts,
+        /// Allow setting host-wide knobs (sysctl, debugfs, /sys); they are
+        /// restored afterwards.
+        #[arg(long)]
+        allow_sysctl: bool,
+        /// Print progress notes on stderr.
+        #[arg(long)]
+        verbose: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum VmCmd {
+    /// Boot a QEMU guest (software emulation) shaped like machine M on a
+    /// Debian 6.12 kernel, run `numalab real run` inside, return its JSON.
+    Run {
+        /// Machine preset or TOML spec file (small: at most 8 CPUs, 8
+        /// nodes, 8 GiB).
+        #[arg(long, short)]
+        machine: String,
+        #[command(flatten)]
+        run: RunOpts,
+        /// Guest kernel: 6.12, 6.12.N or 6.12.N+deb12-amd64 (default the
+        /// newest 6.12 Debian has).
+        #[arg(long)]
+        kernel: Option<String>,
+        /// Kill the guest after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        /// Echo the guest's console to stderr.
+        #[arg(long)]
+        verbose: bool,
+        /// Keep the work directory (initramfs, share, console log).
+        #[arg(long)]
+        keep_workdir: bool,
     },
 }
 
@@ -122,9 +255,115 @@ enum MachineCmd {
     },
 }
 
+/// A failed command: a one-line message (printed after `numalab: error:`),
+/// the exit code, and optional detail printed before it (a guest's
+/// console tail).
+#[derive(Debug)]
+pub struct Failure {
+    /// One line.
+    pub message: String,
+    /// Process exit code.
+    pub code: u8,
+    /// More lines, if any.
+    pub detail: Option<String>,
+}
+
+impl From<String> for Failure {
+    /// Bad input: exit code 2.
+    fn from(message: String) -> Failure {
+        Failure {
+            message,
+            code: 2,
+            detail: None,
+        }
+    }
+}
+
+impl From<numalab_real::RealError> for Failure {
+    /// A real run's refusal (2), interruption (128 + signal) or failure
+    /// (1); the first line is the message, the rest detail.
+    fn from(e: numalab_real::RealError) -> Failure {
+        let text = e.to_string();
+        let mut lines = text.lines();
+        let message = lines.next().unwrap_or("").to_string();
+        let rest: Vec<&str> = lines.collect();
+        Failure {
+            message,
+            code: e.exit_code().clamp(1, 255) as u8,
+            detail: (!rest.is_empty()).then(|| rest.join("\n")),
+        }
+    }
+}
+
 /// Runs the chosen subcommand.
-pub fn dispatch(cli: Cli) -> Result<(), String> {
+pub fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
+        Cmd::Real {
+            cmd:
+                RealCmd::Run {
+                    run,
+                    allow_sysctl,
+                    verbose,
+                },
+        } => real::real_run(&run.args(), allow_sysctl, verbose),
+        Cmd::Vm {
+            cmd:
+                VmCmd::Run {
+                    machine,
+                    run,
+                    kernel,
+                    timeout,
+                    verbose,
+                    keep_workdir,
+                },
+        } => real::vm_run(
+            &machine,
+            &run.args(),
+            &real::VmArgs {
+                kernel,
+                timeout,
+                verbose,
+                keep_workdir,
+            },
+        ),
+        Cmd::Validate {
+            machine,
+            scenarios,
+            json_dir,
+            model_only,
+            guest_json,
+            seed,
+            scale,
+            kernel,
+            timeout,
+            verbose,
+            check,
+        } => validate::validate(&validate::Options {
+            machine,
+            scenarios,
+            json_dir,
+            model_only,
+            guest_json,
+            seed,
+            scale,
+            check,
+            vm: real::VmArgs {
+                kernel,
+                timeout,
+                verbose,
+                keep_workdir: false,
+            },
+        }),
+        other => dispatch_model(other).map_err(Failure::from),
+    }
+}
+
+/// The model's subcommands (errors are bad input: exit code 2).
+fn dispatch_model(cmd: Cmd) -> Result<(), String> {
+    match cmd {
+        Cmd::Real { .. } | Cmd::Vm { .. } | Cmd::Validate { .. } => {
+            Err("internal: real subcommand in dispatch_model".into())
+        }
         Cmd::Run {
             machine,
             workload,
@@ -313,4 +552,162 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
     }
     let _ = RunRecord::vm;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("numalab").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn real_run_takes_every_option_the_guest_is_given() {
+        let sets = vec![
+            ("kernel.numa_balancing".to_string(), "1".to_string()),
+            ("/db:cpu.weight".to_string(), "50".to_string()),
+        ];
+        let args = numalab_real::vm::guest_real_run_args(
+            "/share/workload.toml",
+            &sets,
+            7,
+            0.25,
+            Duration::from_millis(500),
+        );
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let cli = parse(&argv).expect("the guest's arguments parse");
+        let Cmd::Real {
+            cmd:
+                RealCmd::Run {
+                    run,
+                    allow_sysctl,
+                    verbose,
+                },
+        } = cli.cmd
+        else {
+            panic!("not real run: {:?}", cli.cmd);
+        };
+        assert!(allow_sysctl);
+        assert!(!verbose);
+        let a = run.args();
+        assert_eq!(a.workload, "/share/workload.toml");
+        assert_eq!(a.json.as_deref(), Some(numalab_real::vm::GUEST_RESULT));
+        assert_eq!(a.seed, 7);
+        assert_eq!(a.scale, 0.25);
+        assert_eq!(a.interval, 0.5);
+        assert_eq!(a.sets, vec!["kernel.numa_balancing=1", "/db:cpu.weight=50"]);
+    }
+
+    #[test]
+    fn real_run_defaults() {
+        let cli = parse(&["real", "run", "-w", "numa02"]).unwrap();
+        let Cmd::Real {
+            cmd: RealCmd::Run {
+                run, allow_sysctl, ..
+            },
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert!(!allow_sysctl);
+        let a = run.args();
+        assert_eq!((a.seed, a.scale, a.interval), (1, 1.0, 1.0));
+        assert!(a.json.is_none() && a.sets.is_empty());
+        assert!(parse(&["real", "run"]).is_err(), "--workload is required");
+    }
+
+    #[test]
+    fn vm_run_and_validate_options() {
+        let cli = parse(&[
+            "vm",
+            "run",
+            "--machine",
+            "m.toml",
+            "--workload",
+            "w.toml",
+            "--kernel",
+            "6.12.117",
+            "--timeout",
+            "120",
+            "--set",
+            "a=b",
+            "--json",
+            "out.json",
+            "--keep-workdir",
+        ])
+        .unwrap();
+        let Cmd::Vm {
+            cmd:
+                VmCmd::Run {
+                    machine,
+                    run,
+                    kernel,
+                    timeout,
+                    verbose,
+                    keep_workdir,
+                },
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert_eq!(machine, "m.toml");
+        assert_eq!(kernel.as_deref(), Some("6.12.117"));
+        assert_eq!((timeout, verbose, keep_workdir), (120, false, true));
+        assert_eq!(run.args().sets, vec!["a=b"]);
+        assert!(
+            parse(&["vm", "run", "-w", "numa02"]).is_err(),
+            "--machine is required"
+        );
+
+        let cli = parse(&[
+            "validate",
+            "--model-only",
+            "--scenario",
+            "pinned-4k",
+            "--scenario",
+            "unpinned",
+            "--json-dir",
+            "d",
+        ])
+        .unwrap();
+        let Cmd::Validate {
+            scenarios,
+            model_only,
+            json_dir,
+            timeout,
+            check,
+            ..
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert_eq!(scenarios, vec!["pinned-4k", "unpinned"]);
+        assert!(model_only && !check);
+        assert_eq!(json_dir.as_deref(), Some("d"));
+        assert_eq!(timeout, 600);
+        assert!(parse(&["validate", "--model-only", "--guest-json", "d"]).is_err());
+    }
+
+    #[test]
+    fn model_subcommands_are_unchanged() {
+        assert!(matches!(
+            parse(&["run", "-m", "tiny-2n", "-w", "numa02"])
+                .unwrap()
+                .cmd,
+            Cmd::Run { .. }
+        ));
+        assert!(matches!(
+            parse(&["compare", "a.json"]).unwrap().cmd,
+            Cmd::Compare { .. }
+        ));
+        let f = Failure::from("bad".to_string());
+        assert_eq!((f.message.as_str(), f.code), ("bad", 2));
+        let f = Failure::from(numalab_real::RealError::Refused("no\nmore".into()));
+        assert_eq!((f.message.as_str(), f.code), ("no", 2));
+        assert_eq!(f.detail.as_deref(), Some("more"));
+        let f = Failure::from(numalab_real::RealError::Interrupted(2));
+        assert_eq!(f.code, 130);
+    }
 }

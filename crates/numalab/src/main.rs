@@ -9,8 +9,10 @@
 mod bench;
 mod cli;
 mod progress;
+mod real;
 mod reproduce;
 mod runner;
+mod validate;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -20,8 +22,11 @@ fn main() -> ExitCode {
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("numalab: error: {e}");
-            ExitCode::from(2)
+            if let Some(d) = &e.detail {
+                eprintln!("{d}");
+            }
+            eprintln!("numalab: error: {}", e.message);
+            ExitCode::from(e.code)
         }
     }
 }

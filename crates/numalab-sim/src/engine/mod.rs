@@ -645,6 +645,31 @@ impl Sim {
             let used = self.k.nodes[n].total_pages - self.k.nodes[n].free_pages;
             row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
         }
+        // As a real run samples them: each region's bytes per node
+        // (/proc/PID/numa_maps) and the CPU of each thread (-1 while it
+        // does not exist). Columns in `record.rs`.
+        for (pi, p) in self.procs.iter().enumerate() {
+            let mm = self.k.mms.iter().find(|m| m.tgid == p.pid);
+            for r in 0..self.w.processes[pi].regions.len() {
+                match mm.and_then(|m| m.vmas.get(r)) {
+                    Some(v) => {
+                        let k = v.page_size() as f64;
+                        row.extend(v.pages_by_node().into_iter().map(|x| x as f64 * k));
+                    }
+                    None => row.extend(std::iter::repeat_n(-1.0, nn)),
+                }
+            }
+        }
+        for p in &self.procs {
+            for t in &p.tasks {
+                row.push(match t {
+                    Some(t) if self.k.tasks[*t].state != TaskState::Dead => {
+                        self.k.tasks[*t].cpu as f64
+                    }
+                    _ => -1.0,
+                });
+            }
+        }
         self.samples.push(row);
     }
 }

@@ -151,6 +151,19 @@ impl Sim {
         for n in 0..nn {
             columns.push(format!("node{n}_used_gib"));
         }
+        // The columns a real run has too (see `Sim::sample`).
+        for p in &self.w.processes {
+            for r in &p.regions {
+                for n in 0..nn {
+                    columns.push(format!("region:{}/{}:node{n}_bytes", p.name, r.name));
+                }
+            }
+        }
+        for p in &self.w.processes {
+            for t in &p.threads {
+                columns.push(format!("cpu:{}/{}", p.name, t.name));
+            }
+        }
         let iv = k.knobs.uint("numalab.sample_interval_ms");
         let timeseries = (iv > 0).then(|| TimeSeries {
             interval_s: iv as f64 / 1000.0,

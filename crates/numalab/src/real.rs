@@ -1,0 +1,291 @@
+//! `numalab real run` and `numalab vm run`: the workload on a real kernel,
+//! this host's or a QEMU guest's (crate `numalab-real`, docs/real.md).
+//!
+//! `real run` resolves the workload against this host
+//! ([`numalab_real::host_machine`]) and runs it for real; refusals exit
+//! with [`numalab_real::RealError::exit_code`] (2) having changed nothing.
+//! `vm run` resolves the workload against the requested machine first (so a
+//! workload that cannot fit is refused before anything boots), then boots a
+//! guest shaped like the machine and runs this very binary inside it as
+//! `numalab real run` with the arguments of
+//! [`numalab_real::vm::guest_real_run_args`]; a workload file is handed to
+//! the guest through the 9p share.
+
+use crate::cli::Failure;
+use numalab_real::vm::{self, VmOptions, VmOutcome, GUEST_SHARE};
+use numalab_real::{RealError, RealOptions, RunRecord};
+use numalab_topology::Machine;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What `real run` and `vm run` share: the workload and how to run it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunArgs {
+    /// Workload preset or TOML file.
+    pub workload: String,
+    /// `--set KEY=VALUE`, as given.
+    pub sets: Vec<String>,
+    /// `--json FILE` ("-" for stdout).
+    pub json: Option<String>,
+    /// `--scale F`.
+    pub scale: f64,
+    /// `--seed N`.
+    pub seed: u64,
+    /// `--interval SECS`: sampling interval.
+    pub interval: f64,
+}
+
+/// Checks `--scale` and `--interval` and splits the `--set` values.
+fn common(a: &RunArgs) -> Result<(Vec<(String, String)>, Duration), Failure> {
+    if !(a.scale > 0.0 && a.scale <= 1.0) {
+        return Err(format!("--scale {}: must be in (0, 1]", a.scale).into());
+    }
+    if !(a.interval.is_finite() && a.interval > 0.0 && a.interval <= 3600.0) {
+        return Err(format!("--interval {}: must be in (0, 3600] seconds", a.interval).into());
+    }
+    let sets = a
+        .sets
+        .iter()
+        .map(|s| numalab_real::parse_set(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((sets, Duration::from_secs_f64(a.interval)))
+}
+
+/// Resolves workload `w` (preset or file) against machine `m`.
+pub fn resolve(
+    w: &str,
+    m: &Machine,
+    seed: u64,
+    scale: f64,
+) -> Result<numalab_real::Workload, String> {
+    let spec = numalab_workload::presets::load(w).map_err(|e| e.to_string())?;
+    numalab_workload::spec::resolve(&spec, m, seed, scale).map_err(|e| e.to_string())
+}
+
+/// Writes the record to `--json` (or stdout for "-"), else prints the
+/// summary.
+fn output(rec: &RunRecord, json: Option<&str>) -> Result<(), Failure> {
+    match json {
+        Some("-") => print!("{}", rec.to_json()),
+        Some(path) => {
+            std::fs::write(path, rec.to_json())
+                .map_err(|e| Failure::from(format!("--json {path}: {e}")))?;
+        }
+        None => print!("{}", numalab_report::run_summary(rec)),
+    }
+    Ok(())
+}
+
+/// `numalab real run`.
+pub fn real_run(a: &RunArgs, allow_sysctl: bool, verbose: bool) -> Result<(), Failure> {
+    let (sets, interval) = common(a)?;
+    let host = numalab_real::host_machine().map_err(RealError::Refused)?;
+    let w = resolve(&a.workload, &host, a.seed, a.scale)
+        .map_err(|e| RealError::Refused(format!("{e} ({})", host.description)))?;
+    let opts = RealOptions {
+        sets,
+        allow_sysctl,
+        interval,
+        seed: a.seed,
+        scale: a.scale,
+        verbose,
+    };
+    let rec = numalab_real::real_run(&w, &host, &opts)?;
+    output(&rec, a.json.as_deref())
+}
+
+/// Options of `numalab vm run` beyond [`RunArgs`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmArgs {
+    /// `--kernel V`: a 6.12 version (default the newest).
+    pub kernel: Option<String>,
+    /// `--timeout SECS`: kill the guest after this long.
+    pub timeout: u64,
+    /// `--verbose`: echo the guest's console.
+    pub verbose: bool,
+    /// `--keep-workdir`.
+    pub keep_workdir: bool,
+}
+
+impl Default for VmArgs {
+    fn default() -> Self {
+        VmArgs {
+            kernel: None,
+            timeout: 600,
+            verbose: false,
+            keep_workdir: false,
+        }
+    }
+}
+
+/// The arguments the guest's numalab gets, and the files to share with
+/// it: a preset is passed by name, a workload file is shared as
+/// `workload.toml`.
+pub fn guest_plan(
+    a: &RunArgs,
+    sets: &[(String, String)],
+    interval: Duration,
+) -> (Vec<String>, Vec<(PathBuf, String)>) {
+    let (w, share) = if numalab_workload::presets::text(&a.workload).is_some() {
+        (a.workload.clone(), Vec::new())
+    } else {
+        (
+            format!("{GUEST_SHARE}/workload.toml"),
+            vec![(PathBuf::from(&a.workload), "workload.toml".to_string())],
+        )
+    };
+    (
+        vm::guest_real_run_args(&w, sets, a.seed, a.scale, interval),
+        share,
+    )
+}
+
+/// Boots a guest shaped like `m` and runs `a` inside; the outcome.
+pub fn vm_outcome(m: &Machine, a: &RunArgs, v: &VmArgs) -> Result<VmOutcome, Failure> {
+    let (sets, interval) = common(a)?;
+    // Refuse what cannot fit before booting anything.
+    numalab_real::vm::qemu::check_vm_machine(m).map_err(RealError::Refused)?;
+    resolve(&a.workload, m, a.seed, a.scale)
+        .map_err(|e| RealError::Refused(format!("{e} (on machine {})", m.name)))?;
+    if v.timeout == 0 {
+        return Err("--timeout must be at least 1 second".to_string().into());
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::from(format!("cannot find the numalab binary: {e}")))?;
+    let (args, share) = guest_plan(a, &sets, interval);
+    let mut o = VmOptions::new(exe, args);
+    o.share_files = share;
+    o.kernel = v.kernel.clone();
+    o.timeout = Duration::from_secs(v.timeout);
+    o.verbose = v.verbose;
+    o.keep_workdir = v.keep_workdir;
+    vm::vm_run(m, &o).map_err(guest_failure)
+}
+
+/// A failed guest run as one line: the guest's own `numalab: error:` line
+/// when there is one (with its exit code), else the first line of the
+/// error; the console tail goes to `detail`.
+pub fn guest_failure(e: RealError) -> Failure {
+    let code = e.exit_code();
+    let text = e.to_string();
+    let guest_err = text
+        .lines()
+        .find_map(|l| l.split_once("numalab: error: ").map(|(_, m)| m.trim()));
+    let guest_rc = text
+        .split_once("numalab in the guest exited with status ")
+        .and_then(|(_, r)| {
+            r.chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect::<String>()
+                .parse::<i32>()
+                .ok()
+        });
+    let first = text.lines().next().unwrap_or("").to_string();
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    match guest_err {
+        Some(m) => Failure {
+            message: format!("in the guest: {m}"),
+            code: guest_rc.unwrap_or(code).clamp(1, 255) as u8,
+            detail: (!rest.is_empty()).then(|| rest.join("\n")),
+        },
+        None => Failure {
+            message: first,
+            code: code.clamp(1, 255) as u8,
+            detail: (!rest.is_empty()).then(|| rest.join("\n")),
+        },
+    }
+}
+
+/// `numalab vm run`.
+pub fn vm_run(machine: &str, a: &RunArgs, v: &VmArgs) -> Result<(), Failure> {
+    let m = crate::runner::load_machine(machine)?;
+    let out = vm_outcome(&m, a, v)?;
+    eprintln!(
+        "numalab vm: kernel {} ({}={}), boot {:.1} s, QEMU {:.1} s, total {:.1} s",
+        out.record.kernel.as_deref().unwrap_or("?"),
+        out.kernel.package,
+        out.kernel.package_version,
+        out.boot_s.unwrap_or(f64::NAN),
+        out.qemu_s,
+        out.total_s
+    );
+    output(&out.record, a.json.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(w: &str) -> RunArgs {
+        RunArgs {
+            workload: w.into(),
+            sets: vec!["kernel.numa_balancing=1".into()],
+            json: None,
+            scale: 0.5,
+            seed: 3,
+            interval: 0.5,
+        }
+    }
+
+    #[test]
+    fn presets_go_by_name_and_files_through_the_share() {
+        let a = args("numa02");
+        let (sets, iv) = common(&a).unwrap();
+        let (g, share) = guest_plan(&a, &sets, iv);
+        assert!(share.is_empty());
+        assert_eq!(
+            g.join(" "),
+            "real run --workload numa02 --json /share/run.json --seed 3 --scale 0.5 --interval 0.5 --allow-sysctl --set kernel.numa_balancing=1"
+        );
+        let a = args("/tmp/my-w.toml");
+        let (g, share) = guest_plan(&a, &sets, iv);
+        assert_eq!(
+            share,
+            vec![(PathBuf::from("/tmp/my-w.toml"), "workload.toml".into())]
+        );
+        assert_eq!(g[3], "/share/workload.toml");
+    }
+
+    #[test]
+    fn bad_scale_interval_and_sets_are_refused() {
+        let mut a = args("numa02");
+        a.scale = 0.0;
+        assert!(common(&a).unwrap_err().message.contains("--scale"));
+        let mut a = args("numa02");
+        a.interval = -1.0;
+        assert!(common(&a).unwrap_err().message.contains("--interval"));
+        let mut a = args("numa02");
+        a.sets = vec!["nothing".into()];
+        let e = common(&a).unwrap_err();
+        assert!(e.message.contains("KEY=VALUE"), "{}", e.message);
+        assert_eq!(e.code, 2);
+    }
+
+    #[test]
+    fn guest_errors_become_one_line_with_the_guest_exit_code() {
+        let e = RealError::Failed(
+            "numalab in the guest exited with status 2; no record at /share/run.json. QEMU stderr: \nlast console lines:\nNUMALAB-RUN 3.1\nnumalab: error: workload needs 9 nodes\nNUMALAB-EXIT rc=2".into(),
+        );
+        let f = guest_failure(e);
+        assert_eq!(f.message, "in the guest: workload needs 9 nodes");
+        assert_eq!(f.code, 2);
+        assert!(f.detail.unwrap().contains("NUMALAB-EXIT"));
+        let f = guest_failure(RealError::Failed(
+            "the guest did not finish within 5 s and was killed; last console lines:\nx".into(),
+        ));
+        assert_eq!(f.code, 1);
+        assert!(f.message.starts_with("the guest did not finish"));
+        assert!(!f.message.contains('\n'));
+    }
+
+    #[test]
+    fn vm_refuses_big_machines_and_misfit_workloads_before_booting() {
+        let big = crate::runner::load_machine("spr-4n").unwrap();
+        let e = vm_outcome(&big, &args("numa02"), &VmArgs::default()).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("CPUs"), "{}", e.message);
+        let m = numalab_real::smoke::small_machine(2, 1, 256 << 20, 20);
+        let e = vm_outcome(&m, &args("no-such-workload"), &VmArgs::default()).unwrap_err();
+        assert_eq!(e.code, 2);
+    }
+}

@@ -1,0 +1,981 @@
+//! `numalab validate`: fixed scenarios run in the model and in a QEMU guest
+//! on a real kernel, printed side by side.
+//!
+//! The scenarios are workload specs in `crates/numalab/validate/*.toml`
+//! (embedded in the binary); the guest is `validate/guest-4n.toml`, a
+//! machine spec that describes the TCG guest honestly (uniform latency,
+//! the guest's measured streaming speed), so the model runs on the machine
+//! the kernel ran on. Emulated nodes have no latency difference: the table
+//! compares what the kernel *decides* (counters, task moves and swaps,
+//! where each thread's memory ends up and how fast), never speed.
+//!
+//! A thread's memory is the one region its phases access; threads that
+//! access several (the initialisers) or none are not measured. Its local
+//! share at a sample is the share of that region's bytes on the node of
+//! the CPU the thread is on (time-series columns `region:P/R:nodeN_bytes`
+//! and `cpu:P/T`, which model and real runs both write). The table gives
+//! for each such thread its final share (at the last sample at which
+//! every measured thread still ran), the first time it reached
+//! [`LOCAL`] (90 %), and the share over time. Flagged: counters that
+//! differ by more than 2x (0 against non-zero included) and threads whose
+//! memory ends mostly local on one side and mostly remote on the other.
+//! docs/real.md names the model mechanism behind each flag seen.
+//!
+//! Modes: guests booted one at a time (default); `--model-only` (no QEMU,
+//! the kernel column is empty); `--guest-json DIR` compares against saved
+//! guest records `DIR/NAME.kernel.json`.
+
+use crate::cli::Failure;
+use crate::real::{self, RunArgs, VmArgs};
+use numalab_record::RunRecord;
+use numalab_topology::Machine;
+use numalab_workload::model::{Phase, Workload};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// A validation scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct Scenario {
+    /// Name (the file stem).
+    pub name: &'static str,
+    /// The workload spec.
+    pub text: &'static str,
+    /// `--check` asserts `numalab_real::smoke::check_pinned` on its kernel
+    /// record (pinned workers `worker.N` on node N, chunks `pft/chunkN`,
+    /// cgroup `/pinned`, 4 KiB pages).
+    pub check: bool,
+}
+
+/// The scenarios, in order.
+pub const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "pinned-4k",
+        text: include_str!("../validate/pinned-4k.toml"),
+        check: true,
+    },
+    Scenario {
+        name: "pinned-thp",
+        text: include_str!("../validate/pinned-thp.toml"),
+        check: false,
+    },
+    Scenario {
+        name: "unpinned",
+        text: include_str!("../validate/unpinned.toml"),
+        check: false,
+    },
+    Scenario {
+        name: "numa02-like",
+        text: include_str!("../validate/numa02-like.toml"),
+        check: false,
+    },
+];
+
+/// The guest machine spec (TOML).
+pub const GUEST_MACHINE: &str = include_str!("../validate/guest-4n.toml");
+
+/// The share of a thread's memory on its node that counts as converged.
+pub const LOCAL: f64 = 0.9;
+
+/// Options of `numalab validate`.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Guest machine (preset or file); default [`GUEST_MACHINE`].
+    pub machine: Option<String>,
+    /// Scenario names; empty = all.
+    pub scenarios: Vec<String>,
+    /// Where to write the Run JSONs.
+    pub json_dir: Option<String>,
+    /// No guest.
+    pub model_only: bool,
+    /// Saved guest records.
+    pub guest_json: Option<String>,
+    /// Seed.
+    pub seed: u64,
+    /// Scale.
+    pub scale: f64,
+    /// Assert the deterministic facts of the scenarios that have them
+    /// (exit code 1 when one fails).
+    pub check: bool,
+    /// Guest options.
+    pub vm: VmArgs,
+}
+
+/// The guest machine of `--machine`, or the built-in one.
+pub fn machine(name: Option<&str>) -> Result<Machine, String> {
+    match name {
+        Some(n) => crate::runner::load_machine(n),
+        None => numalab_topology::spec::parse_machine(GUEST_MACHINE, "guest-4n")
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// The scenarios named (all when none is), refusing unknown names.
+pub fn pick(names: &[String]) -> Result<Vec<Scenario>, String> {
+    if names.is_empty() {
+        return Ok(SCENARIOS.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            SCENARIOS
+                .iter()
+                .find(|s| s.name == n)
+                .copied()
+                .ok_or_else(|| {
+                    format!(
+                        "--scenario {n}: unknown (known: {})",
+                        SCENARIOS
+                            .iter()
+                            .map(|s| s.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Resolves a scenario on `m`.
+pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workload, String> {
+    let spec = numalab_workload::spec::parse(s.text, s.name).map_err(|e| e.to_string())?;
+    numalab_workload::spec::resolve(&spec, m, seed, scale).map_err(|e| e.to_string())
+}
+
+/// Runs a scenario in the model (default knobs, trace on). The trace's
+/// `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts go into
+/// `lab` under the names a real run uses (`trace.EVENT`).
+pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<RunRecord, String> {
+    if !(scale > 0.0 && scale <= 1.0) {
+        return Err(format!("--scale {scale}: must be in (0, 1]"));
+    }
+    let opts = numalab_sim::RunOptions {
+        seed,
+        scale,
+        trace: true,
+        check_every: 0,
+    };
+    let sim = numalab_sim::Sim::new(m.clone(), w.clone(), numalab_sim::Knobs::default(), opts)
+        .map_err(|e| e.to_string())?;
+    let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
+    for ev in TRACE_EVENTS {
+        let n = trace.iter().filter(|e| e.name == ev).count();
+        rec.lab.insert(format!("trace.{ev}"), n as f64);
+    }
+    Ok(rec)
+}
+
+/// The scheduler tracepoints the table counts.
+pub const TRACE_EVENTS: [&str; 3] = ["sched_move_numa", "sched_swap_numa", "sched_stick_numa"];
+
+/// A measured thread: process, thread and region names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// Process name.
+    pub process: String,
+    /// Thread name.
+    pub thread: String,
+    /// The region it works on.
+    pub region: String,
+}
+
+fn regions_of(phases: &[Phase], out: &mut Vec<usize>) {
+    for p in phases {
+        match p {
+            Phase::Stream { region, .. } | Phase::Random { region, .. }
+                if !out.contains(region) =>
+            {
+                out.push(*region);
+            }
+            Phase::Repeat { body, .. } => regions_of(body, out),
+            _ => {}
+        }
+    }
+}
+
+/// The threads whose phases access exactly one region.
+pub fn measured_threads(w: &Workload) -> Vec<Measured> {
+    let mut out = Vec::new();
+    for p in &w.processes {
+        for t in &p.threads {
+            let mut r = Vec::new();
+            regions_of(&t.phases, &mut r);
+            if let [one] = r[..] {
+                out.push(Measured {
+                    process: p.name.clone(),
+                    thread: t.name.clone(),
+                    region: p.regions[one].name.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Local share of each measured thread over time: `(t_s, share)` for every
+/// sample at which the thread ran and its region had pages.
+pub fn local_shares(rec: &RunRecord, m: &Machine, th: &[Measured]) -> Vec<Vec<(f64, f64)>> {
+    let Some(ts) = rec.timeseries.as_ref() else {
+        return vec![Vec::new(); th.len()];
+    };
+    let col = |name: &str| ts.columns.iter().position(|c| c == name);
+    let nn = m.nr_nodes();
+    th.iter()
+        .map(|t| {
+            let cpu = col(&format!("cpu:{}/{}", t.process, t.thread));
+            let reg: Vec<Option<usize>> = (0..nn)
+                .map(|n| col(&format!("region:{}/{}:node{n}_bytes", t.process, t.region)))
+                .collect();
+            let (Some(cpu), true) = (cpu, reg.iter().all(Option::is_some)) else {
+                return Vec::new();
+            };
+            ts.rows
+                .iter()
+                .filter_map(|row| {
+                    let c = *row.get(cpu)?;
+                    if c < 0.0 {
+                        return None;
+                    }
+                    let node = m.cpus.get(c as usize)?.node;
+                    let bytes: Vec<f64> = reg
+                        .iter()
+                        .map(|i| i.and_then(|i| row.get(i).copied()).unwrap_or(-1.0))
+                        .collect();
+                    let total: f64 = bytes.iter().sum();
+                    if bytes.iter().any(|&b| b < 0.0) || total <= 0.0 {
+                        return None;
+                    }
+                    Some((row[0], bytes[node] / total))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The last time at which every series has a sample (all measured threads
+/// ran), if any.
+pub fn last_common_time(series: &[Vec<(f64, f64)>]) -> Option<f64> {
+    let first = series.first()?;
+    first
+        .iter()
+        .rev()
+        .map(|(t, _)| *t)
+        .find(|t| series.iter().all(|s| s.iter().any(|(u, _)| u == t)))
+}
+
+/// A thread's final share: at `at` when given (see [`last_common_time`]),
+/// else its last sample.
+pub fn final_share(series: &[(f64, f64)], at: Option<f64>) -> Option<f64> {
+    match at {
+        Some(t) => series.iter().find(|(u, _)| *u == t).map(|(_, s)| *s),
+        None => series.last().map(|(_, s)| *s),
+    }
+}
+
+/// First time a series reaches [`LOCAL`].
+pub fn first_local(series: &[(f64, f64)]) -> Option<f64> {
+    series.iter().find(|(_, s)| *s >= LOCAL).map(|(t, _)| *t)
+}
+
+/// Where a thread's memory ended up: "local" when most of it is on the
+/// thread's node, else "remote".
+pub fn placement(share: Option<f64>) -> &'static str {
+    match share {
+        None => "-",
+        Some(s) if s > 0.5 => "local",
+        Some(_) => "remote",
+    }
+}
+
+/// Do two counts differ by more than 2x? (0 against anything non-zero
+/// does.)
+pub fn differs_2x(a: f64, b: f64) -> bool {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    hi > 2.0 * lo
+}
+
+fn memcg(r: &RunRecord, name: &str) -> Option<f64> {
+    r.cgroups
+        .get("/")
+        .and_then(|c| c.memory_stat.get(name))
+        .map(|&v| v as f64)
+}
+
+fn trace_count(r: &RunRecord, ev: &str) -> Option<f64> {
+    r.lab.get(&format!("trace.{ev}")).copied()
+}
+
+/// The counters compared: (row label, value in a record).
+type Getter = fn(&RunRecord) -> Option<f64>;
+const COUNTERS: &[(&str, Getter)] = &[
+    (
+        "numa_pte_updates",
+        |r| Some(r.vm("numa_pte_updates") as f64),
+    ),
+    ("numa_huge_pte_updates", |r| {
+        Some(r.vm("numa_huge_pte_updates") as f64)
+    }),
+    (
+        "numa_hint_faults",
+        |r| Some(r.vm("numa_hint_faults") as f64),
+    ),
+    ("numa_hint_faults_local", |r| {
+        Some(r.vm("numa_hint_faults_local") as f64)
+    }),
+    ("numa_pages_migrated", |r| {
+        Some(r.vm("numa_pages_migrated") as f64)
+    }),
+    ("thp_migration_success", |r| {
+        Some(r.vm("thp_migration_success") as f64)
+    }),
+    // The workload's own counts (memory.stat of the run's cgroup): the
+    // vmstat rows are system-wide, and in a guest they include numalab's
+    // own sampling process (hundreds of 4 KiB hint faults, which matter
+    // beside a THP workload's few hundred).
+    ("memcg:numa_pte_updates", |r| memcg(r, "numa_pte_updates")),
+    ("memcg:numa_hint_faults", |r| memcg(r, "numa_hint_faults")),
+    ("memcg:numa_pages_migrated", |r| {
+        memcg(r, "numa_pages_migrated")
+    }),
+    ("sched_move_numa", |r| trace_count(r, "sched_move_numa")),
+    ("sched_swap_numa", |r| trace_count(r, "sched_swap_numa")),
+    ("sched_stick_numa", |r| trace_count(r, "sched_stick_numa")),
+];
+
+/// What a comparison found: counters off by more than 2x, threads whose
+/// memory ended up differently.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Findings {
+    /// Counter names.
+    pub counters: Vec<String>,
+    /// Thread names.
+    pub placements: Vec<String>,
+}
+
+fn num(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{}", x as i64),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{:.0}%", x * 100.0))
+}
+
+fn secs(v: Option<f64>, run: bool) -> String {
+    match (v, run) {
+        (Some(t), _) => format!("{t:.1}"),
+        (None, true) => "never".into(),
+        (None, false) => "-".into(),
+    }
+}
+
+/// Sample times for the per-thread timelines: about eight, on a round step.
+pub fn timeline_points(end: f64) -> Vec<f64> {
+    let raw = (end / 7.0).max(1.0);
+    let step = [1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0]
+        .into_iter()
+        .find(|&s| s >= raw)
+        .unwrap_or(600.0);
+    let mut v = Vec::new();
+    let mut t = step;
+    while t <= end + 1e-9 {
+        v.push(t);
+        t += step;
+    }
+    v
+}
+
+/// The value of a series at time `t`: the last sample at or before it,
+/// if that is at most two seconds older (else the thread was not running
+/// then, or the run had ended).
+fn at(series: &[(f64, f64)], t: f64) -> Option<f64> {
+    series
+        .iter()
+        .take_while(|(x, _)| *x <= t + 1e-9)
+        .last()
+        .filter(|(x, _)| t - *x <= 2.0)
+        .map(|(_, s)| *s)
+}
+
+fn timeline(series: &[(f64, f64)], points: &[f64]) -> String {
+    points
+        .iter()
+        .map(|&t| at(series, t).map_or("-".into(), |s| format!("{:.0}", s * 100.0)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The side-by-side table of one scenario (model and/or kernel record), and
+/// what differs.
+pub fn table(
+    name: &str,
+    w: &Workload,
+    m: &Machine,
+    model: Option<&RunRecord>,
+    kernel: Option<&RunRecord>,
+) -> (String, Findings) {
+    let mut out = String::new();
+    let mut f = Findings::default();
+    let _ = writeln!(out, "== {name}: {}", w.description);
+    if let Some(k) = kernel {
+        let _ = writeln!(
+            out,
+            "   kernel {} ({}), machine {}",
+            k.kernel.as_deref().unwrap_or("?"),
+            k.settings
+                .get("vm.kernel_package")
+                .map_or("host", String::as_str),
+            m.name
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:<28} {:>12} {:>12} {:>7}",
+        "", "model", "kernel", "k/m"
+    );
+    let both = model.is_some() && kernel.is_some();
+    for (label, get) in COUNTERS {
+        let a = model.and_then(get);
+        let b = kernel.and_then(get);
+        if a.unwrap_or(0.0) == 0.0 && b.unwrap_or(0.0) == 0.0 && label.starts_with("thp") {
+            continue;
+        }
+        if a.unwrap_or(0.0) == 0.0 && b.unwrap_or(0.0) == 0.0 && label.contains("huge") {
+            continue;
+        }
+        let (ratio, flag) = match (a, b) {
+            (Some(a), Some(b)) => {
+                let r = if a > 0.0 {
+                    format!("{:.2}", b / a)
+                } else if b > 0.0 {
+                    "inf".into()
+                } else {
+                    "=".into()
+                };
+                let d = differs_2x(a, b);
+                if d {
+                    f.counters.push(label.to_string());
+                }
+                (r, if d { " <-- >2x" } else { "" })
+            }
+            _ => ("".into(), ""),
+        };
+        let _ = writeln!(
+            out,
+            "{label:<28} {:>12} {:>12} {ratio:>7}{flag}",
+            num(a),
+            num(b)
+        );
+    }
+    let hint_local = |r: &RunRecord| {
+        let h = r.vm("numa_hint_faults");
+        (h > 0).then(|| r.vm("numa_hint_faults_local") as f64 / h as f64)
+    };
+    let _ = writeln!(
+        out,
+        "{:<28} {:>12} {:>12}",
+        "hint faults local",
+        pct(model.and_then(hint_local)),
+        pct(kernel.and_then(hint_local))
+    );
+    let _ = writeln!(
+        out,
+        "{:<28} {:>12} {:>12}",
+        "elapsed_s",
+        num(model.map(|r| r.elapsed_s)),
+        num(kernel.map(|r| r.elapsed_s))
+    );
+    // Placement, per measured thread.
+    let th = measured_threads(w);
+    let ms = model.map(|r| local_shares(r, m, &th));
+    let ks = kernel.map(|r| local_shares(r, m, &th));
+    let end = model
+        .map_or(0.0, |r| r.elapsed_s)
+        .max(kernel.map_or(0.0, |r| r.elapsed_s));
+    let points = timeline_points(end);
+    let _ = writeln!(
+        out,
+        "{:<20} {:>7} {:>6} {:>7} {:>6}   local % at t = {} s",
+        "thread's memory",
+        "final",
+        "local",
+        "t>=90%",
+        "local",
+        points
+            .iter()
+            .map(|t| format!("{t:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let _ = writeln!(
+        out,
+        "{:<20} {:>7} {:>6} {:>7} {:>6}   model | kernel",
+        "", "model", "kernel", "model", "kernel"
+    );
+    // "Final" is the last sample at which every measured thread still
+    // ran: once threads of an elapsed-scored run start to exit, the
+    // balancer reshuffles the rest, which says nothing about convergence.
+    let last_all = [ms.as_ref(), ks.as_ref()].map(|v| v.and_then(|v| last_common_time(v)));
+    let mut conv = [Some(0.0f64), Some(0.0f64)];
+    for (i, t) in th.iter().enumerate() {
+        let s = [
+            ms.as_ref().map(|v| v[i].as_slice()),
+            ks.as_ref().map(|v| v[i].as_slice()),
+        ];
+        let fin = [0, 1].map(|side| s[side].and_then(|v| final_share(v, last_all[side])));
+        let first = s.map(|x| x.and_then(first_local));
+        for side in 0..2 {
+            if s[side].is_some() {
+                conv[side] = match (conv[side], first[side]) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+            }
+        }
+        let cls = fin.map(placement);
+        let differ = both && cls[0] != cls[1];
+        if differ {
+            f.placements.push(t.thread.clone());
+        }
+        let _ = writeln!(
+            out,
+            "  {:<18} {:>7} {:>6} {:>7} {:>6}   {} | {}{}",
+            t.thread,
+            pct(fin[0]),
+            pct(fin[1]),
+            secs(first[0], s[0].is_some()),
+            secs(first[1], s[1].is_some()),
+            s[0].map_or("-".into(), |v| timeline(v, &points)),
+            s[1].map_or("-".into(), |v| timeline(v, &points)),
+            if differ { " <-- placement differs" } else { "" }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:<28} {:>12} {:>12}",
+        "all threads >= 90% local (s)",
+        secs(conv[0].filter(|_| model.is_some()), model.is_some()),
+        secs(conv[1].filter(|_| kernel.is_some()), kernel.is_some())
+    );
+    (out, f)
+}
+
+/// Prints the checks of a scenario; (passed, failed).
+fn print_checks(name: &str, checks: &[numalab_real::smoke::Check]) -> (usize, usize) {
+    let mut p = 0;
+    for c in checks {
+        println!(
+            "{} {name}: {} ({})",
+            if c.ok { "PASS" } else { "FAIL" },
+            c.name,
+            c.detail
+        );
+        p += usize::from(c.ok);
+    }
+    println!();
+    (p, checks.len() - p)
+}
+
+fn read_guest(dir: &str, name: &str) -> Result<RunRecord, String> {
+    let p = Path::new(dir).join(format!("{name}.kernel.json"));
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    RunRecord::from_json(&text, &p.display().to_string())
+}
+
+fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRecord, Failure> {
+    let file = tmp.join(format!("{}.toml", s.name));
+    std::fs::write(&file, s.text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let a = RunArgs {
+        workload: file.display().to_string(),
+        sets: Vec::new(),
+        json: None,
+        scale: o.scale,
+        seed: o.seed,
+        interval: 1.0,
+    };
+    let out = real::vm_outcome(m, &a, &o.vm)?;
+    eprintln!(
+        "numalab validate: {}: kernel {}, boot {:.1} s, QEMU {:.1} s",
+        s.name,
+        out.record.kernel.as_deref().unwrap_or("?"),
+        out.boot_s.unwrap_or(f64::NAN),
+        out.qemu_s
+    );
+    Ok(out.record)
+}
+
+/// `numalab validate`.
+pub fn validate(o: &Options) -> Result<(), Failure> {
+    let m = machine(o.machine.as_deref())?;
+    let scenarios = pick(&o.scenarios)?;
+    if o.check && o.model_only {
+        return Err(
+            "--check asserts facts of the kernel's records: not with --model-only"
+                .to_string()
+                .into(),
+        );
+    }
+    if o.check && !scenarios.iter().any(|s| s.check) {
+        return Err(format!(
+            "--check: none of the chosen scenarios has checks (those that do: {})",
+            SCENARIOS
+                .iter()
+                .filter(|s| s.check)
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+        .into());
+    }
+    let (mut passed, mut failed) = (0usize, 0usize);
+    if let Some(d) = &o.json_dir {
+        std::fs::create_dir_all(d).map_err(|e| format!("--json-dir {d}: {e}"))?;
+    }
+    if !o.model_only && o.guest_json.is_none() {
+        numalab_real::vm::qemu::check_vm_machine(&m).map_err(numalab_real::RealError::Refused)?;
+    }
+    let tmp = std::env::temp_dir().join(format!("numalab-validate-{}", std::process::id()));
+    let mut failures = Vec::new();
+    let mut disagreements = Vec::new();
+    for s in &scenarios {
+        let w = resolve(s, &m, o.seed, o.scale)?;
+        let model = run_model(&w, &m, o.seed, o.scale)?;
+        let kernel = if o.model_only {
+            None
+        } else if let Some(d) = &o.guest_json {
+            Some(read_guest(d, s.name)?)
+        } else {
+            std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+            match guest_run(s, &m, o, &tmp) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    eprintln!("numalab validate: {}: guest failed: {}", s.name, e.message);
+                    failures.push(format!("{}: {}", s.name, e.message));
+                    None
+                }
+            }
+        };
+        if let Some(d) = &o.json_dir {
+            let write = |suffix: &str, r: &RunRecord| -> Result<(), String> {
+                let p: PathBuf = Path::new(d).join(format!("{}.{suffix}.json", s.name));
+                std::fs::write(&p, r.to_json()).map_err(|e| format!("{}: {e}", p.display()))
+            };
+            write("model", &model)?;
+            if let (Some(k), None) = (&kernel, &o.guest_json) {
+                write("kernel", k)?;
+            }
+        }
+        let (text, f) = table(s.name, &w, &m, Some(&model), kernel.as_ref());
+        println!("{text}");
+        if o.check && s.check {
+            let checks = match &kernel {
+                Some(k) => numalab_real::smoke::check_pinned(k, &m, 0.5),
+                None => vec![numalab_real::smoke::Check {
+                    name: "kernel record".into(),
+                    ok: false,
+                    detail: "the guest run failed".into(),
+                }],
+            };
+            let (p, f) = print_checks(s.name, &checks);
+            passed += p;
+            failed += f;
+        }
+        if !f.counters.is_empty() || !f.placements.is_empty() {
+            disagreements.push(format!(
+                "{}: {}{}",
+                s.name,
+                f.counters.join(", "),
+                if f.placements.is_empty() {
+                    String::new()
+                } else {
+                    format!(" placement: {}", f.placements.join(", "))
+                }
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    if !disagreements.is_empty() {
+        println!(
+            "Differences of more than 2x or in placement (see docs/real.md for the mechanisms):"
+        );
+        for d in &disagreements {
+            println!("  {d}");
+        }
+    }
+    if o.check {
+        println!("validate --check: {passed} passed, {failed} failed");
+        if failed > 0 && failures.is_empty() {
+            return Err(Failure {
+                message: format!("--check: {failed} check(s) failed"),
+                code: 1,
+                detail: None,
+            });
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure {
+            message: format!("guest runs failed: {}", failures.join("; ")),
+            code: 1,
+            detail: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_record::{RunKind, TimeSeries, FORMAT_NAME, FORMAT_VERSION};
+    use std::collections::BTreeMap;
+
+    fn guest() -> Machine {
+        machine(None).expect("the built-in guest spec parses")
+    }
+
+    /// A record of the 2-thread workload below: `rows` are (t, cpu of a,
+    /// bytes of ra on node 0 and 1).
+    fn record(vm: &[(&str, u64)], lab: &[(&str, f64)], rows: &[(f64, f64, f64, f64)]) -> RunRecord {
+        let mut columns = vec!["t_s".to_string()];
+        for r in ["ra", "rb"] {
+            for n in 0..4 {
+                columns.push(format!("region:p/{r}:node{n}_bytes"));
+            }
+        }
+        for t in ["a", "b", "init"] {
+            columns.push(format!("cpu:p/{t}"));
+        }
+        RunRecord {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            kind: RunKind::Model,
+            numalab_version: "0".into(),
+            kernel: None,
+            machine: serde_json::Value::Null,
+            workload: serde_json::Value::Null,
+            settings: BTreeMap::new(),
+            seed: 1,
+            scale: 1.0,
+            elapsed_s: rows.last().map_or(0.0, |r| r.0),
+            user_s: 0.0,
+            sys_s: 0.0,
+            score: None,
+            vmstat: vm.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            cgroups: BTreeMap::new(),
+            processes: vec![],
+            tasks: vec![],
+            nodes: vec![],
+            lab: lab.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            timeseries: Some(TimeSeries {
+                interval_s: 1.0,
+                columns,
+                // b stays on CPU 0 with all of rb on node 0: always local.
+                rows: rows
+                    .iter()
+                    .map(|&(t, cpu, n0, n1)| {
+                        vec![t, n0, n1, 0.0, 0.0, 100.0, 0.0, 0.0, 0.0, cpu, 0.0, -1.0]
+                    })
+                    .collect(),
+            }),
+        }
+    }
+
+    fn workload() -> Workload {
+        let text = r#"
+name = "two"
+description = "two threads"
+[[process]]
+name = "p"
+[[process.region]]
+name = "ra"
+size = "1MiB"
+[[process.region]]
+name = "rb"
+size = "1MiB"
+[[process.thread]]
+name = "init"
+phases = [ { stream = "ra" }, { stream = "rb" } ]
+[[process.thread]]
+name = "a"
+phases = [ { stream = "ra" } ]
+[[process.thread]]
+name = "b"
+phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
+"#;
+        let spec = numalab_workload::spec::parse(text, "two").unwrap();
+        numalab_workload::spec::resolve(&spec, &guest(), 1, 1.0).unwrap()
+    }
+
+    #[test]
+    fn measured_threads_are_those_with_one_region() {
+        let th = measured_threads(&workload());
+        let names: Vec<(&str, &str)> = th
+            .iter()
+            .map(|t| (t.thread.as_str(), t.region.as_str()))
+            .collect();
+        assert_eq!(names, vec![("a", "ra"), ("b", "rb")]);
+    }
+
+    #[test]
+    fn local_share_follows_the_cpu_and_the_region() {
+        let w = workload();
+        // Thread a runs on CPU 1 (node 1): its region moves from node 0 to 1.
+        let r = record(
+            &[],
+            &[],
+            &[
+                (1.0, 1.0, 100.0, 0.0),
+                (2.0, 1.0, 50.0, 50.0),
+                (3.0, 1.0, 5.0, 95.0),
+                (4.0, -1.0, 0.0, 100.0),
+            ],
+        );
+        let s = local_shares(&r, &guest(), &measured_threads(&w));
+        assert_eq!(s[0], vec![(1.0, 0.0), (2.0, 0.5), (3.0, 0.95)]);
+        assert_eq!(first_local(&s[0]), Some(3.0));
+        assert_eq!(s[1].len(), 4);
+        assert_eq!(last_common_time(&s), Some(3.0));
+        assert_eq!(final_share(&s[0], Some(3.0)), Some(0.95));
+        assert_eq!(placement(Some(0.95)), "local");
+        assert_eq!(placement(Some(0.51)), "local");
+        assert_eq!(placement(Some(0.5)), "remote");
+        assert_eq!(placement(None), "-");
+    }
+
+    #[test]
+    fn the_table_flags_2x_counters_and_different_placement() {
+        let w = workload();
+        let m = guest();
+        let model = record(
+            &[
+                ("numa_pte_updates", 1000),
+                ("numa_hint_faults", 900),
+                ("numa_hint_faults_local", 600),
+                ("numa_pages_migrated", 300),
+            ],
+            &[
+                ("trace.sched_move_numa", 0.0),
+                ("trace.sched_swap_numa", 2.0),
+            ],
+            &[(1.0, 1.0, 100.0, 0.0), (2.0, 1.0, 0.0, 100.0)],
+        );
+        let mut kernel = record(
+            &[
+                ("numa_pte_updates", 1900),
+                ("numa_hint_faults", 400),
+                ("numa_hint_faults_local", 250),
+                ("numa_pages_migrated", 300),
+            ],
+            &[
+                ("trace.sched_move_numa", 3.0),
+                ("trace.sched_swap_numa", 3.0),
+            ],
+            &[(1.0, 1.0, 100.0, 0.0), (2.0, 1.0, 100.0, 0.0)],
+        );
+        kernel.kind = RunKind::Real;
+        kernel.kernel = Some("6.12.117+deb12-amd64".into());
+        let (text, f) = table("two", &w, &m, Some(&model), Some(&kernel));
+        assert_eq!(
+            f.counters,
+            vec![
+                "numa_hint_faults",
+                "numa_hint_faults_local",
+                "sched_move_numa"
+            ]
+        );
+        assert_eq!(f.placements, vec!["a"]);
+        let line = |label: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} in\n{text}"))
+                .to_string()
+        };
+        assert!(line("numa_pte_updates").contains("1.90"), "{text}");
+        assert!(!line("numa_pte_updates").contains(">2x"), "{text}");
+        assert!(
+            line("numa_hint_faults ").ends_with("0.44 <-- >2x"),
+            "{text}"
+        );
+        assert!(line("sched_move_numa").contains("inf <-- >2x"), "{text}");
+        assert!(line("sched_swap_numa").contains("1.50"), "{text}");
+        // THP rows only when one side has THP activity.
+        assert!(!text.contains("thp_migration_success"), "{text}");
+        assert!(line("a ").contains("<-- placement differs"), "{text}");
+        assert!(
+            line("a ").contains("100%") && line("a ").contains("0%"),
+            "{text}"
+        );
+        assert!(!line("b ").contains("differs"), "{text}");
+        assert!(
+            text.contains("kernel 6.12.117+deb12-amd64 (host)"),
+            "{text}"
+        );
+        // Model only: no kernel column, nothing flagged.
+        let (text, f) = table("two", &w, &m, Some(&model), None);
+        assert_eq!(f, Findings::default());
+        assert!(line_of(&text, "numa_pte_updates").contains("1000            -"));
+    }
+
+    fn line_of(text: &str, label: &str) -> String {
+        text.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    #[test]
+    fn timeline_points_are_round_and_few() {
+        assert_eq!(
+            timeline_points(30.0),
+            vec![5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+        );
+        assert_eq!(timeline_points(36.3), vec![10.0, 20.0, 30.0]);
+        assert_eq!(timeline_points(3.0), vec![1.0, 2.0, 3.0]);
+        assert!(differs_2x(0.0, 1.0) && differs_2x(10.0, 4.0) && !differs_2x(10.0, 5.0));
+    }
+
+    #[test]
+    fn scenarios_parse_and_unknown_names_are_refused() {
+        let m = guest();
+        assert_eq!(m.nr_nodes(), 4);
+        assert_eq!(m.nr_cpus(), 4);
+        assert_eq!(m.latency_ns[0][1], m.latency_ns[0][0], "uniform latency");
+        numalab_real::vm::qemu::check_vm_machine(&m).expect("the guest fits a VM");
+        for s in SCENARIOS {
+            let w = resolve(s, &m, 1, 1.0).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            assert!(!measured_threads(&w).is_empty(), "{}", s.name);
+        }
+        let e = pick(&["nope".to_string()]).unwrap_err();
+        assert!(
+            e.contains("pinned-4k, pinned-thp, unpinned, numa02-like"),
+            "{e}"
+        );
+    }
+
+    /// The model half of `numalab validate --model-only`, fast: the pinned
+    /// scenario on the guest machine converges and passes every
+    /// deterministic check the CI asserts on the kernel (but "real run").
+    #[test]
+    fn model_only_pinned_scenario_converges_and_passes_the_ci_checks() {
+        let m = guest();
+        let s = pick(&["pinned-4k".to_string()]).unwrap()[0];
+        let w = resolve(&s, &m, 1, 0.25).unwrap();
+        let mut rec = run_model(&w, &m, 1, 0.25).unwrap();
+        // The model names tasks PROCESS/THREAD, a real run THREAD.
+        for t in &mut rec.tasks {
+            t.name = t.name.trim_start_matches("pft/").to_string();
+        }
+        let failed: Vec<_> = numalab_real::smoke::check_pinned(&rec, &m, 0.5)
+            .into_iter()
+            .filter(|c| !c.ok && c.name != "real run")
+            .collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+        assert!(rec.lab.contains_key("trace.sched_swap_numa"));
+        let (text, f) = table(s.name, &w, &m, Some(&rec), None);
+        assert_eq!(f, Findings::default());
+        assert!(text.contains("all threads >= 90% local (s)"), "{text}");
+        assert!(!text.contains("never"), "{text}");
+    }
+}
