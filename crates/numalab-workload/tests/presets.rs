@@ -385,7 +385,7 @@ fn oltp_is_a_throughput_service_with_a_partition_per_cpu() {
         let n = m.nr_cpus();
         let w = run("oltp", &m, 0);
         assert_eq!(w.score, Score::Throughput);
-        assert_eq!(w.duration_ns, Some(10_000_000_000));
+        assert_eq!(w.duration_ns, Some(3_000_000_000));
         let p = &w.processes[0];
         let names: Vec<&str> = p.regions.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["items", "shared", "data"]);

@@ -185,7 +185,7 @@ fn scaled_numbers_for_numa01_and_numa02() {
     }
 
     let w = resolve(&load("oltp").unwrap(), &big(), 0, 0.01).unwrap();
-    assert_eq!(w.duration_ns, Some(100_000_000));
+    assert_eq!(w.duration_ns, Some(30_000_000));
     let Phase::Repeat { times, body, .. } = &w.processes[0].threads[1].phases[1] else {
         panic!()
     };

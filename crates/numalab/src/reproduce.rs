@@ -20,6 +20,13 @@ pub enum Metric {
     User,
     /// System CPU seconds.
     Sys,
+    /// The workload's score (e.g. throughput in requests/s).
+    Score,
+    /// A figure of the Run record's `lab` map that is a share (0-1),
+    /// printed in percent.
+    LabPct(&'static str),
+    /// Change of the mean score against configuration `base`, in percent.
+    ScoreChangePct(&'static str),
 }
 
 impl Metric {
@@ -28,14 +35,35 @@ impl Metric {
             Metric::Elapsed => "elapsed (s)".into(),
             Metric::User => "user (s)".into(),
             Metric::Sys => "system (s)".into(),
+            Metric::Score => "score".into(),
+            Metric::LabPct(k) => format!("{k} (%)"),
+            Metric::ScoreChangePct(base) => format!("score change vs {base} (%)"),
         }
     }
 
-    fn of(&self, r: &RunRecord) -> f64 {
+    /// The figure of one run; None for figures that compare configurations.
+    fn of(&self, r: &RunRecord) -> Option<f64> {
         match self {
-            Metric::Elapsed => r.elapsed_s,
-            Metric::User => r.user_s,
-            Metric::Sys => r.sys_s,
+            Metric::Elapsed => Some(r.elapsed_s),
+            Metric::User => Some(r.user_s),
+            Metric::Sys => Some(r.sys_s),
+            Metric::Score => Some(r.score.as_ref().map_or(f64::NAN, |s| s.value)),
+            Metric::LabPct(k) => Some(r.lab.get(*k).map_or(f64::NAN, |v| v * 100.0)),
+            Metric::ScoreChangePct(_) => None,
+        }
+    }
+
+    /// The modeled figure of configuration `set` (means over its runs).
+    fn modeled(&self, set: &RunSet, sets: &[RunSet]) -> f64 {
+        match self {
+            Metric::ScoreChangePct(base) => {
+                let Some(b) = sets.iter().find(|s| s.name == *base) else {
+                    return f64::NAN;
+                };
+                let score = |s: &RunSet| mean(s.runs.iter().filter_map(|r| Metric::Score.of(r)));
+                (score(set) / score(b) - 1.0) * 100.0
+            }
+            m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
     }
 }
@@ -81,7 +109,12 @@ pub struct Reproduction {
 
 /// All reproductions.
 pub fn all() -> Vec<Reproduction> {
-    vec![Reproduction {
+    vec![numa_balancing_threadlocal(), numa_balance_serialize()]
+}
+
+/// Proposal 4's baseline: NUMA balancing off vs on.
+fn numa_balancing_threadlocal() -> Reproduction {
+    Reproduction {
         name: "numa-balancing-threadlocal",
         description: "NUMA01_THREADLOCAL on 4 nodes x 80 CPUs, NUMA balancing off vs on (proposal 4's baseline numbers)",
         source: "mission.md §4: Sapphire Rapids, 4 nodes, NUMA01_THREADLOCAL: elapsed 3:33 -> 1:54, user 29360 s -> 7590 s, system ~16300 s both ways; earlier version on 4 nodes x 80 CPUs: 212.9 s vs 127.1 s",
@@ -131,7 +164,48 @@ pub fn all() -> Vec<Reproduction> {
                 },
             ]
         },
-    }]
+    }
+}
+
+/// Proposal 5: NUMA-domain load-balance serialization (Tim Chen, 2025).
+fn numa_balance_serialize() -> Reproduction {
+    Reproduction {
+        name: "numa-balance-serialize",
+        description: "OLTP-like service on 2-socket Granite Rapids SNC3: sched_balance_running taken before the due/designated checks (legacy) vs after them (fixed)",
+        source: "mission.md §5 (Tim Chen, \"sched/fair: Skip sched_balance_running cmpxchg when balance is not due\", tip 2265c5d4, 6.19): 2-socket GNR with SNC, OLTP: 7.8% of all CPU cycles contending on sched_balance_running before; after, gone from the profile and +5% throughput",
+        machine: "gnr-2s-snc3",
+        workloads: &["oltp"],
+        configs: &[
+            Config {
+                label: "legacy",
+                sets: &["numalab.sched_balance_serialize=legacy"],
+            },
+            Config {
+                label: "fixed",
+                sets: &["numalab.sched_balance_serialize=fixed"],
+            },
+        ],
+        published: || {
+            let share = "sched_balance_running_contention_share";
+            vec![
+                Published {
+                    config: "legacy",
+                    metric: Metric::LabPct(share),
+                    value: 7.8,
+                },
+                Published {
+                    config: "fixed",
+                    metric: Metric::LabPct(share),
+                    value: 0.0,
+                },
+                Published {
+                    config: "fixed",
+                    metric: Metric::ScoreChangePct("legacy"),
+                    value: 5.0,
+                },
+            ]
+        },
+    }
 }
 
 /// Runs reproduction `name` and prints its tables.
@@ -196,21 +270,21 @@ fn mean(xs: impl Iterator<Item = f64>) -> f64 {
 fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<16} {:<36} {:>14} {:>14} {:>9}\n",
+        "{:<16} {:<50} {:>14} {:>14} {:>9}\n",
         "config", "metric", "published", "modeled", "ratio"
     ));
     for p in (r.published)() {
         let Some(set) = sets.iter().find(|s| s.name == p.config) else {
             continue;
         };
-        let m = mean(set.runs.iter().map(|x| p.metric.of(x)));
+        let m = p.metric.modeled(set, sets);
         let ratio = if p.value != 0.0 {
-            m / p.value
+            format!("{:>8.2}x", m / p.value)
         } else {
-            f64::NAN
+            format!("{:>9}", "-")
         };
         out.push_str(&format!(
-            "{:<16} {:<36} {:>14.2} {:>14.2} {:>8.2}x\n",
+            "{:<16} {:<50} {:>14.2} {:>14.3} {}\n",
             p.config,
             p.metric.name(),
             p.value,

@@ -567,7 +567,22 @@ impl Sim {
         );
         let npages = (to - from) as f64;
         let mut faults: Vec<usize> = Vec::new();
-        if v.nr_special > 0 && n > 0.0 {
+        if v.nr_special > 0 && n > 0.0 && n <= DIRECT_SAMPLE_MAX_ACCESSES {
+            // Few accesses: place them one by one, a Poisson number of them
+            // at positions drawn from the distribution. Every page is then
+            // touched with probability 1 - exp(-n x its share), as in the
+            // chunk walk below, at a cost that does not grow with the range
+            // (the walk visits every page of every chunk holding a special
+            // page: millions per op on a large scanned region).
+            let k = poisson(&mut self.rng, n);
+            for _ in 0..k {
+                let x = dist_inverse(&dist, self.rng.gen::<f64>());
+                let q = (from + (x * npages) as usize).min(to - 1);
+                if v.pages[q].special() && !faults.contains(&q) {
+                    faults.push(q);
+                }
+            }
+        } else if v.nr_special > 0 && n > 0.0 {
             let ppc = v.pages_per_chunk;
             let mut p = from;
             while p < to {
@@ -680,6 +695,55 @@ pub(crate) struct MixEntry {
     absent: f64,
 }
 
+/// Random ops with at most this many accesses in one step sample their
+/// accesses one by one instead of walking the range's special pages.
+const DIRECT_SAMPLE_MAX_ACCESSES: f64 = 64.0;
+
+/// A Poisson-distributed count with mean `mean` (Knuth's method; for the
+/// small means of [`DIRECT_SAMPLE_MAX_ACCESSES`]).
+fn poisson(rng: &mut impl Rng, mean: f64) -> u64 {
+    let limit = (-mean).exp();
+    let mut k = 0;
+    let mut p: f64 = rng.gen();
+    while p > limit {
+        k += 1;
+        p *= rng.gen::<f64>();
+    }
+    k
+}
+
+/// The position (fraction of the range) below which a share `u` of the
+/// accesses fall: the inverse of `x -> dist_mass(dist, 0, x)`.
+pub fn dist_inverse(dist: &Distribution, u: f64) -> f64 {
+    let u = u.clamp(0.0, 1.0);
+    let x = match dist {
+        Distribution::Uniform => u,
+        Distribution::Hot {
+            fraction,
+            probability,
+        } => {
+            let f = fraction.clamp(1e-9, 1.0);
+            let p = *probability;
+            if f >= 1.0 {
+                u
+            } else if u < p {
+                u / p * f
+            } else {
+                f + (u - p) / (1.0 - p).max(1e-12) * (1.0 - f)
+            }
+        }
+        Distribution::Zipf { s } => {
+            if (*s - 1.0).abs() < 1e-9 {
+                (1001f64.powf(u) - 1.0) / 1000.0
+            } else {
+                let e = 1.0 - s;
+                ((u * (1001f64.powf(e) - 1.0) + 1.0).powf(1.0 / e) - 1.0) / 1000.0
+            }
+        }
+    };
+    x.clamp(0.0, 1.0)
+}
+
 /// Share of accesses that fall in `[a, b)` of a range (as fractions of it).
 pub fn dist_mass(dist: &Distribution, a: f64, b: f64) -> f64 {
     match dist {
@@ -742,5 +806,37 @@ mod tests {
         assert!((dist_mass(&hot, 0.0, 0.1) - 0.9).abs() < 1e-9);
         let z = Distribution::Zipf { s: 0.99 };
         assert!(dist_mass(&z, 0.0, 0.1) > dist_mass(&z, 0.9, 1.0));
+    }
+
+    #[test]
+    fn dist_inverse_inverts_the_distribution() {
+        for d in [
+            Distribution::Uniform,
+            Distribution::Hot {
+                fraction: 0.1,
+                probability: 0.9,
+            },
+            Distribution::Zipf { s: 0.99 },
+            Distribution::Zipf { s: 1.0 },
+            Distribution::Zipf { s: 1.5 },
+        ] {
+            for i in 0..=20 {
+                let u = i as f64 / 20.0;
+                let x = dist_inverse(&d, u);
+                assert!((dist_mass(&d, 0.0, x) - u).abs() < 1e-6, "{d:?} {u} {x}");
+            }
+        }
+    }
+
+    #[test]
+    fn poisson_counts_have_the_right_mean() {
+        use rand::SeedableRng;
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        for mean in [0.3, 1.0, 9.0] {
+            let n = 20_000;
+            let sum: u64 = (0..n).map(|_| poisson(&mut rng, mean)).sum();
+            let m = sum as f64 / n as f64;
+            assert!((m - mean).abs() < 0.05 * mean.max(1.0), "{mean}: {m}");
+        }
     }
 }

@@ -9,7 +9,10 @@
 //! that blocks, exits or must move before then leaves a `CpuStop` event at
 //! that moment; sleeps end with a `Wakeup` event. Tasks are run eagerly up
 //! to the next tick, so effects inside one tick may be seen slightly early
-//! by other CPUs (at most one tick).
+//! by other CPUs (at most one tick). Balancing softirqs raised at a tick run
+//! interleaved on the CPUs' own clocks (kernel/sched/balance.rs); a CPU with
+//! no task that is still balancing runs what is queued on it only when its
+//! balance ends (`KernelDone`).
 //!
 //! Left out: sub-tick preemption, wakeup preemption.
 
@@ -82,6 +85,9 @@ enum Ev {
     CpuStop { cpu: usize, gen: u64 },
     /// A sleeping task wakes.
     Wakeup { task: usize },
+    /// A CPU with no task finished its kernel work (a balance) and may run
+    /// what is queued.
+    KernelDone { cpu: usize },
 }
 
 /// Per-process bookkeeping.
@@ -139,6 +145,7 @@ impl Sim {
         opts: RunOptions,
     ) -> Result<Sim, SimError> {
         let mut k = Kernel::new(machine, knobs);
+        k.balance.serialize.seed = opts.seed;
         if opts.trace {
             k.trace = Some(Vec::new());
         }
@@ -386,6 +393,11 @@ impl Sim {
                     }
                 }
                 Ev::Wakeup { task } => self.wakeup(task)?,
+                Ev::KernelDone { cpu } => {
+                    if !self.k.rq[cpu].queue.is_empty() {
+                        self.schedule(cpu)?;
+                    }
+                }
             }
             if self.live == 0 {
                 self.end_ns = Some(self.k.now);
@@ -425,9 +437,18 @@ impl Sim {
         for cpu in 0..ncpu {
             self.k.sched_balance_trigger(cpu);
         }
+        self.k.run_sched_softirqs();
         for cpu in 0..ncpu {
             if self.k.rq[cpu].curr.is_none() {
-                self.k.pick_next_task(cpu);
+                let busy = self.k.rq[cpu].kernel_busy_until;
+                if busy > now {
+                    // Still in the balancing softirq: run the queue after.
+                    if !self.k.rq[cpu].queue.is_empty() {
+                        self.push(busy, Ev::KernelDone { cpu });
+                    }
+                } else {
+                    self.k.pick_next_task(cpu);
+                }
             }
         }
         self.sample(now);
@@ -560,6 +581,12 @@ impl Sim {
             if !self.k.sched_balance_newidle(cpu) {
                 return Ok(());
             }
+        }
+        let busy = self.k.rq[cpu].kernel_busy_until;
+        if busy > self.k.now {
+            // The CPU is still in kernel (a balance): the task waits.
+            self.push(busy, Ev::KernelDone { cpu });
+            return Ok(());
         }
         if self.k.pick_next_task(cpu).is_some() {
             self.plan(cpu)?;

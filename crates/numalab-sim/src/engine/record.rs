@@ -108,11 +108,36 @@ impl Sim {
         lab.insert("lb_redo".into(), b.lb_redo as f64);
         lab.insert("alb_pushed".into(), b.alb_pushed as f64);
         lab.insert("newidle_pulled".into(), b.newidle_pulled as f64);
-        lab.insert("serialize_attempts".into(), b.serialize_attempts as f64);
-        lab.insert("serialize_contended".into(), b.serialize_contended as f64);
+        // SD_SERIALIZE: the sched_balance_running flag, its cache line and
+        // the invariant checker (kernel/sched/serialize.rs).
+        let sz = &k.balance.serialize.stats;
+        lab.insert("softirqs".into(), b.softirqs as f64);
+        lab.insert("serialize_attempts".into(), sz.attempts as f64);
+        lab.insert("serialize_contended".into(), sz.contended as f64);
+        lab.insert("serialize_releases".into(), sz.releases as f64);
+        lab.insert("serialize_bad_releases".into(), sz.bad_releases as f64);
+        lab.insert("serialize_overlaps".into(), sz.overlaps as f64);
+        lab.insert("serialize_line_transfers".into(), sz.transfers as f64);
         lab.insert(
-            "serialize_bad_releases".into(),
-            k.balance.bad_releases as f64,
+            "serialize_line_transfers_remote".into(),
+            sz.transfers_remote as f64,
+        );
+        lab.insert(
+            "sched_balance_running_contention_ns".into(),
+            sz.atomic_ns.round(),
+        );
+        lab.insert("sched_balance_running_queue_ns".into(), sz.queue_ns.round());
+        lab.insert(
+            "sched_balance_running_max_cmpxchg_ns".into(),
+            sz.max_atomic_ns.round(),
+        );
+        lab.insert(
+            "sched_balance_running_contention_share".into(),
+            if total_cpu_ns > 0.0 {
+                (sz.atomic_ns / total_cpu_ns * 1e9).round() / 1e9
+            } else {
+                0.0
+            },
         );
         lab.insert("idle_kernel_s".into(), secs(k.idle_kernel_ns));
         lab.insert(

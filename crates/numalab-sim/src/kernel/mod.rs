@@ -86,6 +86,8 @@ pub struct Kernel {
     pub idle_kernel_ns: f64,
     /// Load-balancer state (the SD_SERIALIZE flag and counts).
     pub balance: sched::balance::BalanceState,
+    /// Runqueues with more than one task (`rd->overloaded` as a count).
+    pub nr_overloaded: usize,
     /// CPUs of each core (SMT siblings), by core id.
     pub core_cpus: Vec<Vec<usize>>,
     /// CPUs of each LLC, by LLC id.
@@ -117,10 +119,14 @@ impl Kernel {
             core_cpus[c.core].push(c.id);
             llc_cpus[c.llc].push(c.id);
         }
+        let variant =
+            sched::serialize::SerializeVariant::parse(knobs.str("numalab.sched_balance_serialize"))
+                .unwrap_or(sched::serialize::SerializeVariant::FixedNewidle);
         Kernel {
             core_cpus,
             llc_cpus,
-            balance: Default::default(),
+            balance: sched::balance::BalanceState::new(variant),
+            nr_overloaded: 0,
             latency: m.latency_ns.clone(),
             mem_util: vec![0.0; nn],
             res_share: vec![1.0; res.len()],
@@ -227,6 +233,13 @@ impl Kernel {
                     u
                 ));
             }
+        }
+        let overloaded = self.rq.iter().filter(|r| r.nr_running() > 1).count();
+        if overloaded != self.nr_overloaded {
+            return Err(format!(
+                "{overloaded} runqueues overloaded but nr_overloaded = {}",
+                self.nr_overloaded
+            ));
         }
         let mut seen = vec![false; self.tasks.len()];
         for rq in &self.rq {

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 enum Kind {
     /// Unsigned integer in `[min, max]`.
     Uint { min: u64, max: u64 },
+    /// One of a fixed list of words.
+    Choice { values: &'static [&'static str] },
 }
 
 struct Def {
@@ -69,6 +71,15 @@ const DEFS: &[Def] = &[
         default: "250",
         kind: Kind::Uint { min: 100, max: 1000 },
         help: "scheduler tick rate (jiffies per second)",
+    },
+    Def {
+        name: "numalab.sched_balance_serialize",
+        aliases: &[],
+        default: "fixed+newidle",
+        kind: Kind::Choice {
+            values: &["legacy", "v3", "v4", "fixed", "fixed+newidle"],
+        },
+        help: "lab: SD_SERIALIZE / sched_balance_running ordering: legacy (flag before the due and designated checks, before 6.19), v3 (checks first, redo keeps the held marker: the bug review found), v4 (as posted: redo releases and clears the marker, newidle serialized), fixed (tip 2265c5d4: redo keeps the flag, newidle not serialized), fixed+newidle (mainline 6.19, also 22c929d2)",
     },
     Def {
         name: "numalab.sample_interval_ms",
@@ -147,6 +158,14 @@ impl Knobs {
                     return Err(format!("--set {key}: {v} is out of range [{min}, {max}]"));
                 }
             }
+            Kind::Choice { values } => {
+                if !values.contains(&value) {
+                    return Err(format!(
+                        "--set {key}: '{value}' is not one of {}",
+                        values.join(", ")
+                    ));
+                }
+            }
         }
         if def.name == "kernel.numa_balancing" && matches!(value, "2" | "3") {
             return Err(format!(
@@ -201,6 +220,19 @@ mod tests {
         assert_eq!(k.uint("numa_balancing.scan_period_min_ms"), 1000);
         assert_eq!(k.uint("numa_balancing.scan_period_max_ms"), 60000);
         assert_eq!(k.uint("numa_balancing.scan_size_mb"), 256);
+        assert_eq!(k.str("numalab.sched_balance_serialize"), "fixed+newidle");
+    }
+
+    #[test]
+    fn choice_knobs_take_only_their_words() {
+        let mut k = Knobs::default();
+        k.set("numalab.sched_balance_serialize=legacy").unwrap();
+        assert_eq!(k.str("numalab.sched_balance_serialize"), "legacy");
+        let e = k.set("numalab.sched_balance_serialize=v5").unwrap_err();
+        assert!(
+            e.contains("not one of legacy, v3, v4, fixed, fixed+newidle"),
+            "{e}"
+        );
     }
 
     #[test]

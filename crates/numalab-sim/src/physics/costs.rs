@@ -58,3 +58,51 @@ pub const BALANCE_FIXED_NS: f64 = 500.0;
 /// the target CPU when it is idle (ns). Source: schbench/hackbench wakeup
 /// costs are a few us.
 pub const WAKEUP_NS: f64 = 2000.0;
+
+// --- Cache-line transfers between CPUs (contended atomics) -----------------
+//
+// What it costs to move one cache line in Modified state from the CPU that
+// last wrote it to the CPU that now does a locked operation on it: the
+// "core-to-core latency" that ping-pong compare-and-exchange benchmarks
+// measure (Anandtech's test, Chips and Cheese's, and the open-source
+// `core-to-core-latency` tool, which all bounce one line between two cores
+// with `lock cmpxchg`). Used by the SD_SERIALIZE flag model
+// (kernel/sched/serialize.rs). Measured sources:
+// (m1) KCORES/core-to-core-latency-plus, results "Dual Intel Xeon Platinum
+//      8360Y 2.40GHz by-herver.csv" (commit 456cc116): 2 x 36-core Ice Lake
+//      SP (the same 8360Y row that machine presets take their memory
+//      physics from). SMT siblings 7.6 ns; two cores of one socket 41-57 ns,
+//      mean about 51 ns; cores on different sockets 106-119 ns, mean about
+//      115 ns.
+// (m2) Same repository, "Intel Xeon W9-3475X 2.2GHz 36Cores 2023-Q2
+//      by-ReinForce-II.csv": one 36-core Sapphire Rapids package built from
+//      four tiles joined by EMIB; pairs range 36-72 ns, the pairs that cross
+//      tiles sitting at the top of that range (60-72 ns).
+// No Granite Rapids or cross-SNC-node measurement was found.
+
+/// Line transfer between SMT siblings of one core, or a locked operation on
+/// a line the CPU already owns (ns). Source: (m1), SMT siblings 7.6 ns.
+pub const C2C_SAME_CORE_NS: f64 = 7.6;
+
+/// Line transfer between two cores sharing a last-level cache (ns).
+/// Source: (m1), mean of the same-socket pairs, about 51 ns (41-57).
+pub const C2C_SAME_LLC_NS: f64 = 51.0;
+
+/// Line transfer between two cores of one package on different LLCs (SNC
+/// nodes / compute dies) (ns). EXTRAPOLATED: (m2)'s tile-crossing pairs on
+/// a Sapphire Rapids package, 60-72 ns; 65 ns taken.
+pub const C2C_SAME_PACKAGE_NS: f64 = 65.0;
+
+/// Line transfer between cores on different packages (ns). Source: (m1),
+/// mean of the cross-socket pairs, about 115 ns (106-119).
+pub const C2C_REMOTE_PACKAGE_NS: f64 = 115.0;
+
+/// Spread of the moment each CPU's SCHED_SOFTIRQ starts after the common
+/// tick (ns): the tick handler before it (`update_process_times`,
+/// `sched_tick`, hrtimer bookkeeping) takes a few microseconds and not the
+/// same on every CPU. Each CPU's walk starts at tick + a deterministic
+/// pseudo-random offset in `[0, TICK_SOFTIRQ_SPREAD_NS)`. A modeling choice,
+/// not a measurement; contention on the serialize flag is insensitive to
+/// it as long as it is below the time hundreds of line transfers take
+/// (tens of microseconds).
+pub const TICK_SOFTIRQ_SPREAD_NS: f64 = 2000.0;

@@ -73,6 +73,8 @@ pub struct Vma {
     pub pages_per_chunk: usize,
     /// `chunk_nodes[c * nr_nodes + n]`: pages of chunk `c` on node `n`.
     pub chunk_nodes: Vec<u32>,
+    /// Pages of the whole VMA on each node (the sum of `chunk_nodes`).
+    node_pages: Vec<u64>,
     /// Special pages per chunk.
     pub chunk_special: Vec<u32>,
     /// Special pages in the whole VMA.
@@ -114,6 +116,7 @@ impl Vma {
             pages: vec![Page::EMPTY; npages],
             pages_per_chunk,
             chunk_nodes: vec![0; nchunks * nr_nodes],
+            node_pages: vec![0; nr_nodes],
             chunk_special,
             nr_special: npages as u64,
             version: 0,
@@ -159,9 +162,11 @@ impl Vma {
         let was_special = old.special();
         if old.nid != NO_NODE {
             self.chunk_nodes[c * self.nr_nodes + old.nid as usize] -= 1;
+            self.node_pages[old.nid as usize] -= 1;
         }
         if nid != NO_NODE {
             self.chunk_nodes[c * self.nr_nodes + nid as usize] += 1;
+            self.node_pages[nid as usize] += 1;
         }
         self.pages[idx].nid = nid;
         self.fix_special(c, was_special, self.pages[idx].special());
@@ -246,6 +251,14 @@ impl Vma {
         }
         let (c0, c1) = (self.chunk_of(from), self.chunk_of(to - 1));
         let mut present = 0.0;
+        if c0 == 0 && c1 + 1 == self.nr_chunks() {
+            // The whole VMA: the running totals.
+            for (o, &v) in out.iter_mut().zip(&self.node_pages) {
+                *o = v as f64;
+                present += v as f64;
+            }
+            return self.pages.len() as f64 - present;
+        }
         for c in c0..=c1 {
             for (n, o) in out.iter_mut().enumerate() {
                 let v = self.chunk_nodes[c * self.nr_nodes + n] as f64;
@@ -298,6 +311,9 @@ impl Vma {
         }
         if special != self.nr_special {
             return Err(format!("vma {}: nr_special mismatch", self.name));
+        }
+        if self.pages_by_node() != self.node_pages {
+            return Err(format!("vma {}: per-node page totals mismatch", self.name));
         }
         Ok(())
     }

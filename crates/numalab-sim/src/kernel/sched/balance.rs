@@ -1,13 +1,16 @@
 //! Load balancing (kernel/sched/fair.c): periodic balancing from the tick
-//! (`sched_balance_trigger` → `sched_balance_domains` → `sched_balance_rq`)
-//! and newly-idle balancing (`sched_balance_newidle`).
+//! (`sched_balance_trigger` → SCHED_SOFTIRQ → `sched_balance_domains` →
+//! `sched_balance_rq`) and newly-idle balancing (`sched_balance_newidle`).
 //!
 //! Workflow of one `sched_balance_rq(cpu, sd)`:
 //! 1. `should_we_balance`: only one CPU per local group balances a domain:
 //!    the first idle core, else the first idle SMT sibling, else the group's
 //!    first CPU. Any other CPU stops here and at every level above.
-//! 2. On an SD_SERIALIZE (NUMA) domain, take the global
+//! 2. On an SD_SERIALIZE (NUMA) domain, try the global
 //!    `sched_balance_running` flag; failing to get it counts as balanced.
+//!    Where and when the flag is taken depends on the ordering in force
+//!    (`numalab.sched_balance_serialize`, see serialize.rs): before the
+//!    patch, `sched_balance_domains` took it before the interval check.
 //! 3. `sched_balance_find_src_group`: classify groups (has_spare,
 //!    fully_busy, overloaded), pick the busiest, decide whether an imbalance
 //!    exists and how many tasks fix it (`calculate_imbalance`, with the
@@ -15,23 +18,39 @@
 //! 4. `sched_balance_find_src_rq`: the busiest runqueue of that group.
 //! 5. `detach_tasks`: move waiting tasks that may run here and are not
 //!    cache-hot; if every candidate was pinned by affinity, drop that CPU
-//!    and `redo`.
+//!    and `redo` (what happens to a held flag then depends on the ordering).
 //! 6. Nothing moved: count a failure; after `cache_nice_tries + 2` failures
 //!    push the running task over (`active_load_balance_cpu_stop`).
 //! 7. The domain's interval resets to its minimum after an imbalance and
 //!    doubles up to its maximum when balanced.
 //!
+//! Time: a balance takes the time its costs say (physics/costs.rs). The
+//! SCHED_SOFTIRQs raised at one tick run interleaved on their CPUs' own
+//! clocks and pause at each operation on the serialize flag, so that
+//! operations from different CPUs happen in time order (serialize.rs
+//! explains why). That is why `sched_balance_domains` and
+//! `sched_balance_rq` are written as resumable passes ([`BalanceWalk`],
+//! [`RqPass`]) rather than plain calls: each pass stops where the kernel
+//! touches `sched_balance_running` and continues where it left off. Kernel
+//! time an idle CPU spends balancing keeps it from running a task until
+//! that time is over (`Rq::kernel_busy_until`).
+//!
 //! Left out: PELT load and utilisation (load is the number of runnable
 //! nice-0 tasks), group_imbalanced / misfit / asym-packing types, NOHZ idle
 //! balancing (idle CPUs balance at their own tick), active balance from the
-//! newly-idle path, the `LBF_DST_PINNED` retry with another destination.
+//! newly-idle path, the `LBF_DST_PINNED` retry with another destination,
+//! `max_newidle_lb_cost` tracking (the newidle cost test uses the modeled
+//! costs).
 
 use super::fair::adjust_numa_imbalance;
+use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
 use super::{TaskState, MIGRATION_COST_NS};
 use crate::kernel::Kernel;
 use crate::physics::costs;
 use numalab_topology::CpuSet;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// `enum cpu_idle_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +120,8 @@ impl SgStats {
 /// Counts of what the balancer did, for reports and tests.
 #[derive(Clone, Debug, Default)]
 pub struct BalanceStats {
-    /// `sched_balance_rq` calls that got past `should_we_balance`.
+    /// `sched_balance_rq` calls that got past `should_we_balance` (and the
+    /// flag, on serialized domains).
     pub lb_count: u64,
     /// Attempts that found the domain balanced.
     pub lb_balanced: u64,
@@ -115,18 +135,89 @@ pub struct BalanceStats {
     pub lb_redo: u64,
     /// Newly-idle balances that pulled a task.
     pub newidle_pulled: u64,
-    /// Attempts on the SD_SERIALIZE flag (cmpxchg).
-    pub serialize_attempts: u64,
-    /// Attempts that found the flag taken.
-    pub serialize_contended: u64,
+    /// SCHED_SOFTIRQ runs (`sched_balance_domains` walks).
+    pub softirqs: u64,
 }
 
-/// The global SD_SERIALIZE state (`sched_balance_running`).
-#[derive(Clone, Debug, Default)]
-pub struct SerializeFlag {
-    /// CPU holding the flag, if any.
-    pub holder: Option<usize>,
+/// Where a `sched_balance_rq` pass stands: its labels in fair.c, plus the
+/// flag operations it pauses at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RqAt {
+    /// `redo:` — `should_we_balance`, then maybe the flag.
+    Redo,
+    /// Paused before `atomic_try_cmpxchg_acquire(&sched_balance_running)`.
+    TryLock,
+    /// Find the busiest group and queue, detach and attach tasks.
+    Body,
+    /// Paused before the release that precedes `goto redo` (v3, v4).
+    RedoUnlock,
+    /// Paused before the release at `out:`.
+    OutUnlock,
+    /// Returned.
+    Done,
 }
+
+/// One `sched_balance_rq(cpu, sd, idle)` in progress.
+#[derive(Clone, Debug)]
+pub struct RqPass {
+    cpu: usize,
+    level: usize,
+    idle: CpuIdleType,
+    /// `env.cpus`: CPUs still eligible as source.
+    cpus: CpuSet,
+    /// The domain carries SD_SERIALIZE.
+    serialize: bool,
+    /// `need_unlock`: the "I hold the flag" marker.
+    need_unlock: bool,
+    /// Tasks moved here so far.
+    pub ld_moved: usize,
+    imbalance_found: bool,
+    active: bool,
+    /// Cleared when `should_we_balance` says another CPU balances.
+    pub continue_balancing: bool,
+    at: RqAt,
+}
+
+/// Where a `sched_balance_domains` walk stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WalkAt {
+    /// At the top of the loop body for domain `level`.
+    Level,
+    /// Paused before the pre-6.19 cmpxchg in `sched_balance_domains`.
+    LegacyTryLock,
+    /// The interval check.
+    Due,
+    /// Inside `sched_balance_rq`.
+    InRq,
+    /// Paused before the pre-6.19 release in `sched_balance_domains`.
+    LegacyUnlock,
+    /// `out:` — next_balance bookkeeping, then the next level.
+    Out,
+    /// Finished.
+    Done,
+}
+
+/// One CPU's SCHED_SOFTIRQ (`sched_balance_domains`) in progress, with its
+/// own clock.
+#[derive(Clone, Debug)]
+pub struct BalanceWalk {
+    cpu: usize,
+    idle: CpuIdleType,
+    busy: bool,
+    continue_balancing: bool,
+    jiffies: u64,
+    next_balance: u64,
+    level: usize,
+    interval: u64,
+    legacy_held: bool,
+    at: WalkAt,
+    rq: Option<RqPass>,
+    /// The CPU's clock (ns).
+    pub t: f64,
+}
+
+/// Cost of one `should_we_balance` (ns): a walk over the local group.
+const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 
 impl Kernel {
     /// `get_sd_balance_interval` in jiffies.
@@ -145,47 +236,203 @@ impl Kernel {
         j.clamp(1, max)
     }
 
-    /// `sched_balance_trigger` + the SCHED_SOFTIRQ it raises: called from
-    /// the tick of `cpu`.
+    /// `sched_balance_trigger`: from the tick of `cpu`, raise SCHED_SOFTIRQ
+    /// when its `next_balance` is due. The raised softirqs run in
+    /// [`Kernel::run_sched_softirqs`].
     pub fn sched_balance_trigger(&mut self, cpu: usize) {
         if self.jiffies() < self.rq[cpu].next_balance {
             return;
         }
+        self.balance.raised.push(cpu);
+    }
+
+    /// Runs every SCHED_SOFTIRQ raised at this tick (`sched_balance_softirq`
+    /// → `sched_balance_domains`), interleaved on the CPUs' own clocks:
+    /// always the walk whose clock is earliest resumes, up to its next
+    /// operation on the serialize flag.
+    pub fn run_sched_softirqs(&mut self) {
+        let raised = std::mem::take(&mut self.balance.raised);
+        let mut walks: Vec<BalanceWalk> = raised.iter().map(|&c| self.walk_new(c)).collect();
+        let mut paused = vec![false; walks.len()];
+        let mut heap: BinaryHeap<Reverse<(u64, usize)>> = walks
+            .iter()
+            .enumerate()
+            .map(|(i, w)| Reverse((w.t.to_bits(), i)))
+            .collect();
+        while let Some(Reverse((_, i))) = heap.pop() {
+            let w = &mut walks[i];
+            if paused[i] {
+                self.walk_flag_op(w);
+            }
+            if self.walk_run(w) {
+                self.walk_end(w);
+            } else {
+                paused[i] = true;
+                heap.push(Reverse((w.t.to_bits(), i)));
+            }
+        }
+        self.balance.raised = raised;
+        self.balance.raised.clear();
+    }
+
+    /// `sched_balance_domains` run to completion at once (tests; the tick
+    /// uses [`Kernel::run_sched_softirqs`]).
+    pub fn sched_balance_domains(&mut self, cpu: usize) {
+        let mut w = self.walk_new(cpu);
+        while !self.walk_run(&mut w) {
+            self.walk_flag_op(&mut w);
+        }
+        self.walk_end(&w);
+    }
+
+    fn walk_new(&self, cpu: usize) -> BalanceWalk {
         let idle = if self.rq[cpu].is_idle() {
             CpuIdleType::Idle
         } else {
             CpuIdleType::NotIdle
         };
-        self.sched_balance_domains(cpu, idle);
+        let jiffies = self.jiffies();
+        let mut t = self.softirq_start(cpu);
+        if idle == CpuIdleType::Idle {
+            t = t.max(self.rq[cpu].kernel_busy_until as f64);
+        }
+        BalanceWalk {
+            cpu,
+            idle,
+            busy: idle == CpuIdleType::NotIdle,
+            continue_balancing: true,
+            jiffies,
+            next_balance: jiffies + self.tick_hz() * 60,
+            level: 0,
+            interval: 0,
+            legacy_held: false,
+            at: WalkAt::Level,
+            rq: None,
+            t,
+        }
     }
 
-    /// `sched_balance_domains`: walk `cpu`'s domains bottom-up and balance
-    /// each one whose interval has expired.
-    pub fn sched_balance_domains(&mut self, cpu: usize, mut idle: CpuIdleType) {
-        let mut busy = idle == CpuIdleType::NotIdle;
-        let mut continue_balancing = true;
-        let jiffies = self.jiffies();
-        let mut next_balance = jiffies + self.tick_hz() * 60;
-        for level in 0..self.sd[cpu].len() {
-            if !continue_balancing {
-                break;
-            }
-            let mut interval = self.sd_balance_interval(cpu, level, busy);
-            if jiffies >= self.rq[cpu].sd[level].last_balance + interval {
-                if self.sched_balance_rq(cpu, level, idle, &mut continue_balancing) > 0 {
-                    idle = if self.rq[cpu].is_idle() {
-                        CpuIdleType::Idle
-                    } else {
-                        CpuIdleType::NotIdle
-                    };
-                    busy = idle == CpuIdleType::NotIdle;
+    /// Runs walk `w` until it needs the serialize flag (false) or is done
+    /// (true).
+    fn walk_run(&mut self, w: &mut BalanceWalk) -> bool {
+        let cpu = w.cpu;
+        loop {
+            match w.at {
+                WalkAt::Level => {
+                    if w.level >= self.sd[cpu].len() || !w.continue_balancing {
+                        self.rq[cpu].next_balance = w.next_balance;
+                        w.at = WalkAt::Done;
+                        continue;
+                    }
+                    w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
+                    let serialize = self.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
+                    if serialize && self.balance.serialize.variant.in_domains_walk() {
+                        // Pre-6.19: the flag before the interval check.
+                        w.at = WalkAt::LegacyTryLock;
+                        return false;
+                    }
+                    w.at = WalkAt::Due;
                 }
-                self.rq[cpu].sd[level].last_balance = jiffies;
-                interval = self.sd_balance_interval(cpu, level, busy);
+                WalkAt::Due => {
+                    let last = self.rq[cpu].sd[w.level].last_balance;
+                    if w.jiffies >= last + w.interval {
+                        w.rq = Some(self.rq_pass_new(cpu, w.level, w.idle));
+                        w.at = WalkAt::InRq;
+                    } else {
+                        w.at = if w.legacy_held {
+                            WalkAt::LegacyUnlock
+                        } else {
+                            WalkAt::Out
+                        };
+                    }
+                }
+                WalkAt::InRq => {
+                    let Some(mut p) = w.rq.take() else {
+                        w.at = WalkAt::Out;
+                        continue;
+                    };
+                    let done = self.rq_pass_run(&mut p, &mut w.t);
+                    if !done {
+                        w.rq = Some(p);
+                        return false;
+                    }
+                    if p.ld_moved > 0 {
+                        // The LBF_DST_PINNED logic could have changed the
+                        // destination: recompute our idle state.
+                        w.idle = if self.rq[cpu].is_idle() {
+                            CpuIdleType::Idle
+                        } else {
+                            CpuIdleType::NotIdle
+                        };
+                        w.busy = w.idle == CpuIdleType::NotIdle;
+                    }
+                    w.continue_balancing &= p.continue_balancing;
+                    self.rq[cpu].sd[w.level].last_balance = w.jiffies;
+                    w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
+                    w.at = if w.legacy_held {
+                        WalkAt::LegacyUnlock
+                    } else {
+                        WalkAt::Out
+                    };
+                }
+                WalkAt::LegacyTryLock | WalkAt::LegacyUnlock => return false,
+                WalkAt::Out => {
+                    let next = self.rq[cpu].sd[w.level].last_balance + w.interval;
+                    w.next_balance = w.next_balance.min(next);
+                    w.level += 1;
+                    w.at = WalkAt::Level;
+                }
+                WalkAt::Done => return true,
             }
-            next_balance = next_balance.min(self.rq[cpu].sd[level].last_balance + interval);
         }
-        self.rq[cpu].next_balance = next_balance;
+    }
+
+    /// Performs the flag operation walk `w` is paused at, at its clock.
+    fn walk_flag_op(&mut self, w: &mut BalanceWalk) {
+        match w.at {
+            WalkAt::LegacyTryLock => {
+                if self.sched_balance_running_trylock(w.cpu, &mut w.t) {
+                    w.legacy_held = true;
+                    w.at = WalkAt::Due;
+                } else {
+                    // `goto out`: skip this domain, go on with the next.
+                    w.at = WalkAt::Out;
+                }
+            }
+            WalkAt::LegacyUnlock => {
+                self.sched_balance_running_unlock(w.cpu, w.t);
+                w.legacy_held = false;
+                w.at = WalkAt::Out;
+            }
+            WalkAt::InRq => {
+                if let Some(p) = w.rq.as_mut() {
+                    self.rq_pass_flag_op(p, &mut w.t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A walk finished: an idle CPU stays in kernel until its clock.
+    fn walk_end(&mut self, w: &BalanceWalk) {
+        self.balance.stats.softirqs += 1;
+        self.kernel_time_until(w.cpu, w.t);
+    }
+
+    /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
+    /// CPU cannot start one before then.
+    fn kernel_time_until(&mut self, cpu: usize, t: f64) {
+        if self.rq[cpu].curr.is_none() {
+            let until = t.ceil() as u64;
+            let rq = &mut self.rq[cpu];
+            rq.kernel_busy_until = rq.kernel_busy_until.max(until);
+        }
+    }
+
+    /// Charges `ns` of balancing work to `cpu` and moves its clock.
+    fn charge_walk(&mut self, cpu: usize, t: &mut f64, ns: f64) {
+        self.charge_cpu(cpu, ns);
+        *t += ns;
     }
 
     /// Ticks per second.
@@ -443,156 +690,220 @@ impl Kernel {
         hot && failed <= cache_nice_tries
     }
 
-    /// `sched_balance_rq`: balance domain `level` of `cpu`. Returns the
-    /// number of tasks moved here.
+    /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
+    pub fn rq_pass_new(&self, cpu: usize, level: usize, idle: CpuIdleType) -> RqPass {
+        let sd = &self.sd[cpu][level];
+        RqPass {
+            cpu,
+            level,
+            idle,
+            cpus: sd.span.clone(),
+            serialize: sd.flags.has(SdFlags::SERIALIZE),
+            need_unlock: false,
+            ld_moved: 0,
+            imbalance_found: false,
+            active: false,
+            continue_balancing: true,
+            at: RqAt::Redo,
+        }
+    }
+
+    /// `sched_balance_rq`: balance domain `level` of `cpu` at once (flag
+    /// operations included), from the CPU's clock `*t`. Returns the number
+    /// of tasks moved here.
     pub fn sched_balance_rq(
         &mut self,
         cpu: usize,
         level: usize,
         idle: CpuIdleType,
         continue_balancing: &mut bool,
+        t: &mut f64,
     ) -> usize {
-        let mut cpus = self.sd[cpu][level].span.clone();
-        let span_w = self.sd[cpu][level].span_weight() as f64;
-        let serialize =
-            self.sd[cpu][level].flags.has(SdFlags::SERIALIZE) && idle != CpuIdleType::NewlyIdle;
-        let cache_nice_tries = self.sd[cpu][level].cache_nice_tries;
-        let mut need_unlock = false;
-        let mut ld_moved = 0usize;
-        let mut all_pinned;
-        let mut imbalance_found = false;
-        let mut active = false;
+        let mut p = self.rq_pass_new(cpu, level, idle);
+        while !self.rq_pass_run(&mut p, t) {
+            self.rq_pass_flag_op(&mut p, t);
+        }
+        if !p.continue_balancing {
+            *continue_balancing = false;
+        }
+        p.ld_moved
+    }
+
+    /// Runs pass `p` from where it stands until it needs the serialize flag
+    /// (false) or returns (true). `*t` is the CPU's clock.
+    pub fn rq_pass_run(&mut self, p: &mut RqPass, t: &mut f64) -> bool {
         loop {
-            // redo:
-            if !self.should_we_balance(cpu, level, idle, &cpus) {
-                *continue_balancing = false;
-                self.charge_cpu(cpu, costs::BALANCE_FIXED_NS / 4.0);
-                break;
+            match p.at {
+                RqAt::Redo => {
+                    self.charge_walk(p.cpu, t, SWB_NS);
+                    if !self.should_we_balance(p.cpu, p.level, p.idle, &p.cpus) {
+                        p.continue_balancing = false;
+                        self.rq_pass_out(p);
+                        continue;
+                    }
+                    let variant = self.balance.serialize.variant;
+                    if p.serialize && variant.rq_tries(p.idle, p.need_unlock) {
+                        p.at = RqAt::TryLock;
+                        return false;
+                    }
+                    p.at = RqAt::Body;
+                }
+                RqAt::Body => self.rq_pass_body(p, t),
+                RqAt::TryLock | RqAt::RedoUnlock | RqAt::OutUnlock => return false,
+                RqAt::Done => return true,
             }
-            if serialize && !need_unlock {
-                self.balance.stats.serialize_attempts += 1;
-                if self.balance.flag.holder.is_some() {
-                    self.balance.stats.serialize_contended += 1;
+        }
+    }
+
+    /// Performs the flag operation pass `p` is paused at, at the clock `*t`.
+    pub fn rq_pass_flag_op(&mut self, p: &mut RqPass, t: &mut f64) {
+        match p.at {
+            RqAt::TryLock => {
+                if self.sched_balance_running_trylock(p.cpu, t) {
+                    p.need_unlock = true;
+                    p.at = RqAt::Body;
+                } else {
+                    // goto out_balanced (a v3 retry still has need_unlock set).
+                    self.rq_pass_out(p);
+                }
+            }
+            RqAt::RedoUnlock => {
+                self.sched_balance_running_unlock(p.cpu, *t);
+                if self.balance.serialize.variant.redo() == RedoFlag::ReleaseAndClear {
+                    p.need_unlock = false;
+                }
+                p.at = RqAt::Redo;
+            }
+            RqAt::OutUnlock => {
+                self.sched_balance_running_unlock(p.cpu, *t);
+                p.at = RqAt::Done;
+            }
+            _ => {}
+        }
+    }
+
+    /// The body of `sched_balance_rq` after `should_we_balance` and the flag:
+    /// find the busiest group and queue, move tasks, `redo` when all were
+    /// pinned. Leaves `p` at its next stop.
+    fn rq_pass_body(&mut self, p: &mut RqPass, t: &mut f64) {
+        let (cpu, level, idle) = (p.cpu, p.level, p.idle);
+        let span_w = self.sd[cpu][level].span_weight() as f64;
+        let cache_nice_tries = self.sd[cpu][level].cache_nice_tries;
+        self.balance.stats.lb_count += 1;
+        self.charge_walk(
+            cpu,
+            t,
+            costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
+        );
+        let Some((bi, imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
+            self.balance.stats.lb_balanced += 1;
+            self.rq_pass_out(p);
+            return;
+        };
+        let group = self.sd[cpu][level].groups[bi].clone();
+        // NUMA balancing: classify the busiest group on NUMA levels
+        // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
+        let fbq = if self.sd[cpu][level].flags.has(SdFlags::NUMA) {
+            self.fbq_classify_group(&group, &p.cpus)
+        } else {
+            FbqType::All
+        };
+        let Some(src) = self.find_busiest_queue(&group, &p.cpus, fbq) else {
+            self.balance.stats.lb_balanced += 1;
+            self.rq_pass_out(p);
+            return;
+        };
+        p.imbalance_found = true;
+        if self.rq[src].nr_running() > 1 {
+            let failed = self.rq[cpu].sd[level].nr_balance_failed;
+            let mut moved = 0i64;
+            let mut all_pinned = true;
+            let cands: Vec<usize> = self.rq[src]
+                .queue
+                .iter()
+                .copied()
+                .take(SCHED_NR_MIGRATE)
+                .collect();
+            for tk in cands {
+                if moved >= imb {
                     break;
                 }
-                self.balance.flag.holder = Some(cpu);
-                need_unlock = true;
+                if !self.task_allowed(tk).contains(cpu) {
+                    continue;
+                }
+                all_pinned = false;
+                // NUMA balancing: on NUMA levels locality decides
+                // hotness (can_migrate_task → migrate_degrades_locality).
+                let hot = match self.migrate_degrades_locality(tk, src, cpu, level, idle) {
+                    0 => self.task_hot(tk, failed, cache_nice_tries),
+                    d => d > 0 && failed <= cache_nice_tries,
+                };
+                if hot {
+                    continue;
+                }
+                self.move_task(tk, cpu);
+                moved += 1;
             }
-            self.balance.stats.lb_count += 1;
-            self.charge_cpu(
-                cpu,
-                costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
-            );
-            let Some((bi, imb)) = self.find_busiest_group(cpu, level, idle, &cpus) else {
-                self.balance.stats.lb_balanced += 1;
-                break;
-            };
-            let group = self.sd[cpu][level].groups[bi].clone();
-            // NUMA balancing: classify the busiest group on NUMA levels
-            // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
-            let fbq = if self.sd[cpu][level].flags.has(SdFlags::NUMA) {
-                self.fbq_classify_group(&group, &cpus)
-            } else {
-                FbqType::All
-            };
-            let Some(src) = self.find_busiest_queue(&group, &cpus, fbq) else {
-                self.balance.stats.lb_balanced += 1;
-                break;
-            };
-            imbalance_found = true;
-            all_pinned = true;
-            if self.rq[src].nr_running() > 1 {
-                let failed = self.rq[cpu].sd[level].nr_balance_failed;
-                let mut moved = 0i64;
-                let cands: Vec<usize> = self.rq[src]
-                    .queue
-                    .iter()
-                    .copied()
-                    .take(SCHED_NR_MIGRATE)
-                    .collect();
-                for t in cands {
-                    if moved >= imb {
-                        break;
-                    }
-                    if !self.task_allowed(t).contains(cpu) {
-                        continue;
-                    }
-                    all_pinned = false;
-                    // NUMA balancing: on NUMA levels locality decides
-                    // hotness (can_migrate_task → migrate_degrades_locality).
-                    let hot = match self.migrate_degrades_locality(t, src, cpu, level, idle) {
-                        0 => self.task_hot(t, failed, cache_nice_tries),
-                        d => d > 0 && failed <= cache_nice_tries,
+            p.ld_moved += moved as usize;
+            self.balance.stats.lb_gained += moved as u64;
+            if all_pinned {
+                // LBF_ALL_PINNED: try again without that CPU.
+                p.cpus.remove(src);
+                let dst_group = &self.sd[cpu][level].groups[0];
+                if !p.cpus.is_subset(dst_group) {
+                    self.balance.stats.lb_redo += 1;
+                    let redo = self.balance.serialize.variant.redo();
+                    p.at = if p.need_unlock && redo != RedoFlag::Keep {
+                        RqAt::RedoUnlock
+                    } else {
+                        RqAt::Redo
                     };
-                    if hot {
-                        continue;
-                    }
-                    self.move_task(t, cpu);
-                    moved += 1;
-                }
-                ld_moved += moved as usize;
-                self.balance.stats.lb_gained += moved as u64;
-                if all_pinned {
-                    // LBF_ALL_PINNED: try again without that CPU.
-                    cpus.remove(src);
-                    let dst_group = &self.sd[cpu][level].groups[0];
-                    if !cpus.is_subset(dst_group) {
-                        self.balance.stats.lb_redo += 1;
-                        self.balance_redo_hook(cpu, &mut need_unlock);
-                        continue;
-                    }
+                    return;
                 }
             }
-            if ld_moved == 0 {
-                self.balance.stats.lb_failed += 1;
-                if idle != CpuIdleType::NewlyIdle {
-                    self.rq[cpu].sd[level].nr_balance_failed += 1;
-                    if self.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2 {
-                        active = self.active_load_balance(src, cpu);
-                        if active {
-                            ld_moved = 1;
-                        }
-                    }
-                }
-            }
-            break;
         }
+        if p.ld_moved == 0 {
+            self.balance.stats.lb_failed += 1;
+            if idle != CpuIdleType::NewlyIdle {
+                self.rq[cpu].sd[level].nr_balance_failed += 1;
+                if self.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2 {
+                    p.active = self.active_load_balance(src, cpu);
+                    if p.active {
+                        p.ld_moved = 1;
+                    }
+                }
+            }
+        }
+        self.rq_pass_out(p);
+    }
+
+    /// The end of `sched_balance_rq` (`out_balanced:` … `out:`): interval
+    /// and failure bookkeeping, then the release if the marker says held.
+    fn rq_pass_out(&mut self, p: &mut RqPass) {
+        let (cpu, level) = (p.cpu, p.level);
+        let (min_iv, max_iv) = (
+            self.sd[cpu][level].min_interval_ms,
+            self.sd[cpu][level].max_interval_ms,
+        );
         let st = &mut self.rq[cpu].sd[level];
-        if ld_moved > 0 {
+        if p.ld_moved > 0 {
             st.nr_balance_failed = 0;
         }
-        if imbalance_found && (ld_moved > 0 || active) {
-            st.balance_interval_ms = self.sd[cpu][level].min_interval_ms;
-        } else if idle != CpuIdleType::NewlyIdle {
-            if !imbalance_found {
+        if p.imbalance_found && (p.ld_moved > 0 || p.active) {
+            st.balance_interval_ms = min_iv;
+        } else if p.idle != CpuIdleType::NewlyIdle {
+            if !p.imbalance_found {
                 st.nr_balance_failed = 0;
             }
-            if st.balance_interval_ms < self.sd[cpu][level].max_interval_ms {
+            if st.balance_interval_ms < max_iv {
                 st.balance_interval_ms *= 2;
             }
         }
-        if need_unlock {
-            self.balance_release(cpu);
-        }
-        ld_moved
-    }
-
-    /// What the serialize flag does on a `redo`. Mainline releases the flag
-    /// and clears its "held" marker before retrying, so the retry takes it
-    /// afresh.
-    fn balance_redo_hook(&mut self, cpu: usize, need_unlock: &mut bool) {
-        if *need_unlock {
-            self.balance_release(cpu);
-            *need_unlock = false;
-        }
-    }
-
-    fn balance_release(&mut self, cpu: usize) {
-        if self.balance.flag.holder == Some(cpu) {
-            self.balance.flag.holder = None;
+        p.at = if p.need_unlock {
+            RqAt::OutUnlock
         } else {
-            self.balance.bad_releases += 1;
-        }
+            RqAt::Done
+        };
     }
 
     /// `active_load_balance_cpu_stop`: push the running task of `src` to
@@ -615,38 +926,65 @@ impl Kernel {
 
     /// `sched_balance_newidle`: `cpu` is about to go idle; try to pull a
     /// task from the domains bottom-up. Returns true when one was pulled.
+    /// Runs to completion at once; the CPU is in kernel until its clock.
+    /// Either way the CPU's `next_balance` moves forward to its domains'
+    /// idle intervals, so an idle CPU balances at its next due tick.
     pub fn sched_balance_newidle(&mut self, cpu: usize) -> bool {
-        let overloaded = self.rq.iter().any(|r| r.nr_running() > 1);
-        if !overloaded || self.rq[cpu].avg_idle < MIGRATION_COST_NS {
-            return false;
-        }
-        let mut curr_cost = 0.0;
-        let mut continue_balancing = true;
-        for level in 0..self.sd[cpu].len() {
-            let sd = &self.sd[cpu][level];
-            let cost =
-                costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
-            if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
-                break;
+        let jiffies = self.jiffies();
+        let mut next_balance = jiffies + self.tick_hz();
+        let mut pulled = false;
+        if self.nr_overloaded == 0 || self.rq[cpu].avg_idle < MIGRATION_COST_NS {
+            if !self.sd[cpu].is_empty() {
+                self.update_next_balance(cpu, 0, &mut next_balance);
             }
-            if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
-                let pulled = self.sched_balance_rq(
-                    cpu,
-                    level,
-                    CpuIdleType::NewlyIdle,
-                    &mut continue_balancing,
-                );
-                curr_cost += cost;
-                if pulled > 0 {
-                    self.balance.stats.newidle_pulled += 1;
-                    return true;
+        } else {
+            let mut t = (self.now.max(self.rq[cpu].kernel_busy_until)) as f64;
+            let mut curr_cost = 0.0;
+            let mut continue_balancing = true;
+            for level in 0..self.sd[cpu].len() {
+                self.update_next_balance(cpu, level, &mut next_balance);
+                let sd = &self.sd[cpu][level];
+                let cost =
+                    costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
+                if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
+                    break;
+                }
+                if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
+                    let n = self.sched_balance_rq(
+                        cpu,
+                        level,
+                        CpuIdleType::NewlyIdle,
+                        &mut continue_balancing,
+                        &mut t,
+                    );
+                    curr_cost += cost;
+                    if n > 0 {
+                        self.balance.stats.newidle_pulled += 1;
+                        pulled = true;
+                        break;
+                    }
+                }
+                if !continue_balancing {
+                    break;
                 }
             }
-            if !continue_balancing {
-                break;
-            }
+            self.kernel_time_until(cpu, t);
         }
-        false
+        // out: move the next balance forward.
+        if self.rq[cpu].next_balance > next_balance {
+            self.rq[cpu].next_balance = next_balance;
+        }
+        pulled
+    }
+
+    /// `update_next_balance`: pull `*next_balance` forward to when domain
+    /// `level` of `cpu` is next due at its idle interval.
+    fn update_next_balance(&self, cpu: usize, level: usize, next_balance: &mut u64) {
+        let interval = self.sd_balance_interval(cpu, level, false);
+        let next = self.rq[cpu].sd[level].last_balance + interval;
+        if *next_balance > next {
+            *next_balance = next;
+        }
     }
 
     /// Tasks waiting on `cpu` that are not running (for tests).
@@ -662,11 +1000,277 @@ impl Kernel {
 /// Balancer state held by the kernel.
 #[derive(Clone, Debug, Default)]
 pub struct BalanceState {
-    /// `sched_balance_running`.
-    pub flag: SerializeFlag,
+    /// `sched_balance_running`, its cache line and its invariant checker.
+    pub serialize: SerializeState,
     /// What the balancer did.
     pub stats: BalanceStats,
-    /// Releases of the flag by a CPU that did not hold it (invariant
-    /// violations).
-    pub bad_releases: u64,
+    /// CPUs whose SCHED_SOFTIRQ was raised at the current tick.
+    pub raised: Vec<usize>,
+}
+
+impl BalanceState {
+    /// A balancer following the serialize ordering `variant`.
+    pub fn new(variant: SerializeVariant) -> BalanceState {
+        BalanceState {
+            serialize: SerializeState::new(variant),
+            stats: BalanceStats::default(),
+            raised: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::mm::Mm;
+    use crate::kernel::sched::Task;
+    use crate::kernel::sysctl::Knobs;
+
+    /// A booted kernel on preset `machine` under serialize ordering
+    /// `variant`, with one empty address space for test tasks.
+    fn kernel(machine: &str, variant: &str) -> Kernel {
+        let m = numalab_topology::presets::load(machine).expect("preset");
+        let mut knobs = Knobs::default();
+        knobs
+            .set(&format!("numalab.sched_balance_serialize={variant}"))
+            .expect("knob");
+        let mut k = Kernel::new(m, knobs);
+        k.mms.push(Mm {
+            id: 0,
+            tgid: 100,
+            vmas: Vec::new(),
+            users: 0,
+            numa: Default::default(),
+        });
+        k
+    }
+
+    /// A runnable task on `cpu` allowed on `allowed` (running if the CPU
+    /// was idle).
+    fn add_task(k: &mut Kernel, cpu: usize, allowed: CpuSet) -> usize {
+        let t = k.tasks.len();
+        let nn = k.m.nr_nodes();
+        let mut task = Task::new(101 + t as u64, 100, format!("t{t}"), 0, 0, nn);
+        task.affinity = allowed;
+        task.cpu = cpu;
+        k.tasks.push(task);
+        k.enqueue_task(t, cpu);
+        if k.rq[cpu].curr.is_none() {
+            k.pick_next_task(cpu);
+        }
+        t
+    }
+
+    fn one(cpu: usize) -> CpuSet {
+        std::iter::once(cpu).collect()
+    }
+
+    /// Index of the lowest SD_SERIALIZE domain of `cpu`.
+    fn numa_level(k: &Kernel, cpu: usize) -> usize {
+        k.sd[cpu]
+            .iter()
+            .position(|d| d.flags.has(SdFlags::SERIALIZE))
+            .expect("a NUMA level")
+    }
+
+    /// Advances the kernel by one tick and runs the balancing softirqs of
+    /// every CPU, as the engine does.
+    fn tick(k: &mut Kernel) {
+        k.now += k.tick_ns;
+        for cpu in 0..k.m.nr_cpus() {
+            k.sched_balance_trigger(cpu);
+        }
+        k.run_sched_softirqs();
+    }
+
+    #[test]
+    fn should_we_balance_picks_the_first_idle_core() {
+        // 4s-48: node 0 is cores 0-5, CPU c's SMT sibling is c + 24.
+        let mut k = kernel("4s-48", "fixed");
+        let lvl = numa_level(&k, 0);
+        let span = k.sd[0][lvl].span.clone();
+        // CPU 0 runs a task: its core is not idle, so its idle sibling 24
+        // is only an idle SMT sibling; core 1 (CPUs 1, 25) is fully idle.
+        let all = k.m.all_cpus();
+        add_task(&mut k, 0, all);
+        let swb = |k: &Kernel, cpu| k.should_we_balance(cpu, lvl, CpuIdleType::Idle, &span);
+        assert!(swb(&k, 1), "CPU 1 is the first CPU of the first idle core");
+        assert!(!swb(&k, 24), "an idle sibling of a busy core is not chosen");
+        assert!(!swb(&k, 25) && !swb(&k, 2));
+        // With every core of node 0 partly busy, the first idle SMT sibling
+        // balances; with every CPU busy, the group's first CPU.
+        for c in 1..6 {
+            let all = k.m.all_cpus();
+            add_task(&mut k, c, all);
+        }
+        assert!(swb(&k, 24));
+        assert!(!swb(&k, 25));
+        for c in 24..30 {
+            let all = k.m.all_cpus();
+            add_task(&mut k, c, all);
+        }
+        assert!(swb(&k, 0) && !swb(&k, 1));
+        // Newly idle: every CPU with an empty runqueue may balance.
+        let mut k = kernel("4s-48", "fixed");
+        let all = k.m.all_cpus();
+        add_task(&mut k, 0, all);
+        assert!(k.should_we_balance(3, lvl, CpuIdleType::NewlyIdle, &span));
+        assert!(!k.should_we_balance(0, lvl, CpuIdleType::NewlyIdle, &span));
+    }
+
+    /// Runs `cpu`'s `sched_balance_domains` with every level's interval
+    /// expired or not, and returns the flag attempts it made.
+    fn walk_attempts(variant: &str, cpu: usize, due: bool) -> u64 {
+        let mut k = kernel("gnr-2s-snc3", variant);
+        k.now = 100_000 * k.tick_ns;
+        let j = k.jiffies();
+        for l in 0..k.sd[cpu].len() {
+            k.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
+        }
+        k.sched_balance_domains(cpu);
+        k.balance.serialize.stats.attempts
+    }
+
+    #[test]
+    fn legacy_takes_the_flag_on_every_numa_level_walked_even_when_not_due() {
+        // gnr-2s-snc3 has two NUMA levels (the package, then the machine).
+        // CPU 5 is not the designated balancer of anything above its core.
+        assert_eq!(walk_attempts("legacy", 5, false), 2);
+        assert_eq!(walk_attempts("legacy", 0, false), 2);
+        for v in ["v3", "v4", "fixed", "fixed+newidle"] {
+            assert_eq!(walk_attempts(v, 5, false), 0, "{v}");
+            assert_eq!(walk_attempts(v, 0, false), 0, "{v}");
+        }
+    }
+
+    #[test]
+    fn checks_first_orderings_take_the_flag_only_when_due_and_designated() {
+        // Idle machine, every level due. CPU 0 is the first idle core of
+        // node 0 and of package 0: it balances both NUMA levels. CPU 5
+        // balances its core's MC level but is not node 0's designated CPU,
+        // so should_we_balance stops it at the first NUMA level. CPU 245
+        // (CPU 5's sibling) already stops at the MC level.
+        for v in ["v3", "v4", "fixed", "fixed+newidle"] {
+            assert_eq!(walk_attempts(v, 0, true), 2, "{v}");
+            assert_eq!(walk_attempts(v, 5, true), 0, "{v}");
+            assert_eq!(walk_attempts(v, 245, true), 0, "{v}");
+        }
+        // Pre-patch, CPU 5 takes the flag at the first NUMA level before
+        // sched_balance_rq's should_we_balance tells it to stop.
+        assert_eq!(walk_attempts("legacy", 5, true), 1);
+        assert_eq!(walk_attempts("legacy", 245, true), 0);
+    }
+
+    /// 4s-48 with 13 tasks pinned to CPU 0 (node 0 overloaded, nodes 1-3
+    /// empty): the designated CPUs of nodes 1-3 find node 0 busiest, find
+    /// every task of CPU 0 pinned, and redo. Returns the serialize counts
+    /// after `ticks` ticks.
+    fn pinned_redo(variant: &str, ticks: usize) -> (u64, u64, u64, u64) {
+        let mut k = kernel("4s-48", variant);
+        for _ in 0..13 {
+            add_task(&mut k, 0, one(0));
+        }
+        for _ in 0..ticks {
+            tick(&mut k);
+        }
+        let s = &k.balance.serialize.stats;
+        (
+            k.balance.stats.lb_redo,
+            s.attempts,
+            s.bad_releases,
+            s.overlaps,
+        )
+    }
+
+    #[test]
+    fn v3_releases_a_flag_it_no_longer_holds_when_pinned_tasks_force_redo() {
+        let (redo, attempts, bad, _overlaps) = pinned_redo("v3", 2500);
+        assert!(
+            redo > 100 && attempts > 100,
+            "redo {redo} attempts {attempts}"
+        );
+        // Now and then another node's balancer takes the flag between a
+        // redo's release and the retry; the retry fails and `out:`
+        // releases the other CPU's flag.
+        assert!(bad > 0, "v3 must show bad releases ({attempts} attempts)");
+    }
+
+    #[test]
+    fn fixed_orderings_never_overlap_nor_release_a_flag_they_do_not_hold() {
+        for v in ["legacy", "v4", "fixed", "fixed+newidle"] {
+            let (redo, _, bad, overlaps) = pinned_redo(v, 2500);
+            assert!(redo > 100, "{v}: redo {redo}");
+            assert_eq!((bad, overlaps), (0, 0), "{v}");
+        }
+    }
+
+    /// 4s-48: thirteen runnable tasks on CPU 0 (node 0 overloaded), CPU 6
+    /// (node 1) goes newly idle long after they last ran. Nothing to pull
+    /// below the NUMA level, so the pull comes from node 0 at the NUMA
+    /// level.
+    /// `holder`: a CPU already holding the flag. Returns (pulled, attempts).
+    fn newidle_at_numa(variant: &str, holder: Option<usize>) -> (bool, u64) {
+        let mut k = kernel("4s-48", variant);
+        for _ in 0..13 {
+            let all = k.m.all_cpus();
+            add_task(&mut k, 0, all);
+        }
+        k.now = 1_000_000_000;
+        if let Some(h) = holder {
+            let mut t = k.now as f64;
+            assert!(k.sched_balance_running_trylock(h, &mut t));
+        }
+        let before = k.balance.serialize.stats.attempts;
+        let pulled = k.sched_balance_newidle(6);
+        (pulled, k.balance.serialize.stats.attempts - before)
+    }
+
+    #[test]
+    fn only_the_newidle_orderings_serialize_newly_idle_balancing() {
+        for v in ["legacy", "v3", "fixed"] {
+            assert_eq!(newidle_at_numa(v, None), (true, 0), "{v}");
+            // Another CPU's serialized balance does not stop it.
+            assert_eq!(newidle_at_numa(v, Some(12)), (true, 0), "{v}");
+        }
+        for v in ["v4", "fixed+newidle"] {
+            assert_eq!(newidle_at_numa(v, None), (true, 1), "{v}");
+            // The flag is taken: the NUMA level counts as balanced.
+            assert_eq!(newidle_at_numa(v, Some(12)), (false, 1), "{v}");
+        }
+    }
+
+    #[test]
+    fn newly_idle_cpus_pull_their_next_balance_forward() {
+        let mut k = kernel("4s-48", "fixed");
+        k.now = 1000 * k.tick_ns;
+        k.rq[6].next_balance = k.jiffies() + 500;
+        // Nothing is overloaded: no balance, but the next one is due at
+        // the lowest domain's idle interval.
+        assert!(!k.sched_balance_newidle(6));
+        let iv = k.sd_balance_interval(6, 0, false);
+        assert_eq!(k.rq[6].next_balance, k.rq[6].sd[0].last_balance + iv);
+    }
+
+    #[test]
+    fn an_idle_cpu_stays_in_kernel_for_its_balancing_time() {
+        let mut k = kernel("gnr-2s-snc3", "legacy");
+        k.now = 100_000 * k.tick_ns;
+        // Softirq raised on every CPU, no domain due: each walk only
+        // checks the intervals, and takes the flag at both NUMA levels.
+        let j = k.jiffies();
+        for cpu in 0..k.m.nr_cpus() {
+            k.rq[cpu].sd.iter_mut().for_each(|d| d.last_balance = j);
+            k.sched_balance_trigger(cpu);
+        }
+        k.run_sched_softirqs();
+        // 480 CPUs hit the flag's line at once: the last waits for the
+        // transfers of all before it, tens of microseconds.
+        let s = &k.balance.serialize.stats;
+        assert_eq!(s.attempts, 960, "every CPU at both NUMA levels");
+        assert!(s.max_atomic_ns > 480.0 * costs::C2C_SAME_LLC_NS, "{s:?}");
+        let busiest = k.rq.iter().map(|r| r.kernel_busy_until).max().unwrap_or(0);
+        assert!(busiest > k.now + 20_000, "{}", busiest - k.now);
+        assert_eq!(k.balance.stats.lb_count, 0);
+        assert!((k.idle_kernel_ns - s.atomic_ns).abs() < 1e-3);
+    }
 }

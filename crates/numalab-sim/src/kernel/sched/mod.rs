@@ -14,6 +14,7 @@
 
 pub mod balance;
 pub mod fair;
+pub mod serialize;
 pub mod topology;
 
 use crate::kernel::mm::mempolicy::MemPolicy;
@@ -176,6 +177,10 @@ pub struct Rq {
     pub busy_ns: u64,
     /// `numa_migrate_on`: a NUMA migration targets this rq.
     pub numa_migrate_on: bool,
+    /// While the CPU has no task, it is busy in kernel (balancing softirq,
+    /// newly-idle balance) until this time (ns): the engine runs no task
+    /// there before then; a woken task waits on the queue.
+    pub kernel_busy_until: u64,
 }
 
 impl Rq {
@@ -203,6 +208,7 @@ impl Rq {
             gen: 0,
             busy_ns: 0,
             numa_migrate_on: false,
+            kernel_busy_until: 0,
         }
     }
 
@@ -231,6 +237,9 @@ impl Kernel {
         task.state = TaskState::Runnable;
         task.wait_start = self.now;
         self.rq[cpu].queue.push(t);
+        if self.rq[cpu].nr_running() == 2 {
+            self.nr_overloaded += 1;
+        }
         self.account_numa_enqueue(t, cpu);
     }
 
@@ -239,6 +248,7 @@ impl Kernel {
     pub fn dequeue_task(&mut self, t: usize) {
         let cpu = self.tasks[t].cpu;
         let rq = &mut self.rq[cpu];
+        let was_overloaded = rq.nr_running() > 1;
         if rq.curr == Some(t) {
             rq.curr = None;
             rq.gen += 1;
@@ -246,6 +256,9 @@ impl Kernel {
             rq.queue.remove(i);
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
             self.tasks[t].wait_ns += w;
+        }
+        if was_overloaded && self.rq[cpu].nr_running() == 1 {
+            self.nr_overloaded -= 1;
         }
         self.account_numa_dequeue(t, cpu);
     }

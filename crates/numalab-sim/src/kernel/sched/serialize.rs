@@ -1,0 +1,461 @@
+//! SD_SERIALIZE and the global `sched_balance_running` flag
+//! (kernel/sched/fair.c), its five orderings, what contending on it costs,
+//! and an invariant checker.
+//!
+//! # The flag
+//! NUMA sched domains carry SD_SERIALIZE: one load-balancing pass over such
+//! a domain may run system-wide at a time. The guard is one `atomic_t`,
+//! taken with `atomic_try_cmpxchg_acquire(&sched_balance_running, 0, 1)` and
+//! dropped with `atomic_set_release(&sched_balance_running, 0)`. A CPU that
+//! finds it taken skips the domain ("balanced"); nothing waits for it.
+//!
+//! # Orderings (`numalab.sched_balance_serialize`)
+//! - `legacy` (before 6.19): `sched_balance_domains` takes the flag on every
+//!   serialized level it walks, *before* the interval check and before
+//!   `sched_balance_rq` runs `should_we_balance`, and drops it after. Every
+//!   CPU whose walk reaches a NUMA level does a `lock cmpxchg` each time its
+//!   softirq runs, due or not, designated or not. Newly-idle balancing is
+//!   not serialized.
+//! - `v3` (Tim Chen's v3 posting): the flag moves into `sched_balance_rq`
+//!   after `should_we_balance`, so only the designated CPU of a due domain
+//!   tries it. On `redo` (every task of the busiest rq pinned) the flag is
+//!   released but the "held" marker (`need_unlock`) is not cleared. If the
+//!   retry then fails because another CPU took the flag in between, the
+//!   `out:` path releases a flag this CPU no longer holds, while its new
+//!   owner is mid-balance (K Prateek Nayak's review). Newidle not serialized.
+//! - `v4` (the v4 posting): as v3, but the redo path clears the marker
+//!   (`need_unlock = false` at `redo:`), and newly-idle balancing is
+//!   serialized too.
+//! - `fixed` (tip commit 2265c5d4, "Skip sched_balance_running cmpxchg when
+//!   balance is not due", with Peter Zijlstra's change): checks first, and a
+//!   redo *keeps* the flag (`if (!need_unlock && SD_SERIALIZE)`), as the
+//!   pre-patch code did by holding it around the whole call. Newidle not
+//!   serialized. This is the code the published OLTP result was taken with.
+//! - `fixed+newidle` (mainline 6.19: the above plus 22c929d2 "Have
+//!   SD_SERIALIZE affect newidle balancing"): newly-idle balancing of
+//!   serialized domains takes the flag too. The default.
+//!
+//! # Time inside a tick
+//! The kernel's balance runs for microseconds, and what matters here is
+//! who touches the flag while whom holds it. The model gives every CPU's
+//! SCHED_SOFTIRQ its own clock: it starts at the (unskewed, common) tick
+//! plus a small per-CPU spread ([`costs::TICK_SOFTIRQ_SPREAD_NS`]), and
+//! advances by every cost the walk charges (`should_we_balance`, each
+//! `sched_balance_rq` pass, line waits). The walks of all CPUs raised at a
+//! tick run interleaved, always resuming the one whose clock is earliest,
+//! and they stop at each flag operation, so flag operations happen in the
+//! order of their times (balance.rs, `run_sched_softirqs`). The flag is
+//! held from the moment its cmpxchg completes to the moment the release
+//! completes, so a CPU trying in between finds it taken, and a `v3` redo
+//! can lose the flag to another CPU between its release and its retry.
+//! Newly-idle balances run to completion at the moment the CPU goes idle;
+//! their flag operations are ordered after everything already done.
+//!
+//! # What the flag costs: one contended cache line
+//! Every flag operation needs the line in Modified state. The line is a
+//! single server: requests are served one at a time in arrival order, and
+//! each service is a line transfer whose latency depends on where the line
+//! was (the last CPU to touch it) and where it goes: same core, same LLC,
+//! same package, other package ([`c2c_latency_ns`], constants from measured
+//! core-to-core latencies in physics/costs.rs). A CPU arriving while the
+//! line is busy waits for all requests ahead of it, so a burst of N
+//! simultaneous cmpxchgs costs the CPUs about N²/2 transfers in total: the
+//! cost grows with how many CPUs touch the line in the same window and with
+//! the distance between them. The cmpxchg's whole time (wait + transfer) is
+//! taken from the CPU that executes it (its running task's system time, or
+//! idle-CPU kernel time, which delays the next task to run there) and
+//! counted as `sched_balance_running` contention. A release is a plain
+//! store: it occupies the line in turn but the CPU does not wait for it
+//! (store buffer); the flag reads 0 once the store completes.
+//!
+//! # Invariant checker
+//! Counts, for every run: `overlaps`, each time a CPU acquires the flag
+//! while another CPU still believes it holds it (it acquired the flag and
+//! has not yet released it), i.e. two CPUs balancing serialized domains at
+//! once; and `bad_releases`, each release by a CPU that does not hold the
+//! flag at that moment. Correct orderings keep both at zero by construction;
+//! `v3` produces both when redo meets a concurrent balancer.
+//!
+//! Left out: the flag's false sharing with neighbouring data (only the flag's
+//! own operations touch the line), the line's non-FIFO arbitration in real
+//! interconnects (snoop retries, unfairness), reads of the line, NOHZ idle
+//! balancing (the kernel's idle load balancer walks all idle CPUs' domains
+//! on one CPU; here every idle CPU ticks and walks its own).
+
+use super::balance::CpuIdleType;
+use crate::kernel::Kernel;
+use crate::physics::costs;
+use numalab_topology::Machine;
+
+/// Which ordering of the serialize flag the balancer follows
+/// (`numalab.sched_balance_serialize`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SerializeVariant {
+    /// Before 6.19: flag taken in `sched_balance_domains` before the due
+    /// and designated checks.
+    Legacy,
+    /// v3 posting: checks first; redo releases but keeps the held marker.
+    V3,
+    /// v4 posting: checks first; redo releases and clears the marker;
+    /// newidle serialized.
+    V4,
+    /// Tip 2265c5d4: checks first; redo keeps the flag; newidle not
+    /// serialized.
+    Fixed,
+    /// Mainline 6.19: as `Fixed`, newidle serialized too.
+    FixedNewidle,
+}
+
+/// What a `redo` in `sched_balance_rq` does with a held flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedoFlag {
+    /// Keep holding it over the retry.
+    Keep,
+    /// Release it and forget that it was held (marker cleared).
+    ReleaseAndClear,
+    /// Release it but keep the marker set (the v3 bug).
+    ReleaseKeepMarker,
+}
+
+impl SerializeVariant {
+    /// The variant named by the knob value, if any.
+    pub fn parse(s: &str) -> Option<SerializeVariant> {
+        Some(match s {
+            "legacy" => SerializeVariant::Legacy,
+            "v3" => SerializeVariant::V3,
+            "v4" => SerializeVariant::V4,
+            "fixed" => SerializeVariant::Fixed,
+            "fixed+newidle" => SerializeVariant::FixedNewidle,
+            _ => return None,
+        })
+    }
+
+    /// The knob value.
+    pub fn name(self) -> &'static str {
+        match self {
+            SerializeVariant::Legacy => "legacy",
+            SerializeVariant::V3 => "v3",
+            SerializeVariant::V4 => "v4",
+            SerializeVariant::Fixed => "fixed",
+            SerializeVariant::FixedNewidle => "fixed+newidle",
+        }
+    }
+
+    /// True when `sched_balance_domains` takes the flag itself, before the
+    /// interval check (the pre-6.19 ordering).
+    pub fn in_domains_walk(self) -> bool {
+        self == SerializeVariant::Legacy
+    }
+
+    /// True when `sched_balance_rq` of an SD_SERIALIZE domain tries the flag
+    /// after `should_we_balance`, given the idle type and the held marker.
+    pub fn rq_tries(self, idle: CpuIdleType, need_unlock: bool) -> bool {
+        let newidle = idle == CpuIdleType::NewlyIdle;
+        match self {
+            SerializeVariant::Legacy => false,
+            // v3: `if (idle != CPU_NEWLY_IDLE && (sd->flags & SD_SERIALIZE))`
+            // with no marker test, so the retry after redo tries again.
+            SerializeVariant::V3 => !newidle,
+            SerializeVariant::V4 | SerializeVariant::FixedNewidle => !need_unlock,
+            SerializeVariant::Fixed => !need_unlock && !newidle,
+        }
+    }
+
+    /// What a redo does with the flag.
+    pub fn redo(self) -> RedoFlag {
+        match self {
+            SerializeVariant::Legacy | SerializeVariant::Fixed | SerializeVariant::FixedNewidle => {
+                RedoFlag::Keep
+            }
+            SerializeVariant::V3 => RedoFlag::ReleaseKeepMarker,
+            SerializeVariant::V4 => RedoFlag::ReleaseAndClear,
+        }
+    }
+}
+
+/// Counts of the flag and its cache line over a run.
+#[derive(Clone, Debug, Default)]
+pub struct SerializeStats {
+    /// cmpxchg attempts on the flag.
+    pub attempts: u64,
+    /// Attempts that found it taken.
+    pub contended: u64,
+    /// Releases (stores of 0).
+    pub releases: u64,
+    /// Releases by a CPU that did not hold the flag (invariant violation).
+    pub bad_releases: u64,
+    /// Acquisitions while another CPU still believed it held the flag
+    /// (two serialized balances at once: invariant violation).
+    pub overlaps: u64,
+    /// Time CPUs spent in the flag's cmpxchg: waiting for the line and
+    /// its transfer (ns).
+    pub atomic_ns: f64,
+    /// The part of `atomic_ns` spent waiting behind other CPUs' requests.
+    pub queue_ns: f64,
+    /// Line transfers between CPUs (any operation, releases included).
+    pub transfers: u64,
+    /// Of those, transfers between packages.
+    pub transfers_remote: u64,
+    /// Longest single cmpxchg (ns).
+    pub max_atomic_ns: f64,
+}
+
+/// The flag, its cache line, and the checker's state.
+#[derive(Clone, Debug)]
+pub struct SerializeState {
+    /// Ordering in force.
+    pub variant: SerializeVariant,
+    /// CPU whose cmpxchg last set the flag while it stays set, if any.
+    pub holder: Option<usize>,
+    /// CPUs that acquired the flag and have not released it yet, with the
+    /// time they acquired it (more than one only after a bad release).
+    pub owners: Vec<(usize, f64)>,
+    /// Last CPU to own the line.
+    line_owner: Option<usize>,
+    /// When the line finishes the last request queued on it (ns).
+    line_free_at: f64,
+    /// Seed of the per-CPU softirq spread.
+    pub seed: u64,
+    /// Counts.
+    pub stats: SerializeStats,
+}
+
+impl Default for SerializeState {
+    fn default() -> Self {
+        SerializeState::new(SerializeVariant::FixedNewidle)
+    }
+}
+
+impl SerializeState {
+    /// A free flag under `variant`.
+    pub fn new(variant: SerializeVariant) -> SerializeState {
+        SerializeState {
+            variant,
+            holder: None,
+            owners: Vec::new(),
+            line_owner: None,
+            line_free_at: 0.0,
+            seed: 0,
+            stats: SerializeStats::default(),
+        }
+    }
+}
+
+/// Latency of moving a cache line from `from` (its last owner, if any) to
+/// `to` for a locked operation (ns), by where the two CPUs sit.
+pub fn c2c_latency_ns(m: &Machine, from: Option<usize>, to: usize) -> f64 {
+    let Some(from) = from else {
+        return costs::C2C_SAME_LLC_NS;
+    };
+    let (a, b) = (&m.cpus[from], &m.cpus[to]);
+    if a.core == b.core {
+        costs::C2C_SAME_CORE_NS
+    } else if a.llc == b.llc {
+        costs::C2C_SAME_LLC_NS
+    } else if a.package == b.package {
+        costs::C2C_SAME_PACKAGE_NS
+    } else {
+        costs::C2C_REMOTE_PACKAGE_NS
+    }
+}
+
+/// A deterministic value in `[0, 1)` from a seed and two integers
+/// (splitmix64), for the per-CPU softirq spread.
+pub fn spread_hash(seed: u64, a: u64, b: u64) -> f64 {
+    let mut z = seed
+        .wrapping_add(a.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_add(b.wrapping_mul(0xbf58_476d_1ce4_e5b9))
+        .wrapping_add(0x94d0_49bb_1331_11eb);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Kernel {
+    /// Queues `cpu`'s request for the flag's cache line arriving at `t`
+    /// (ns): returns when the operation completes and how long of that was
+    /// spent waiting behind other requests.
+    fn serialize_line(&mut self, cpu: usize, t: f64) -> (f64, f64) {
+        let lat = c2c_latency_ns(&self.m, self.balance.serialize.line_owner, cpu);
+        let s = &mut self.balance.serialize;
+        let start = t.max(s.line_free_at);
+        let done = start + lat;
+        if s.line_owner != Some(cpu) {
+            s.stats.transfers += 1;
+            if let Some(o) = s.line_owner {
+                if self.m.cpus[o].package != self.m.cpus[cpu].package {
+                    s.stats.transfers_remote += 1;
+                }
+            }
+        }
+        s.line_owner = Some(cpu);
+        s.line_free_at = done;
+        (done, start - t)
+    }
+
+    /// `atomic_try_cmpxchg_acquire(&sched_balance_running, 0, 1)` by `cpu`
+    /// whose clock reads `*t` (ns). The CPU stalls until its request is
+    /// served (charged to it, counted as contention); `*t` moves to the
+    /// completion. True when the flag was free and is now held by `cpu`.
+    pub fn sched_balance_running_trylock(&mut self, cpu: usize, t: &mut f64) -> bool {
+        let (done, queued) = self.serialize_line(cpu, *t);
+        let stall = done - *t;
+        self.charge_cpu(cpu, stall);
+        *t = done;
+        let s = &mut self.balance.serialize;
+        s.stats.attempts += 1;
+        s.stats.atomic_ns += stall;
+        s.stats.queue_ns += queued;
+        s.stats.max_atomic_ns = s.stats.max_atomic_ns.max(stall);
+        if s.holder.is_some() {
+            s.stats.contended += 1;
+            return false;
+        }
+        s.holder = Some(cpu);
+        // Invariant: nobody else may be inside a serialized balance now.
+        s.stats.overlaps += s.owners.iter().filter(|&&(c, _)| c != cpu).count() as u64;
+        s.owners.retain(|&(c, _)| c != cpu);
+        s.owners.push((cpu, done));
+        true
+    }
+
+    /// `atomic_set_release(&sched_balance_running, 0)` by `cpu` at `t`
+    /// (ns): a store the CPU does not wait for; the flag reads 0 from its
+    /// completion. A release by a CPU that does not hold the flag is
+    /// counted as a bad release (and frees the flag under its holder).
+    pub fn sched_balance_running_unlock(&mut self, cpu: usize, t: f64) {
+        self.serialize_line(cpu, t);
+        let s = &mut self.balance.serialize;
+        s.stats.releases += 1;
+        if s.holder != Some(cpu) {
+            s.stats.bad_releases += 1;
+        }
+        s.holder = None;
+        s.owners.retain(|&(c, _)| c != cpu);
+    }
+
+    /// When `cpu`'s SCHED_SOFTIRQ of the current tick starts (ns).
+    pub fn softirq_start(&self, cpu: usize) -> f64 {
+        let u = spread_hash(self.balance.serialize.seed, cpu as u64, self.jiffies());
+        self.now as f64 + u * costs::TICK_SOFTIRQ_SPREAD_NS
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sysctl::Knobs;
+
+    fn kernel(variant: &str) -> Kernel {
+        let m = numalab_topology::presets::load("gnr-2s-snc3").expect("preset");
+        let mut knobs = Knobs::default();
+        knobs
+            .set(&format!("numalab.sched_balance_serialize={variant}"))
+            .expect("knob");
+        Kernel::new(m, knobs)
+    }
+
+    #[test]
+    fn variants_parse_from_their_knob_values() {
+        for v in ["legacy", "v3", "v4", "fixed", "fixed+newidle"] {
+            assert_eq!(SerializeVariant::parse(v).map(|x| x.name()), Some(v));
+        }
+        assert_eq!(SerializeVariant::parse("v5"), None);
+        assert_eq!(
+            kernel("legacy").balance.serialize.variant,
+            SerializeVariant::Legacy
+        );
+    }
+
+    #[test]
+    fn only_the_newidle_variants_serialize_newidle_and_only_v3_retries_with_the_marker_set() {
+        use CpuIdleType::*;
+        use SerializeVariant::*;
+        assert!(!Legacy.rq_tries(Idle, false));
+        assert!(
+            V3.rq_tries(Idle, true),
+            "v3 retries although it holds the marker"
+        );
+        assert!(!V3.rq_tries(NewlyIdle, false));
+        assert!(!V4.rq_tries(Idle, true));
+        assert!(V4.rq_tries(NewlyIdle, false));
+        assert!(!Fixed.rq_tries(NewlyIdle, false));
+        assert!(
+            !Fixed.rq_tries(NotIdle, true),
+            "fixed keeps the flag over redo"
+        );
+        assert!(FixedNewidle.rq_tries(NewlyIdle, false));
+        assert_eq!(V3.redo(), RedoFlag::ReleaseKeepMarker);
+        assert_eq!(V4.redo(), RedoFlag::ReleaseAndClear);
+        assert_eq!(Fixed.redo(), RedoFlag::Keep);
+    }
+
+    #[test]
+    fn line_transfers_cost_by_distance() {
+        let k = kernel("fixed");
+        let m = &k.m;
+        // gnr-2s-snc3: CPU 240 is CPU 0's SMT sibling, 1 shares its LLC,
+        // 40 is on the next SNC node of package 0, 120 on package 1.
+        assert_eq!(c2c_latency_ns(m, Some(0), 240), costs::C2C_SAME_CORE_NS);
+        assert_eq!(c2c_latency_ns(m, Some(0), 1), costs::C2C_SAME_LLC_NS);
+        assert_eq!(c2c_latency_ns(m, Some(0), 40), costs::C2C_SAME_PACKAGE_NS);
+        assert_eq!(
+            c2c_latency_ns(m, Some(0), 120),
+            costs::C2C_REMOTE_PACKAGE_NS
+        );
+    }
+
+    #[test]
+    fn simultaneous_cmpxchgs_queue_on_the_line_and_only_the_first_wins() {
+        let mut k = kernel("fixed");
+        let n = 8;
+        let mut won = 0;
+        let mut stalls = Vec::new();
+        for cpu in 0..n {
+            let mut t = 1000.0;
+            if k.sched_balance_running_trylock(cpu * 60, &mut t) {
+                won += 1;
+            }
+            stalls.push(t - 1000.0);
+        }
+        assert_eq!(won, 1);
+        let s = &k.balance.serialize.stats;
+        assert_eq!((s.attempts, s.contended), (n as u64, n as u64 - 1));
+        // Each waits for all before it: stalls grow, total ~ n^2/2 transfers.
+        assert!(stalls.windows(2).all(|w| w[1] > w[0]), "{stalls:?}");
+        assert!((s.atomic_ns - stalls.iter().sum::<f64>()).abs() < 1e-6);
+        assert!(s.queue_ns > 0.0);
+        // Charged to the (idle) CPUs as kernel time.
+        assert!((k.idle_kernel_ns - s.atomic_ns).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_flag_is_free_again_once_the_release_completes() {
+        let mut k = kernel("fixed");
+        let mut t = 0.0;
+        assert!(k.sched_balance_running_trylock(0, &mut t));
+        k.sched_balance_running_unlock(0, t + 5000.0);
+        let mut t2 = t + 6000.0;
+        assert!(k.sched_balance_running_trylock(1, &mut t2));
+        let s = &k.balance.serialize.stats;
+        assert_eq!((s.bad_releases, s.overlaps), (0, 0));
+    }
+
+    #[test]
+    fn releasing_someone_elses_flag_is_counted_and_lets_a_third_cpu_overlap() {
+        let mut k = kernel("v3");
+        let (mut ta, mut tb, mut tc) = (0.0, 200.0, 400.0);
+        assert!(k.sched_balance_running_trylock(0, &mut ta));
+        k.sched_balance_running_unlock(0, ta + 10.0);
+        assert!(k.sched_balance_running_trylock(1, &mut tb));
+        // CPU 0 retries, fails, and releases at out: CPU 1's flag.
+        let mut ta2 = tb + 1.0;
+        assert!(!k.sched_balance_running_trylock(0, &mut ta2));
+        k.sched_balance_running_unlock(0, ta2);
+        assert!(k.sched_balance_running_trylock(2, &mut tc));
+        let s = &k.balance.serialize.stats;
+        assert_eq!(s.bad_releases, 1);
+        assert_eq!(s.overlaps, 1, "CPU 2 balances while CPU 1 still does");
+    }
+}
