@@ -469,7 +469,7 @@ impl Sim {
         while passes > 0 && left > 0.0 && self.k.tasks[t].debt_ns <= 0.0 {
             let cur = offset + pos as u64;
             let first = (cur >> shift) as usize;
-            let last = ((offset + len - 1) >> shift) as usize + 1;
+            let last = page_span(offset, len, shift).1;
             // Fast path: nothing to fault in the rest of this pass.
             let v = &self.k.mms[mm].vmas[vma];
             let special = v.next_special(first, last);
@@ -505,12 +505,8 @@ impl Sim {
                 // Whole passes that fit, all fault-free.
                 let pass_t = lenf / rate;
                 let full = ((left / pass_t).floor() as u64).min(passes - 1);
-                if full > 0
-                    && self.k.mms[mm].vmas[vma].special_in(
-                        (offset >> shift) as usize,
-                        ((offset + len - 1) >> shift) as usize + 1,
-                    ) == 0
-                {
+                let (from, to) = page_span(offset, len, shift);
+                if full > 0 && self.k.mms[mm].vmas[vma].special_in(from, to) == 0 {
                     passes -= full;
                     left -= full as f64 * pass_t;
                     bytes += full as f64 * lenf;
@@ -561,10 +557,7 @@ impl Sim {
         let mm = self.k.tasks[t].mm;
         let v = &self.k.mms[mm].vmas[vma];
         let shift = v.page_shift;
-        let (from, to) = (
-            (offset >> shift) as usize,
-            ((offset + len - 1) >> shift) as usize + 1,
-        );
+        let (from, to) = page_span(offset, len, shift);
         let npages = (to - from) as f64;
         let mut faults: Vec<usize> = Vec::new();
         if v.nr_special > 0 && n > 0.0 && n <= DIRECT_SAMPLE_MAX_ACCESSES {
@@ -669,10 +662,7 @@ impl Sim {
             }
         }
         let shift = v.page_shift;
-        let (from, to) = (
-            (offset >> shift) as usize,
-            ((offset + len - 1) >> shift) as usize + 1,
-        );
+        let (from, to) = page_span(offset, len, shift);
         let mut pages = vec![0.0; self.k.m.nr_nodes()];
         let absent = v.node_pages_in(from, to, &mut pages);
         let e = MixEntry {
@@ -742,6 +732,15 @@ pub fn dist_inverse(dist: &Distribution, u: f64) -> f64 {
         }
     };
     x.clamp(0.0, 1.0)
+}
+
+/// Page indices `[from, to)` covering bytes `[offset, offset + len)` of a
+/// VMA with pages of `1 << shift` bytes (`len > 0`).
+fn page_span(offset: u64, len: u64, shift: u32) -> (usize, usize) {
+    (
+        (offset >> shift) as usize,
+        ((offset + len - 1) >> shift) as usize + 1,
+    )
 }
 
 /// Share of accesses that fall in `[a, b)` of a range (as fractions of it).
