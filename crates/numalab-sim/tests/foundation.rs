@@ -7,7 +7,7 @@ use common::*;
 const OFF: &[&str] = &["kernel.numa_balancing=0"];
 
 #[test]
-fn same_seed_gives_identical_json_and_another_seed_may_differ() {
+fn same_seed_gives_identical_json() {
     let a = run("tiny-2n", "numa02", 0.02, 7, OFF).unwrap().to_json();
     let b = run("tiny-2n", "numa02", 0.02, 7, OFF).unwrap().to_json();
     assert_eq!(a, b);

@@ -2,7 +2,7 @@
 
 use crate::{bench, real, reproduce, runner, validate};
 use clap::{Args, Parser, Subcommand};
-use numalab_record::{RunRecord, RunSet};
+use numalab_record::RunSet;
 use std::io::Read;
 
 /// A laboratory for Linux automatic NUMA balancing.
@@ -550,7 +550,6 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
     if let Some(cg) = cgroup {
         print!("{}", numalab_report::compare_cgroups(&sets, cg));
     }
-    let _ = RunRecord::vm;
     Ok(())
 }
 

@@ -176,7 +176,6 @@ impl Sim {
                 continue;
             }
             ex.frames[depth - 1].pc += 1;
-            let mm = &self.k.mms[self.k.tasks[t].mm];
             return match &list[pc] {
                 Phase::Repeat { times, request, .. } => {
                     if *times == 0 {
@@ -200,7 +199,6 @@ impl Sim {
                     if *passes == 0 || *len == 0 {
                         continue;
                     }
-                    let _ = mm;
                     Next::Op(Op::Stream {
                         vma: *region,
                         offset: *offset,
@@ -356,7 +354,6 @@ impl Sim {
         budget: f64,
     ) -> Result<(f64, Stop), String> {
         let mut left = budget;
-        let start_sys = self.k.tasks[t].sys_ns;
         // Kernel work owed from before is paid first.
         let mut paid = 0.0;
         let stop = loop {
@@ -431,7 +428,6 @@ impl Sim {
             paid += p;
         }
         let used = (budget - left.max(0.0)).max(0.0);
-        let _ = start_sys;
         paid += std::mem::take(&mut self.paid_in_op);
         let user = (used - paid).max(0.0);
         let task = &mut self.k.tasks[t];

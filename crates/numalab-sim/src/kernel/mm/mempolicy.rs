@@ -129,9 +129,7 @@ pub fn alloc_order(
     il_index: u64,
     mems: NodeMask,
     by_distance: &[Vec<usize>],
-) -> (Vec<usize>, bool) {
-    // Returns the nodes to try, and whether falling outside the first node
-    // counts as a miss for numa_miss accounting (it always does).
+) -> Vec<usize> {
     let allowed = |n: usize| mems.contains(n);
     let mut order = Vec::new();
     match pol.mode {
@@ -181,7 +179,7 @@ pub fn alloc_order(
             );
         }
     }
-    (order, true)
+    order
 }
 
 #[cfg(test)]
@@ -260,14 +258,12 @@ mod tests {
             &Default::default(),
         )
         .unwrap();
-        let firsts: Vec<usize> = (0..4)
-            .map(|i| alloc_order(&il, 1, i, all, &d).0[0])
-            .collect();
+        let firsts: Vec<usize> = (0..4).map(|i| alloc_order(&il, 1, i, all, &d)[0]).collect();
         assert_eq!(firsts, vec![0, 2, 0, 2]);
         let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3, &Default::default()).unwrap();
-        assert_eq!(alloc_order(&b, 0, 0, all, &d).0, vec![2]);
+        assert_eq!(alloc_order(&b, 0, 0, all, &d), vec![2]);
         assert_eq!(
-            alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d).0,
+            alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d),
             vec![1, 0, 2]
         );
     }

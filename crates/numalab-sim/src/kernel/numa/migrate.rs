@@ -601,13 +601,12 @@ mod tests {
     #[test]
     fn task_numa_compare_prefers_a_swap_that_improves_both() {
         let (mut k, ts) = four_tasks();
-        let (a, d, b, c) = (ts[0], ts[1], ts[2], ts[3]);
+        let (a, b, c) = (ts[0], ts[2], ts[3]);
         // A on node 0 uses node 1; B on node 1 uses node 0; C on node 1 is
         // at home; D has no faults. Every CPU is busy.
         faults_on(&mut k, a, 1, 1000);
         faults_on(&mut k, b, 0, 1000);
         faults_on(&mut k, c, 1, 1000);
-        let _ = d;
         k.task_numa_migrate(a);
         assert_eq!(k.cpu_node(k.tasks[a].cpu), 1);
         assert_eq!(k.tasks[a].cpu, 2, "took B's CPU");

@@ -158,7 +158,6 @@ impl Kernel {
         // Local is busy: go where the load per CPU is lower.
         let l = local.nr_running * 1024 / local.weight.max(1);
         let r = is.nr_running * 1024 / is.weight.max(1);
-        let _ = cpu;
         if r * sd.imbalance_pct as i64 / 100 < l || (is.has_spare() && !local.has_spare()) {
             Some(idlest)
         } else {

@@ -173,7 +173,7 @@ pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
                     continue;
                 }
                 let groups = build_groups(&out, &span, cpu, level, &span_of);
-                out.push(sd_init(level, span.clone(), groups, m.nr_cpus()));
+                out.push(sd_init(level, span.clone(), groups));
                 child_span = span;
             }
             set_imb_numa_nr(&mut out);
@@ -210,7 +210,7 @@ fn build_groups(
     groups
 }
 
-fn sd_init(level: Level, span: CpuSet, groups: Vec<CpuSet>, nr_cpus: usize) -> SchedDomain {
+fn sd_init(level: Level, span: CpuSet, groups: Vec<CpuSet>) -> SchedDomain {
     let w = span.len() as u64;
     let mut flags = SdFlags::BALANCE_NEWIDLE
         | SdFlags::BALANCE_EXEC
@@ -237,7 +237,6 @@ fn sd_init(level: Level, span: CpuSet, groups: Vec<CpuSet>, nr_cpus: usize) -> S
             (117, 2)
         }
     };
-    let _ = nr_cpus;
     SchedDomain {
         level,
         span,
@@ -277,13 +276,6 @@ fn set_imb_numa_nr(sds: &mut [SchedDomain]) {
             let factor = (sds[i].span_weight() / imb_span).max(1) as u32;
             sds[i].imb_numa_nr = imb * factor;
         }
-    }
-}
-
-impl std::ops::BitOr for SdFlags {
-    type Output = SdFlags;
-    fn bitor(self, o: SdFlags) -> SdFlags {
-        SdFlags(self.0 | o.0)
     }
 }
 
