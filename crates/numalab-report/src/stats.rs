@@ -289,48 +289,47 @@ pub fn ln_gamma(x: f64) -> f64 {
 fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
     const MAX_ITER: usize = 300;
     const EPS: f64 = 1e-15;
-    const TINY: f64 = 1e-300;
     let qab = a + b;
     let qap = a + 1.0;
     let qam = a - 1.0;
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / away_from_zero(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..=MAX_ITER {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        // Each iteration takes the even and then the odd term of the fraction.
+        h *= lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
+        let del = lentz_step(
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+            &mut c,
+            &mut d,
+        );
         h *= del;
         if (del - 1.0).abs() < EPS {
             break;
         }
     }
     h
+}
+
+/// Lentz's guard: a denominator this close to zero is replaced by a tiny
+/// one so the recurrence never divides by zero.
+fn away_from_zero(v: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    if v.abs() < TINY {
+        TINY
+    } else {
+        v
+    }
+}
+
+/// One term `aa` of a continued fraction by modified Lentz: updates the
+/// `c` and `d` recurrences and returns the factor the value is multiplied by.
+fn lentz_step(aa: f64, c: &mut f64, d: &mut f64) -> f64 {
+    *d = 1.0 / away_from_zero(1.0 + aa * *d);
+    *c = away_from_zero(1.0 + aa / *c);
+    *d * *c
 }
 
 /// Regularised incomplete beta function `I_x(a, b)` for `a, b > 0`.

@@ -374,33 +374,46 @@ struct RawPolicyTable {
     numa_balancing: bool,
 }
 
-enum RawPolicy {
+/// A field written either as a word or as a table, e.g. `policy = "local"`
+/// or `policy = { mode = "bind", nodes = "0" }`.
+enum NameOr<T> {
     Name(String),
-    Table(RawPolicyTable),
+    Table(T),
 }
 
-impl<'de> Deserialize<'de> for RawPolicy {
+/// What a [`NameOr`] field accepts, for serde's "invalid type" message.
+trait Expecting {
+    const EXPECTING: &'static str;
+}
+
+impl<'de, T: Deserialize<'de> + Expecting> Deserialize<'de> for NameOr<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawPolicy;
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Expecting> Visitor<'de> for V<T> {
+            type Value = NameOr<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("\"default\", \"local\" or a table { mode, nodes, numa_balancing }")
+                f.write_str(T::EXPECTING)
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<RawPolicy, E> {
-                Ok(RawPolicy::Name(v.to_string()))
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<NameOr<T>, E> {
+                Ok(NameOr::Name(v.to_string()))
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
                 m: A,
-            ) -> std::result::Result<RawPolicy, A::Error> {
-                RawPolicyTable::deserialize(de::value::MapAccessDeserializer::new(m))
-                    .map(RawPolicy::Table)
+            ) -> std::result::Result<NameOr<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(m)).map(NameOr::Table)
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
+
+impl Expecting for RawPolicyTable {
+    const EXPECTING: &'static str =
+        "\"default\", \"local\" or a table { mode, nodes, numa_balancing }";
+}
+
+type RawPolicy = NameOr<RawPolicyTable>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -410,30 +423,11 @@ struct RawDistTable {
     probability: Option<f64>,
 }
 
-enum RawDist {
-    Name(String),
-    Table(RawDistTable),
+impl Expecting for RawDistTable {
+    const EXPECTING: &'static str = "\"uniform\", { zipf = S } or { hot = F, probability = P }";
 }
 
-impl<'de> Deserialize<'de> for RawDist {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawDist;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("\"uniform\", { zipf = S } or { hot = F, probability = P }")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<RawDist, E> {
-                Ok(RawDist::Name(v.to_string()))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, m: A) -> std::result::Result<RawDist, A::Error> {
-                RawDistTable::deserialize(de::value::MapAccessDeserializer::new(m))
-                    .map(RawDist::Table)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+type RawDist = NameOr<RawDistTable>;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -625,8 +619,8 @@ impl Checker<'_> {
 
     fn policy(&self, p: RawPolicy, field: &str) -> Result<PolicyValue> {
         let (mode, nodes, numa_balancing, mode_field) = match p {
-            RawPolicy::Name(s) => (s, None, false, field.to_string()),
-            RawPolicy::Table(t) => (t.mode, t.nodes, t.numa_balancing, format!("{field}.mode")),
+            NameOr::Name(s) => (s, None, false, field.to_string()),
+            NameOr::Table(t) => (t.mode, t.nodes, t.numa_balancing, format!("{field}.mode")),
         };
         let mode = match mode.as_str() {
             "default" => PolicyMode::Default,
@@ -676,12 +670,12 @@ impl Checker<'_> {
 
     fn distribution(&self, d: RawDist, field: &str) -> Result<Distribution> {
         match d {
-            RawDist::Name(s) if s == "uniform" => Ok(Distribution::Uniform),
-            RawDist::Name(s) => Err(self.err(
+            NameOr::Name(s) if s == "uniform" => Ok(Distribution::Uniform),
+            NameOr::Name(s) => Err(self.err(
                 field,
                 format!("unknown distribution '{s}' (\"uniform\", {{ zipf = S }}, {{ hot = F, probability = P }})"),
             )),
-            RawDist::Table(t) => match (t.zipf, t.hot, t.probability) {
+            NameOr::Table(t) => match (t.zipf, t.hot, t.probability) {
                 (Some(s), None, None) => {
                     if !(s.is_finite() && s > 0.0) {
                         return Err(self.err(format!("{field}.zipf"), format!("{s}: must be > 0")));
