@@ -1,16 +1,24 @@
 //! Kernel knobs named as in `--set KEY=VALUE`: where they live, and
 //! setting them for a run with the old values restored afterwards.
 //!
-//! Names follow the real kernel (and the model's `--set`):
-//! - sysctl names, `kernel.numa_balancing` → /proc/sys/kernel/numa_balancing;
-//! - debugfs NUMA balancing tunables, `numa_balancing.scan_delay_ms` (the
-//!   model's name; also written `numa_balancing/...`,
-//!   `sched/numa_balancing/...`, or with the pre-5.13 sysctl names
-//!   `kernel.numa_balancing_scan_delay_ms` when the sysctl no longer exists)
-//!   → /sys/kernel/debug/sched/numa_balancing/scan_delay_ms;
-//! - `numalab.*` lab settings: `numalab.sample_interval_ms` sets the
-//!   sampling interval; `CONFIG_HZ` and other lab knobs are refused, a real
-//!   kernel fixes them;
+//! Knobs the model has are declared in the registry (numalab-knobs): any of
+//! their names (`numa_balancing.scan_delay_ms`, `numa_balancing/...`,
+//! `sched/numa_balancing/...`, the pre-5.13 sysctl
+//! `kernel.numa_balancing_scan_delay_ms`) resolves to the canonical name
+//! and the registry's location, and the value is checked against the
+//! registry's type and range (and the rules over several knobs) before
+//! anything is written:
+//! - a sysctl → its file under /proc/sys;
+//! - a debugfs tunable → its file under /sys/kernel/debug, or, on a kernel
+//!   without it whose pre-5.13 sysctl exists, that sysctl;
+//! - a lab or kernel-config knob → [`Knob::Lab`] (`numalab.sample_interval_ms`
+//!   sets the sampling interval; `CONFIG_HZ` and the other lab knobs are
+//!   refused by the checks, a real kernel fixes them).
+//!
+//! A real run also passes through, unchecked, kernel files the model does
+//! not have (the value is the kernel's to refuse):
+//! - other sysctl names, `vm.zone_reclaim_mode` → /proc/sys/vm/zone_reclaim_mode;
+//! - other debugfs NUMA balancing files, `numa_balancing/hot_threshold_ms`;
 //! - /sys/kernel/mm files: `transparent_hugepage/enabled`,
 //!   `numa/demotion_enabled`, `mempolicy/weighted_interleave/node0`;
 //! - absolute paths under /proc/sys or /sys;
@@ -18,11 +26,14 @@
 //!   workload's cgroups: written into the run's own cgroup, which is removed
 //!   afterwards, so nothing needs restoring.
 //!
+//! Undeclared `numalab.*` names are refused.
+//!
 //! [`KnobGuard`] writes values in order and restores the saved ones in
 //! reverse order, on [`KnobGuard::restore`] or on drop (an early return, an
 //! error, a caught signal). Left out: restoring after SIGKILL of numalab
 //! itself, which nothing can catch.
 
+use numalab_knobs::{knob, Def, Location};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -75,12 +86,11 @@ pub enum Knob {
     },
 }
 
-/// Legacy sysctl names of the tunables that moved to debugfs in Linux 5.13.
-const LEGACY_DEBUGFS: [&str; 4] = [
-    "numa_balancing_scan_delay_ms",
-    "numa_balancing_scan_period_min_ms",
-    "numa_balancing_scan_period_max_ms",
-    "numa_balancing_scan_size_mb",
+/// Sysctls a Run record lists that the model does not have (the declared
+/// sysctls are listed too).
+const OBSERVED_SYSCTLS: [&str; 2] = [
+    "kernel.numa_balancing_promote_rate_limit_MBps",
+    "kernel.sched_schedstats",
 ];
 
 /// Splits `KEY=VALUE` at the first `=`.
@@ -148,10 +158,13 @@ pub fn resolve_knob(key: &str, roots: &KnobRoots) -> Result<Knob, String> {
             debugfs,
         });
     }
-    if key.starts_with("numalab.") || key == "CONFIG_HZ" || key == "config.hz" {
-        return Ok(Knob::Lab {
-            key: key.to_string(),
-        });
+    if let Some(def) = knob::lookup(key) {
+        return Ok(declared(def, roots));
+    }
+    if key.starts_with("numalab.") {
+        return Err(format!(
+            "unknown knob '{key}': not a numalab knob (see `numalab list knobs`)"
+        ));
     }
     let nb = key
         .strip_prefix("sched/numa_balancing/")
@@ -192,24 +205,65 @@ pub fn resolve_knob(key: &str, roots: &KnobRoots) -> Result<Knob, String> {
              transparent_hugepage/FILE, an absolute /proc/sys or /sys path, or CGROUP:FILE"
         ));
     }
-    let path = roots.proc_sys.join(key.replace('.', "/"));
-    if !path.exists() {
-        if let Some(name) = key.strip_prefix("kernel.") {
-            if LEGACY_DEBUGFS.contains(&name) {
-                let file = name.trim_start_matches("numa_balancing_");
-                return Ok(Knob::File {
-                    key: format!("numa_balancing.{file}"),
-                    path: roots.debugfs.join("sched/numa_balancing").join(file),
-                    debugfs: true,
-                });
-            }
-        }
-    }
     Ok(Knob::File {
         key: key.to_string(),
-        path,
+        path: roots.proc_sys.join(key.replace('.', "/")),
         debugfs: false,
     })
+}
+
+/// Where declared knob `def` lives on this kernel.
+fn declared(def: &'static Def, roots: &KnobRoots) -> Knob {
+    let key = def.name.to_string();
+    match def.location {
+        Location::Sysctl(p) => Knob::File {
+            key,
+            path: roots.proc_sys.join(p),
+            debugfs: false,
+        },
+        Location::Debugfs {
+            path,
+            legacy_sysctl,
+        } => {
+            let dbg = roots.debugfs.join(path);
+            match legacy_sysctl.map(|l| roots.proc_sys.join(l)) {
+                // A pre-5.13 kernel: the tunable is still a sysctl.
+                Some(old) if !dbg.exists() && old.exists() => Knob::File {
+                    key,
+                    path: old,
+                    debugfs: false,
+                },
+                _ => Knob::File {
+                    key,
+                    path: dbg,
+                    debugfs: true,
+                },
+            }
+        }
+        Location::Config(_) | Location::Lab => Knob::Lab { key },
+    }
+}
+
+/// Resolves every `--set` pair ([`resolve_knob`]) and checks the values of
+/// declared knobs against the registry: type and range, then the rules
+/// over several knobs among those given. Pass-through knobs are left to
+/// the kernel. Nothing is written.
+pub fn resolve_sets(
+    sets: &[(String, String)],
+    roots: &KnobRoots,
+) -> Result<Vec<(Knob, String)>, String> {
+    let mut out = Vec::new();
+    let mut given: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for (k, v) in sets {
+        let knob = resolve_knob(k, roots)?;
+        if let Some(def) = knob::lookup(k) {
+            let raw = def.parse(v).map_err(|e| format!("--set {k}: {e}"))?;
+            given.insert(def.name, raw);
+        }
+        out.push((knob, v.clone()));
+    }
+    numalab_knobs::rules::check_ordered(|d| given.get(d.name).copied())?;
+    Ok(out)
 }
 
 /// Checks that a file knob exists and can be written, without writing it.
@@ -325,13 +379,16 @@ impl Drop for KnobGuard {
 /// record lists. Unreadable knobs are left out.
 pub fn snapshot_settings(roots: &KnobRoots) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
-    for name in [
-        "kernel.numa_balancing",
-        "kernel.numa_balancing_promote_rate_limit_MBps",
-        "kernel.sched_schedstats",
-    ] {
-        if let Ok(t) = fs::read_to_string(roots.proc_sys.join(name.replace('.', "/"))) {
-            m.insert(name.to_string(), knob_value(&t));
+    let declared = knob::ALL.iter().filter_map(|d| match d.location {
+        Location::Sysctl(p) => Some((d.name.to_string(), p.to_string())),
+        _ => None,
+    });
+    let observed = OBSERVED_SYSCTLS
+        .iter()
+        .map(|n| (n.to_string(), n.replace('.', "/")));
+    for (name, rel) in declared.chain(observed) {
+        if let Ok(t) = fs::read_to_string(roots.proc_sys.join(rel)) {
+            m.insert(name, knob_value(&t));
         }
     }
     let nb = roots.debugfs.join("sched/numa_balancing");
@@ -440,6 +497,100 @@ mod tests {
             }
             k => panic!("{k:?}"),
         }
+    }
+
+    #[test]
+    fn declared_knobs_resolve_through_the_registry() {
+        let d = tempfile::tempdir().unwrap();
+        let r = roots(d.path());
+        for (name, key) in [("config.hz", "CONFIG_HZ"), ("CONFIG_HZ", "CONFIG_HZ")] {
+            assert_eq!(
+                resolve_knob(name, &r).unwrap(),
+                Knob::Lab { key: key.into() }
+            );
+        }
+        let e = resolve_knob("numalab.nope", &r).unwrap_err();
+        assert!(e.contains("unknown knob 'numalab.nope'"), "{e}");
+        // Not modeled, but a real kernel file: passed through.
+        match resolve_knob("numa_balancing/hot_threshold_ms", &r).unwrap() {
+            Knob::File { key, path, .. } => {
+                assert_eq!(key, "numa_balancing.hot_threshold_ms");
+                assert_eq!(
+                    path,
+                    d.path().join("debug/sched/numa_balancing/hot_threshold_ms")
+                );
+            }
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pre_5_13_kernel_gets_the_legacy_sysctl() {
+        let d = tempfile::tempdir().unwrap();
+        let r = roots(d.path());
+        w(
+            &d.path().join("proc/sys/kernel/numa_balancing_scan_size_mb"),
+            "256\n",
+        );
+        for name in [
+            "numa_balancing.scan_size_mb",
+            "kernel.numa_balancing_scan_size_mb",
+        ] {
+            assert_eq!(
+                resolve_knob(name, &r).unwrap(),
+                Knob::File {
+                    key: "numa_balancing.scan_size_mb".into(),
+                    path: d.path().join("proc/sys/kernel/numa_balancing_scan_size_mb"),
+                    debugfs: false
+                },
+                "{name}"
+            );
+        }
+        // With debugfs present, debugfs wins.
+        w(
+            &d.path().join("debug/sched/numa_balancing/scan_size_mb"),
+            "256\n",
+        );
+        match resolve_knob("kernel.numa_balancing_scan_size_mb", &r).unwrap() {
+            Knob::File { debugfs, .. } => assert!(debugfs),
+            k => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn declared_values_are_checked_before_anything_is_written() {
+        let r = KnobRoots::default();
+        let s = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let e = resolve_sets(&[s("numa_balancing/scan_size_mb", "0")], &r).unwrap_err();
+        assert!(
+            e.contains("numa_balancing/scan_size_mb") && e.contains("out of range"),
+            "{e}"
+        );
+        let e = resolve_sets(&[s("kernel.numa_balancing", "x")], &r).unwrap_err();
+        assert!(e.contains("not a non-negative integer"), "{e}");
+        let e = resolve_sets(
+            &[
+                s("numa_balancing.scan_period_max_ms", "1000"),
+                s("sched/numa_balancing/scan_period_min_ms", "5000"),
+            ],
+            &r,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("numa_balancing.scan_period_min_ms=5000")
+                && e.contains("numa_balancing.scan_period_max_ms=1000"),
+            "{e}"
+        );
+        // Memory tiering is the kernel's to take on a real run.
+        let ok = resolve_sets(
+            &[
+                s("kernel.numa_balancing", "2"),
+                s("vm.zone_reclaim_mode", "anything"),
+            ],
+            &r,
+        )
+        .unwrap();
+        assert_eq!(ok.len(), 2);
     }
 
     #[test]

@@ -182,11 +182,7 @@ pub fn real_run(
     // 1. Checks: nothing changes until they all pass.
     let facts = HostFacts::gather().map_err(RealError::Failed)?;
     let roots = KnobRoots::default();
-    let mut knobs = Vec::new();
-    for (k, v) in &opts.sets {
-        let knob = knobs::resolve_knob(k, &roots).map_err(RealError::Refused)?;
-        knobs.push((knob, v.clone()));
-    }
+    let knobs = knobs::resolve_sets(&opts.sets, &roots).map_err(RealError::Refused)?;
     let plan =
         check::plan(workload, &facts, &knobs, opts.allow_sysctl).map_err(RealError::Refused)?;
     check::probe_policies(workload).map_err(RealError::Refused)?;

@@ -23,7 +23,15 @@ pub fn bench(
 ) -> Result<(), String> {
     let m = runner::load_machine(machine)?;
     let t0 = Instant::now();
-    let (rec, _) = runner::run_model(&m, workload, sets, seed, scale, false, false)?;
+    let (rec, _) = runner::run_model(
+        &m,
+        workload,
+        &runner::knobs(sets)?,
+        seed,
+        scale,
+        false,
+        false,
+    )?;
     let wall = t0.elapsed().as_secs_f64();
     let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| {
         format!("{:.1} MiB", b as f64 / (1 << 20) as f64)

@@ -413,8 +413,8 @@ fn run(
         return Err("--iterations must be at least 1".into());
     }
     let m = runner::load_machine(machine)?;
-    // Validate knobs before any run starts.
-    runner::knobs(sets)?;
+    // Parsed once, before any run starts.
+    let knobs = runner::knobs(sets)?;
     let json_stdout = json.as_deref() == Some("-");
     let mut runs = Vec::new();
     let mut trace_text = String::new();
@@ -423,7 +423,7 @@ fn run(
             let (rec, tr) = runner::run_model(
                 &m,
                 w,
-                sets,
+                &knobs,
                 seed + i as u64,
                 scale,
                 trace.is_some(),
@@ -482,10 +482,10 @@ fn list(what: &str) -> Result<(), String> {
             .into_iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect(),
-        "knobs" => numalab_sim::Knobs::describe()
-            .into_iter()
-            .map(|(n, d, h)| (format!("{n}={d}"), h.to_string()))
-            .collect(),
+        "knobs" => {
+            print!("{}", list_knobs());
+            return Ok(());
+        }
         "reproductions" => reproduce::all()
             .into_iter()
             .map(|r| (r.name.to_string(), r.description.to_string()))
@@ -501,6 +501,35 @@ fn list(what: &str) -> Result<(), String> {
         println!("{a:<w$}  {b}");
     }
     Ok(())
+}
+
+/// `numalab list knobs`, generated from the registry: each knob as
+/// `NAME=DEFAULT`, then its type and range, unit, real-kernel location,
+/// description, kernel source and aliases; then the cgroup files.
+fn list_knobs() -> String {
+    use numalab_knobs::cgroup::CGROUP_FILES;
+    use std::fmt::Write;
+    let mut s = String::new();
+    for d in numalab_knobs::knob::ALL {
+        let _ = writeln!(s, "{}={}", d.name, d.default_text());
+        let _ = writeln!(s, "    {}, unit {}; {}", d.ty, d.unit.as_str(), d.location);
+        let _ = writeln!(s, "    {}", d.description);
+        let _ = writeln!(s, "    source: {}", d.source);
+        if !d.aliases.is_empty() {
+            let _ = writeln!(s, "    aliases: {}", d.aliases.join(", "));
+        }
+    }
+    for f in CGROUP_FILES {
+        let _ = writeln!(s, "CGROUP:{}=VALUE", f.name);
+        let _ = writeln!(
+            s,
+            "    {}; cgroup v2 file of a workload cgroup",
+            f.value.as_str()
+        );
+        let _ = writeln!(s, "    {}", f.description);
+        let _ = writeln!(s, "    source: {}", f.source);
+    }
+    s
 }
 
 fn machine(cmd: MachineCmd) -> Result<(), String> {

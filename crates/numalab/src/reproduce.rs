@@ -234,12 +234,12 @@ pub fn reproduce(
     );
     let mut sets = Vec::new();
     for c in r.configs {
-        let sets_s: Vec<String> = c.sets.iter().map(|s| s.to_string()).collect();
+        let knobs = runner::knobs(c.sets)?;
         let mut runs = Vec::new();
         for w in r.workloads {
             for i in 0..iterations {
                 let (rec, _) =
-                    runner::run_model(&m, w, &sets_s, seed + i as u64, scale, false, true)?;
+                    runner::run_model(&m, w, &knobs, seed + i as u64, scale, false, true)?;
                 runs.push(rec);
             }
         }

@@ -11,20 +11,18 @@ pub fn load_machine(name: &str) -> Result<Machine, String> {
     numalab_topology::presets::load(name).map_err(|e| e.to_string())
 }
 
-/// Parses `--set` values into knobs.
-pub fn knobs(sets: &[String]) -> Result<Knobs, String> {
-    let mut k = Knobs::default();
-    for s in sets {
-        k.set(s)?;
-    }
-    Ok(k)
+/// Parses `--set` values into knobs and checks the rules over several
+/// knobs: once per command, before any run starts.
+pub fn knobs<S: AsRef<str>>(sets: &[S]) -> Result<Knobs, String> {
+    Knobs::from_sets(sets)
 }
 
-/// One model run of `workload` (preset or file) on `machine`.
+/// One model run of `workload` (preset or file) on `machine` with `knobs`
+/// (parsed once by [`knobs`], shared by every run of a command).
 pub fn run_model(
     machine: &Machine,
     workload: &str,
-    sets: &[String],
+    knobs: &Knobs,
     seed: u64,
     scale: f64,
     trace: bool,
@@ -36,7 +34,6 @@ pub fn run_model(
     let spec = numalab_workload::presets::load(workload).map_err(|e| e.to_string())?;
     let w =
         numalab_workload::spec::resolve(&spec, machine, seed, scale).map_err(|e| e.to_string())?;
-    let knobs = knobs(sets)?;
     let opts = RunOptions {
         seed,
         scale,
@@ -44,7 +41,8 @@ pub fn run_model(
         check_every: 0,
     };
     let mut p = Progress::new(&w.name, show_progress);
-    let sim = numalab_sim::Sim::new(machine.clone(), w, knobs, opts).map_err(|e| e.to_string())?;
+    let sim = numalab_sim::Sim::new(machine.clone(), w, knobs.clone(), opts)
+        .map_err(|e| e.to_string())?;
     let (rec, tr) = sim
         .run_with_trace(&mut |s| p.update(s))
         .map_err(|e| e.to_string())?;

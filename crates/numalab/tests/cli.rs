@@ -46,8 +46,50 @@ fn unknown_presets_and_knobs_are_named() {
     let mut a = TINY_RUN.to_vec();
     a.extend(["--set", "kernel.numa_balancing=9"]);
     fails_with(&a, &["kernel.numa_balancing", "range"]);
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--set", "numalab.nope=1"]);
+    fails_with(&a, &["numalab.nope", "unknown knob"]);
     fails_with(&["reproduce", "nosuch"], &["nosuch"]);
     fails_with(&["list", "things"], &["things"]);
+}
+
+#[test]
+fn scan_period_min_above_max_is_refused_naming_both() {
+    let mut a = TINY_RUN.to_vec();
+    a.extend([
+        "--set",
+        "numa_balancing.scan_period_min_ms=5000",
+        "--set",
+        "numa_balancing.scan_period_max_ms=1000",
+    ]);
+    fails_with(
+        &a,
+        &[
+            "numa_balancing.scan_period_min_ms=5000",
+            "numa_balancing.scan_period_max_ms=1000",
+        ],
+    );
+}
+
+#[test]
+fn list_knobs_shows_each_knobs_declaration() {
+    let o = numalab(&["list", "knobs"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "numa_balancing.scan_delay_ms=1000",
+        "uint [0, 3600000], unit ms; debugfs /sys/kernel/debug/sched/numa_balancing/scan_delay_ms (before 5.13: /proc/sys/kernel/numa_balancing_scan_delay_ms)",
+        "source: kernel/sched/fair.c sysctl_numa_balancing_scan_delay",
+        "CONFIG_HZ=250",
+        "unit Hz; kernel config CONFIG_HZ",
+        "numalab.sched_balance_serialize=fixed+newidle",
+        "one of legacy|v3|v4|fixed|fixed+newidle, unit none; numalab lab-only",
+        "kernel.numa_balancing=1",
+        "sysctl /proc/sys/kernel/numa_balancing",
+        "CGROUP:cpuset.mems=VALUE",
+    ] {
+        assert!(out.contains(needle), "'{needle}' not in:\n{out}");
+    }
 }
 
 #[test]

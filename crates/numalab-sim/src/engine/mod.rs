@@ -22,7 +22,7 @@ pub mod record;
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
 use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
-use crate::kernel::sysctl::Knobs;
+use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::Kernel;
 use crate::physics::{loaded_latency, max_min_fair};
 use exec::{Op, Stop, ThreadExec};
@@ -642,7 +642,7 @@ impl Sim {
     }
 
     fn sample(&mut self, now: u64) {
-        let iv = self.k.knobs.uint("numalab.sample_interval_ms") * 1_000_000;
+        let iv = self.k.knobs.get(knob::SAMPLE_INTERVAL_MS) * 1_000_000;
         if iv == 0 || now < self.next_sample {
             return;
         }

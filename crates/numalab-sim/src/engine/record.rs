@@ -189,7 +189,7 @@ impl Sim {
                 columns.push(format!("cpu:{}/{}", p.name, t.name));
             }
         }
-        let iv = k.knobs.uint("numalab.sample_interval_ms");
+        let iv = k.knobs.get(crate::kernel::sysctl::knob::SAMPLE_INTERVAL_MS);
         let timeseries = (iv > 0).then(|| TimeSeries {
             interval_s: iv as f64 / 1000.0,
             columns,

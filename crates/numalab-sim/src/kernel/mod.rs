@@ -24,7 +24,7 @@ use numalab_topology::{CpuSet, Machine, NodeMask};
 use sched::topology::SchedDomain;
 use sched::{Rq, Task};
 use stats::VmStat;
-use sysctl::Knobs;
+use sysctl::{knob, Knobs};
 
 /// Nanoseconds per millisecond.
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
@@ -100,7 +100,7 @@ impl Kernel {
         let res = Resources::new(&m);
         let zonelists = mm::page_alloc::zonelists(&m.distance);
         let sd = sched::topology::build_sched_domains(&m);
-        let hz = knobs.uint("CONFIG_HZ").max(1);
+        let hz = knobs.get(knob::CONFIG_HZ).max(1);
         let rq = (0..m.nr_cpus()).map(|cpu| Rq::new(cpu, &sd[cpu])).collect();
         let nodes = m
             .nodes
@@ -120,8 +120,7 @@ impl Kernel {
             llc_cpus[c.llc].push(c.id);
         }
         let variant =
-            sched::serialize::SerializeVariant::parse(knobs.str("numalab.sched_balance_serialize"))
-                .unwrap_or(sched::serialize::SerializeVariant::FixedNewidle);
+            sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
         Kernel {
             core_cpus,
             llc_cpus,

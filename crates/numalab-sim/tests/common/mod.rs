@@ -10,10 +10,7 @@ pub fn run(m: &str, w: &str, scale: f64, seed: u64, sets: &[&str]) -> Result<Run
     let machine = numalab_topology::presets::load(m).expect("machine preset");
     let spec = numalab_workload::presets::load(w).expect("workload preset");
     let wl = numalab_workload::spec::resolve(&spec, &machine, seed, scale).expect("resolve");
-    let mut k = Knobs::default();
-    for s in sets {
-        k.set(s).expect("knob");
-    }
+    let k = Knobs::from_sets(sets).expect("knobs");
     let opts = RunOptions {
         seed,
         scale,
@@ -28,10 +25,7 @@ pub fn run_toml(m: &str, toml: &str, sets: &[&str]) -> Result<RunRecord, SimErro
     let machine = numalab_topology::presets::load(m).expect("machine preset");
     let spec = numalab_workload::spec::parse(toml, "test").expect("parse");
     let wl = numalab_workload::spec::resolve(&spec, &machine, 1, 1.0).expect("resolve");
-    let mut k = Knobs::default();
-    for s in sets {
-        k.set(s).expect("knob");
-    }
+    let k = Knobs::from_sets(sets).expect("knobs");
     let opts = RunOptions {
         check_every: 10,
         ..Default::default()

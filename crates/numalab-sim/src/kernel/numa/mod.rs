@@ -329,7 +329,7 @@ pub fn numa_topology_type(distance: &[Vec<u32>]) -> NumaTopologyType {
 impl Kernel {
     /// `sysctl_numa_balancing_mode` (`kernel.numa_balancing`).
     pub fn numa_balancing_mode(&self) -> u64 {
-        self.knobs.uint("kernel.numa_balancing")
+        self.knobs.get(crate::kernel::sysctl::knob::NUMA_BALANCING)
     }
 
     /// The `sched_numa_balancing` static key: NORMAL mode on a machine with

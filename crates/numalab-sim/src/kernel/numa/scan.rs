@@ -24,13 +24,14 @@ use super::{
 use crate::kernel::mm::{HPAGE_PMD_NR, NO_NODE, PAGE_SHIFT};
 use crate::kernel::sched::TaskState;
 use crate::kernel::stats::Vm;
+use crate::kernel::sysctl::knob;
 use crate::kernel::Kernel;
 use crate::physics::costs;
 
 impl Kernel {
     /// `numa_balancing/scan_delay_ms`.
     pub(crate) fn numa_scan_delay_ms(&self) -> u64 {
-        self.knobs.uint("numa_balancing.scan_delay_ms")
+        self.knobs.get(knob::SCAN_DELAY_MS)
     }
 
     /// `get_mm_rss`: resident base pages of address space `mm`, from the
@@ -46,7 +47,7 @@ impl Kernel {
     /// `task_nr_scan_windows` (fair.c): RSS in units of `scan_size_mb`,
     /// rounded up, at least 1.
     pub fn task_nr_scan_windows(&self, t: usize) -> u64 {
-        let nr_scan_pages = (self.knobs.uint("numa_balancing.scan_size_mb") * PAGES_PER_MB).max(1);
+        let nr_scan_pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB).max(1);
         let mut rss = self.mm_rss(self.tasks[t].mm);
         if rss == 0 {
             rss = nr_scan_pages;
@@ -58,15 +59,14 @@ impl Kernel {
     /// scan windows, floored so no more than `MAX_SCAN_WINDOW` MB/s are
     /// scanned.
     pub fn task_scan_min(&self, t: usize) -> u64 {
-        let scan_size = self.knobs.uint("numa_balancing.scan_size_mb").max(1);
+        let scan_size = self.knobs.get(knob::SCAN_SIZE_MB).max(1);
         let windows = if scan_size < MAX_SCAN_WINDOW_MB {
             MAX_SCAN_WINDOW_MB / scan_size
         } else {
             1
         };
         let floor = 1000 / windows;
-        let scan =
-            self.knobs.uint("numa_balancing.scan_period_min_ms") / self.task_nr_scan_windows(t);
+        let scan = self.knobs.get(knob::SCAN_PERIOD_MIN_MS) / self.task_nr_scan_windows(t);
         floor.max(scan)
     }
 
@@ -95,8 +95,7 @@ impl Kernel {
     /// windows, scaled up with the group's shared faults.
     pub fn task_scan_max(&self, t: usize) -> u64 {
         let smin = self.task_scan_min(t);
-        let mut smax =
-            self.knobs.uint("numa_balancing.scan_period_max_ms") / self.task_nr_scan_windows(t);
+        let mut smax = self.knobs.get(knob::SCAN_PERIOD_MAX_MS) / self.task_nr_scan_windows(t);
         if let Some(p) = self.group_scaled_period(t, smax) {
             smax = smax.max(p);
         }
@@ -220,7 +219,7 @@ impl Kernel {
         self.mms[mm].numa.next_scan = now + self.msecs_to_jiffies(self.tasks[t].numa.scan_period);
         self.tasks[t].numa.node_stamp += SCAN_WINNER_TICKS * self.tick_ns;
 
-        let mut pages = (self.knobs.uint("numa_balancing.scan_size_mb") * PAGES_PER_MB) as i64;
+        let mut pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB) as i64;
         let mut virtpages = pages * SCAN_VIRT_FACTOR;
         if pages == 0 {
             return;

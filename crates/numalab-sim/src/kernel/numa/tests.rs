@@ -17,10 +17,7 @@ pub(crate) mod fx {
     /// A booted kernel on preset `machine` with `--set` knobs.
     pub fn kernel(machine: &str, sets: &[&str]) -> Kernel {
         let m = numalab_topology::presets::load(machine).expect("machine preset");
-        let mut knobs = Knobs::default();
-        for s in sets {
-            knobs.set(s).expect("knob");
-        }
+        let knobs = Knobs::from_sets(sets).expect("knobs");
         Kernel::new(m, knobs)
     }
 
@@ -93,10 +90,7 @@ mod scenario {
     ) -> (RunRecord, Vec<TraceEvent>) {
         let m = numalab_topology::presets::load(machine).expect("machine");
         let w = numalab_workload::spec::resolve(spec, &m, 1, scale).expect("resolve");
-        let mut k = Knobs::default();
-        for s in sets {
-            k.set(s).expect("knob");
-        }
+        let k = Knobs::from_sets(sets).expect("knobs");
         let opts = RunOptions {
             seed: 1,
             scale,

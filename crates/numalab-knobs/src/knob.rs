@@ -1,0 +1,153 @@
+//! The declarations: every knob numalab knows, once, with its typed handle.
+//!
+//! Defaults are the kernel's (kernel/sched/fair.c, kernel/Kconfig.hz,
+//! mm/mempolicy.c on a machine with more than one node). Ranges are what
+//! numalab accepts; the kernel's debugfs files take any `unsigned int`.
+//! To add a knob, add a block here: it gets a handle, a line in
+//! `numalab list knobs` and an entry in every Run record's `settings`.
+//! Left out: memory tiering's knobs (`numa_balancing_promote_rate_limit_MBps`,
+//! `hot_threshold_ms`), which the model does not have; a real run still
+//! passes them through to the kernel (see numalab-real's `knobs`).
+
+use crate::def::{choice, declare, Location};
+
+choice! {
+    /// Which ordering of `sched_balance_running` (SD_SERIALIZE) the
+    /// balancer follows: the words of [`SCHED_BALANCE_SERIALIZE`].
+    pub enum SchedBalanceSerialize {
+        /// Before 6.19: flag taken before the due and designated checks.
+        Legacy = "legacy",
+        /// v3 posting: checks first; redo keeps the held marker.
+        V3 = "v3",
+        /// v4 posting: redo releases and clears the marker; newidle
+        /// serialized.
+        V4 = "v4",
+        /// Tip 2265c5d4: redo keeps the flag; newidle not serialized.
+        Fixed = "fixed",
+        /// Mainline 6.19 (also 22c929d2): as `Fixed`, newidle serialized.
+        FixedNewidle = "fixed+newidle",
+    }
+}
+
+declare! {
+    /// `sysctl_numa_balancing_mode`.
+    NUMA_BALANCING: uint(0, 3) {
+        name: "kernel.numa_balancing",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Sysctl("kernel/numa_balancing"),
+        source: "kernel/sched/core.c sysctl_numa_balancing(), sysctl_numa_balancing_mode; default from mm/mempolicy.c check_numabalancing_enable()",
+        description: "0 off, 1 NUMA_BALANCING_NORMAL (default with >1 node); 2/3 (memory tiering) are refused by the model: not modeled",
+    }
+
+    /// `sysctl_numa_balancing_scan_delay`.
+    SCAN_DELAY_MS: uint(0, 3_600_000) {
+        name: "numa_balancing.scan_delay_ms",
+        aliases: [
+            "numa_balancing/scan_delay_ms",
+            "sched/numa_balancing/scan_delay_ms",
+            "kernel.numa_balancing_scan_delay_ms",
+        ],
+        default: 1000,
+        unit: Ms,
+        location: Location::Debugfs {
+            path: "sched/numa_balancing/scan_delay_ms",
+            legacy_sysctl: Some("kernel/numa_balancing_scan_delay_ms"),
+        },
+        source: "kernel/sched/fair.c sysctl_numa_balancing_scan_delay, read by init_numa_balancing(); debugfs since 8a99b6833c88 (5.13)",
+        description: "delay before a new mm is first scanned",
+    }
+
+    /// `sysctl_numa_balancing_scan_period_min`.
+    SCAN_PERIOD_MIN_MS: uint(1, 3_600_000) {
+        name: "numa_balancing.scan_period_min_ms",
+        aliases: [
+            "numa_balancing/scan_period_min_ms",
+            "sched/numa_balancing/scan_period_min_ms",
+            "kernel.numa_balancing_scan_period_min_ms",
+        ],
+        default: 1000,
+        unit: Ms,
+        location: Location::Debugfs {
+            path: "sched/numa_balancing/scan_period_min_ms",
+            legacy_sysctl: Some("kernel/numa_balancing_scan_period_min_ms"),
+        },
+        source: "kernel/sched/fair.c sysctl_numa_balancing_scan_period_min, read by task_scan_min()",
+        description: "shortest scan period of a task's address space, spread over its scan windows",
+    }
+
+    /// `sysctl_numa_balancing_scan_period_max`.
+    SCAN_PERIOD_MAX_MS: uint(1, 3_600_000) {
+        name: "numa_balancing.scan_period_max_ms",
+        aliases: [
+            "numa_balancing/scan_period_max_ms",
+            "sched/numa_balancing/scan_period_max_ms",
+            "kernel.numa_balancing_scan_period_max_ms",
+        ],
+        default: 60000,
+        unit: Ms,
+        location: Location::Debugfs {
+            path: "sched/numa_balancing/scan_period_max_ms",
+            legacy_sysctl: Some("kernel/numa_balancing_scan_period_max_ms"),
+        },
+        source: "kernel/sched/fair.c sysctl_numa_balancing_scan_period_max, read by task_scan_max()",
+        description: "longest scan period of a task's address space, spread over its scan windows",
+    }
+
+    /// `sysctl_numa_balancing_scan_size`.
+    SCAN_SIZE_MB: uint(1, 1 << 20) {
+        name: "numa_balancing.scan_size_mb",
+        aliases: [
+            "numa_balancing/scan_size_mb",
+            "sched/numa_balancing/scan_size_mb",
+            "kernel.numa_balancing_scan_size_mb",
+        ],
+        default: 256,
+        unit: Mb,
+        location: Location::Debugfs {
+            path: "sched/numa_balancing/scan_size_mb",
+            legacy_sysctl: Some("kernel/numa_balancing_scan_size_mb"),
+        },
+        source: "kernel/sched/fair.c sysctl_numa_balancing_scan_size, read by task_numa_work() and task_nr_scan_windows()",
+        description: "MB of address space marked per scan",
+    }
+
+    /// `CONFIG_HZ`.
+    CONFIG_HZ: uint(100, 1000) {
+        name: "CONFIG_HZ",
+        aliases: ["config.hz"],
+        default: 250,
+        unit: Hz,
+        location: Location::Config("CONFIG_HZ"),
+        source: "kernel/Kconfig.hz (HZ_250 is the default choice)",
+        description: "scheduler tick rate (jiffies per second)",
+    }
+
+    /// The SD_SERIALIZE ordering the model's balancer follows.
+    SCHED_BALANCE_SERIALIZE: choice(SchedBalanceSerialize) {
+        name: "numalab.sched_balance_serialize",
+        aliases: [],
+        default: SchedBalanceSerialize::FixedNewidle,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c sched_balance_domains(), sched_balance_running; tip 2265c5d4, mainline 22c929d2 (6.19)",
+        description: "SD_SERIALIZE / sched_balance_running ordering: legacy (flag before the due and designated checks, before 6.19), v3 (checks first, redo keeps the held marker: the bug review found), v4 (as posted: redo releases and clears the marker, newidle serialized), fixed (tip 2265c5d4: redo keeps the flag, newidle not serialized), fixed+newidle (mainline 6.19, also 22c929d2)",
+    }
+
+    /// The Run record's sampling interval.
+    SAMPLE_INTERVAL_MS: uint(0, 3_600_000) {
+        name: "numalab.sample_interval_ms",
+        aliases: [],
+        default: 1000,
+        unit: Ms,
+        location: Location::Lab,
+        source: "numalab: the Run record's time series (no kernel counterpart)",
+        description: "time-series sampling interval of the Run record (0 = none)",
+    }
+}
+
+/// The declaration answering to `key` (a name or an alias).
+pub fn lookup(key: &str) -> Option<&'static crate::def::Def> {
+    ALL.iter().find(|d| d.answers_to(key))
+}
