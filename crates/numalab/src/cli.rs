@@ -1,5 +1,6 @@
 //! Argument definitions and the subcommands.
 
+use crate::failure::Failure;
 use crate::{bench, real, reproduce, runner, validate};
 use clap::{Args, Parser, Subcommand};
 use numalab_record::RunSet;
@@ -253,46 +254,6 @@ enum MachineCmd {
         /// Preset or file.
         machine: String,
     },
-}
-
-/// A failed command: a one-line message (printed after `numalab: error:`),
-/// the exit code, and optional detail printed before it (a guest's
-/// console tail).
-#[derive(Debug)]
-pub struct Failure {
-    /// One line.
-    pub message: String,
-    /// Process exit code.
-    pub code: u8,
-    /// More lines, if any.
-    pub detail: Option<String>,
-}
-
-impl From<String> for Failure {
-    /// Bad input: exit code 2.
-    fn from(message: String) -> Failure {
-        Failure {
-            message,
-            code: 2,
-            detail: None,
-        }
-    }
-}
-
-impl From<numalab_real::RealError> for Failure {
-    /// A real run's refusal (2), interruption (128 + signal) or failure
-    /// (1); the first line is the message, the rest detail.
-    fn from(e: numalab_real::RealError) -> Failure {
-        let text = e.to_string();
-        let mut lines = text.lines();
-        let message = lines.next().unwrap_or("").to_string();
-        let rest: Vec<&str> = lines.collect();
-        Failure {
-            message,
-            code: e.exit_code().clamp(1, 255) as u8,
-            detail: (!rest.is_empty()).then(|| rest.join("\n")),
-        }
-    }
 }
 
 /// Runs the chosen subcommand.
@@ -701,12 +662,5 @@ mod tests {
             parse(&["compare", "a.json"]).unwrap().cmd,
             Cmd::Compare { .. }
         ));
-        let f = Failure::from("bad".to_string());
-        assert_eq!((f.message.as_str(), f.code), ("bad", 2));
-        let f = Failure::from(numalab_real::RealError::Refused("no\nmore".into()));
-        assert_eq!((f.message.as_str(), f.code), ("no", 2));
-        assert_eq!(f.detail.as_deref(), Some("more"));
-        let f = Failure::from(numalab_real::RealError::Interrupted(2));
-        assert_eq!(f.code, 130);
     }
 }

@@ -25,7 +25,7 @@
 //! the kernel column is empty); `--guest-json DIR` compares against saved
 //! guest records `DIR/NAME.kernel.json`.
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 use crate::real::{self, RunArgs, VmArgs};
 use numalab_record::RunRecord;
 use numalab_topology::Machine;
