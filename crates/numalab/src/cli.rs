@@ -4,7 +4,7 @@ use crate::failure::Failure;
 use crate::{bench, real, reproduce, runner, validate};
 use clap::{Args, Parser, Subcommand};
 use numalab_record::RunSet;
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// A laboratory for Linux automatic NUMA balancing.
 #[derive(Parser, Debug)]
@@ -49,6 +49,11 @@ enum Cmd {
     /// List presets and knobs.
     List {
         /// machines, workloads, reproductions or knobs.
+        what: String,
+    },
+    /// Print the JSON Schema of the Run or RunSet format.
+    Schema {
+        /// run or runset.
         what: String,
     },
     /// Machine specs: import a real host's topology, or show a preset.
@@ -339,6 +344,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             &machine, &workload, &set, seed, iterations, json, label, scale, trace,
         ),
         Cmd::List { what } => list(&what),
+        Cmd::Schema { what } => schema(&what),
         Cmd::Machine { cmd } => machine(cmd),
         Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
         Cmd::Reproduce {
@@ -462,6 +468,21 @@ fn list(what: &str) -> Result<(), String> {
         println!("{a:<w$}  {b}");
     }
     Ok(())
+}
+
+/// `numalab schema run|runset`: the JSON Schema generated from the record
+/// types, pretty-printed.
+fn schema(what: &str) -> Result<(), String> {
+    let schema = match what {
+        "run" => numalab_record::run_schema(),
+        "runset" => numalab_record::runset_schema(),
+        other => return Err(format!("schema {other}: expected run or runset")),
+    };
+    let mut text = serde_json::to_string_pretty(&schema).map_err(|e| format!("schema: {e}"))?;
+    text.push('\n');
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(|e| format!("schema: writing stdout: {e}"))
 }
 
 fn machine(cmd: MachineCmd) -> Result<(), String> {
@@ -661,6 +682,10 @@ mod tests {
         assert!(matches!(
             parse(&["compare", "a.json"]).unwrap().cmd,
             Cmd::Compare { .. }
+        ));
+        assert!(matches!(
+            parse(&["schema", "runset"]).unwrap().cmd,
+            Cmd::Schema { .. }
         ));
     }
 }
