@@ -14,13 +14,23 @@
 //! At the end (or on a signal, or an error) it kills what still runs,
 //! removes the cgroups and restores the knobs, then builds the Run record.
 //!
-//! Time series columns (the first is `t_s`, seconds since the start): as
-//! in the model, /proc/vmstat names (delta since the start),
-//! `running_tasks` and `nodeN_used_gib` (the workload's regions); then
-//! `memory.stat:CGROUP:NAME` (delta),
+//! The steps are functions, numbered as in [`real_run`] and
+//! `run_planned`: 1 checks, 2 knobs, 3 cgroups ([`create_cgroups`]),
+//! 4 fork ([`fork_children`]), 5 baseline ([`Baseline`]), 6 go
+//! ([`release`]), 7 the sampling loop ([`sample_loop`]), 8 final
+//! counters and undo ([`FinalCounters`], [`Changes`]), 9 the record
+//! ([`build_record`]).
+//!
+//! Time series columns (named by [`numalab_record::Column`]; the first
+//! is `t_s`, seconds since the start): as in the model, /proc/vmstat
+//! names of [`VMSTAT_SERIES`] (delta since the start), `running_tasks`
+//! and `nodeN_used_gib` (the workload's regions); then
+//! `memory.stat:CGROUP:NAME` of [`MEMSTAT_SERIES`] (delta),
 //! `region:PROCESS/REGION:nodeN_bytes`, `cpu:PROCESS/THREAD` (-1 while the
 //! thread does not run), `trace:EVENT` (count since the start). A value of
 //! -1 means "not available at that time" (a process that has exited).
+//! Tasks are named `PROCESS/THREAD` as in the model
+//! ([`numalab_record::task_name`]).
 //!
 //! Left out: per-node memory bandwidth (the kernel gives none without a
 //! PMU), NodeFigures traffic beyond the per-task estimate, and surviving a
@@ -35,9 +45,13 @@ use crate::sample::{self, TraceCounters};
 use crate::sys::{self, SignalGuard};
 use crate::worker::{self, ChildCtx, SharedPage, ThreadReport};
 use crate::{RealError, RealOptions};
+use numalab_record::counters::{
+    is_recorded_memory_stat, is_recorded_vmstat, lab_trace, MEMSTAT_SERIES, TRACE_EVENTS,
+    VMSTAT_SERIES,
+};
 use numalab_record::{
-    CgroupFigures, NodeFigures, ProcessFigures, RunKind, RunRecord, Score as RecScore, TaskFigures,
-    TimeSeries, FORMAT_NAME, FORMAT_VERSION,
+    CgroupFigures, Column, NodeFigures, ProcessFigures, RunKind, RunRecord, Score as RecScore,
+    TaskFigures, TimeSeries, FORMAT_NAME, FORMAT_VERSION,
 };
 use numalab_topology::Machine;
 use numalab_workload::model::{Score, Workload};
@@ -49,26 +63,6 @@ use std::time::{Duration, Instant};
 
 /// How long processes get to finish after the stop flag is raised.
 const STOP_GRACE: Duration = Duration::from_secs(30);
-
-/// vmstat counters sampled into the time series (when the kernel has them).
-const VMSTAT_SERIES: [&str; 9] = [
-    "numa_pte_updates",
-    "numa_huge_pte_updates",
-    "numa_hint_faults",
-    "numa_hint_faults_local",
-    "numa_pages_migrated",
-    "pgmigrate_success",
-    "pgmigrate_fail",
-    "thp_migration_success",
-    "numa_local",
-];
-
-/// memory.stat counters sampled into the time series.
-const MEMSTAT_SERIES: [&str; 3] = [
-    "numa_pte_updates",
-    "numa_hint_faults",
-    "numa_pages_migrated",
-];
 
 struct Child {
     pid: i32,
@@ -214,6 +208,10 @@ pub fn real_run(
     run_planned(workload, host, opts, &facts, &plan, &roots)
 }
 
+/// Runs a plan whose checks passed: each numbered step of the module
+/// documentation is one function below. Whatever it changed is undone
+/// when it returns, on success, error or signal alike (through
+/// [`Changes`]' drop when it returns early).
 fn run_planned(
     workload: &Workload,
     host: &Machine,
@@ -225,7 +223,6 @@ fn run_planned(
     let interval = plan.interval.unwrap_or(opts.interval);
     let signals =
         SignalGuard::install().map_err(|e| RealError::Failed(format!("sigaction: {e}")))?;
-    let interrupted = |s: &SignalGuard| s.caught().map(RealError::Interrupted);
     let mut ch = Changes {
         children: Vec::new(),
         knobs: None,
@@ -233,35 +230,108 @@ fn run_planned(
     };
     // 2. Knobs.
     ch.knobs = Some(KnobGuard::apply(&plan.file_knobs).map_err(RealError::Failed)?);
-    if let Some(e) = interrupted(&signals) {
-        return Err(e);
-    }
+    interrupted(&signals)?;
     let settings_now = knobs::snapshot_settings(roots);
     // 3. Cgroups.
     // SAFETY: no arguments.
     let my_pid = unsafe { libc::getpid() };
-    if plan.use_cgroups {
-        let mount = facts
-            .cgroup2
-            .as_ref()
-            .map(|c| c.mount.clone())
-            .ok_or_else(|| RealError::Failed("cgroup2 vanished".into()))?;
-        ch.cgroups = Some(
-            CgroupTree::create(
-                &mount,
-                &format!("numalab-{my_pid}"),
-                &plan.controllers,
-                &plan.groups,
-                plan.need_root_leaf,
-            )
-            .map_err(RealError::Failed)?,
-        );
-    }
-    if let Some(e) = interrupted(&signals) {
-        return Err(e);
-    }
+    ch.cgroups = create_cgroups(facts, plan, my_pid)?;
+    interrupted(&signals)?;
     // 4. Fork the processes; they wait for "go".
     let shared = SharedPage::new().map_err(|e| RealError::Failed(format!("mmap: {e}")))?;
+    fork_children(&mut ch, workload, host, opts, facts, &shared, my_pid)?;
+    // 5. Counters and baselines.
+    let mut settings = settings_now;
+    let base = Baseline::read(workload, host, opts, facts, &ch, &mut settings);
+    interrupted(&signals)?;
+    // 6. Go.
+    let start = release(&ch, &shared, workload, opts);
+    // 7. The loop.
+    let ctx = SampleCtx { host, base: &base };
+    let rows = sample_loop(
+        &mut ch, workload, host, &signals, &shared, &ctx, start, interval,
+    )?;
+    let wall_s = start.elapsed().as_secs_f64();
+    // 8. Final counters, then undo.
+    let fin = FinalCounters::read(&base);
+    let Baseline {
+        trace,
+        cg_paths,
+        vm0,
+        mem0,
+        tr0,
+        series,
+        ..
+    } = base;
+    drop(trace);
+    let undo = ch.undo();
+    drop(signals);
+    undo.map_err(RealError::Failed)?;
+    // 9. The record.
+    let collected = Collected {
+        children: &ch.children,
+        cg_paths: &cg_paths,
+        vm0: &vm0,
+        mem0: &mem0,
+        tr0: &tr0,
+        fin: &fin,
+        rows,
+        columns: series.columns,
+        wall_s,
+        interval,
+        settings,
+    };
+    Ok(build_record(
+        workload, host, opts, facts, plan, roots, my_pid, collected,
+    ))
+}
+
+/// `Err` with the caught signal once SIGINT/SIGTERM/SIGHUP arrived.
+fn interrupted(s: &SignalGuard) -> Result<(), RealError> {
+    match s.caught() {
+        Some(sig) => Err(RealError::Interrupted(sig)),
+        None => Ok(()),
+    }
+}
+
+/// Step 3: the run's cgroup tree `numalab-PID` under the cgroup2 mount,
+/// when the plan uses cgroups (removed again by [`Changes::undo`]).
+fn create_cgroups(
+    facts: &HostFacts,
+    plan: &Plan,
+    my_pid: i32,
+) -> Result<Option<CgroupTree>, RealError> {
+    if !plan.use_cgroups {
+        return Ok(None);
+    }
+    let mount = facts
+        .cgroup2
+        .as_ref()
+        .map(|c| c.mount.clone())
+        .ok_or_else(|| RealError::Failed("cgroup2 vanished".into()))?;
+    CgroupTree::create(
+        &mount,
+        &format!("numalab-{my_pid}"),
+        &plan.controllers,
+        &plan.groups,
+        plan.need_root_leaf,
+    )
+    .map(Some)
+    .map_err(RealError::Failed)
+}
+
+/// Step 4: forks one child per workload process, each waiting on its go
+/// pipe, and moves it into its cgroup. The children are pushed into
+/// `ch` as they are made, so an error kills those already forked.
+fn fork_children(
+    ch: &mut Changes,
+    workload: &Workload,
+    host: &Machine,
+    opts: &RealOptions,
+    facts: &HostFacts,
+    shared: &SharedPage,
+    my_pid: i32,
+) -> Result<(), RealError> {
     let node_of_cpu: Vec<usize> = host.cpus.iter().map(|c| c.node).collect();
     let all_cpus = facts.allowed_cpus.clone();
     for (pi, p) in workload.processes.iter().enumerate() {
@@ -337,57 +407,106 @@ fn run_planned(
             cg.add_pid(&p.cgroup, pid).map_err(RealError::Failed)?;
         }
     }
-    // 5. Counters and baselines.
-    let mut settings = settings_now;
-    let trace = match &facts.tracefs {
-        Some(t) => match TraceCounters::open(t, &facts.online_cpus.iter().collect::<Vec<_>>()) {
-            Ok(c) => {
-                settings.insert("real.tracepoints".into(), "perf counting".into());
-                Some(c)
-            }
-            Err(e) => {
-                if opts.verbose {
-                    eprintln!("numalab real: note: tracepoint counters unavailable: {e}");
+    Ok(())
+}
+
+/// Step 5: what the run's deltas are taken against, read before the
+/// children are released: the tracepoint counters (opened here), the
+/// cgroups measured, /proc/vmstat, memory.stat of each cgroup, and the
+/// time series' column layout (which depends on what the kernel has).
+struct Baseline {
+    trace: Option<TraceCounters>,
+    /// "/" first, then the workload's cgroups.
+    cg_paths: Vec<String>,
+    /// The stats directory of each cgroup that has one.
+    cg_dirs: Vec<(String, PathBuf)>,
+    vm0: BTreeMap<String, u64>,
+    mem0: BTreeMap<String, BTreeMap<String, u64>>,
+    tr0: BTreeMap<String, u64>,
+    series: Series,
+}
+
+impl Baseline {
+    /// Opens the counters and reads the baseline; records in `settings`
+    /// whether tracepoints are counted and, if not, why.
+    fn read(
+        workload: &Workload,
+        host: &Machine,
+        opts: &RealOptions,
+        facts: &HostFacts,
+        ch: &Changes,
+        settings: &mut BTreeMap<String, String>,
+    ) -> Baseline {
+        let trace = match &facts.tracefs {
+            Some(t) => {
+                match TraceCounters::open(t, &facts.online_cpus.iter().collect::<Vec<_>>()) {
+                    Ok(c) => {
+                        settings.insert("real.tracepoints".into(), "perf counting".into());
+                        Some(c)
+                    }
+                    Err(e) => {
+                        if opts.verbose {
+                            eprintln!("numalab real: note: tracepoint counters unavailable: {e}");
+                        }
+                        settings.insert("real.tracepoints".into(), format!("unavailable: {e}"));
+                        None
+                    }
                 }
-                settings.insert("real.tracepoints".into(), format!("unavailable: {e}"));
+            }
+            None => {
+                settings.insert(
+                    "real.tracepoints".into(),
+                    "unavailable: tracefs not mounted".into(),
+                );
                 None
             }
-        },
-        None => {
-            settings.insert(
-                "real.tracepoints".into(),
-                "unavailable: tracefs not mounted".into(),
-            );
-            None
-        }
-    };
-    let cg_paths: Vec<String> = std::iter::once("/".to_string())
-        .chain(
-            workload
-                .cgroups
+        };
+        let cg_paths: Vec<String> = std::iter::once("/".to_string())
+            .chain(
+                workload
+                    .cgroups
+                    .iter()
+                    .map(|c| c.path.clone())
+                    .filter(|p| p != "/"),
+            )
+            .collect();
+        let cg_dirs: Vec<(String, PathBuf)> = match &ch.cgroups {
+            Some(t) => cg_paths
                 .iter()
-                .map(|c| c.path.clone())
-                .filter(|p| p != "/"),
-        )
-        .collect();
-    let cg_dirs: Vec<(String, PathBuf)> = match &ch.cgroups {
-        Some(t) => cg_paths
-            .iter()
-            .filter_map(|p| t.stats_dir(p).ok().map(|d| (p.clone(), d)))
-            .collect(),
-        None => Vec::new(),
-    };
-    let vm0 = read_vmstat();
-    let mem0: BTreeMap<String, BTreeMap<String, u64>> = cg_dirs
-        .iter()
-        .map(|(p, d)| (p.clone(), read_keyed(d, "memory.stat")))
-        .collect();
-    let tr0 = trace.as_ref().map(|t| t.read()).unwrap_or_default();
-    let series = Series::new(workload, host, &vm0, &mem0, trace.is_some());
-    if let Some(e) = interrupted(&signals) {
-        return Err(e);
+                .filter_map(|p| t.stats_dir(p).ok().map(|d| (p.clone(), d)))
+                .collect(),
+            None => Vec::new(),
+        };
+        let vm0 = read_vmstat();
+        let mem0 = read_cgroups(&cg_dirs, "memory.stat");
+        let tr0 = trace.as_ref().map(|t| t.read()).unwrap_or_default();
+        let series = Series::new(workload, host, &vm0, &mem0, trace.is_some());
+        Baseline {
+            trace,
+            cg_paths,
+            cg_dirs,
+            vm0,
+            mem0,
+            tr0,
+            series,
+        }
     }
-    // 6. Go.
+}
+
+/// A flat keyed file (memory.stat, cpu.stat) of each cgroup, by path.
+fn read_cgroups(
+    cg_dirs: &[(String, PathBuf)],
+    file: &str,
+) -> BTreeMap<String, BTreeMap<String, u64>> {
+    cg_dirs
+        .iter()
+        .map(|(p, d)| (p.clone(), read_keyed(d, file)))
+        .collect()
+}
+
+/// Step 6: stamps the start time the workers measure from and writes
+/// "go" to every child at once; returns the coordinator's start instant.
+fn release(ch: &Changes, shared: &SharedPage, workload: &Workload, opts: &RealOptions) -> Instant {
     shared
         .get()
         .t0_ns
@@ -404,25 +523,33 @@ fn run_planned(
             workload.name
         );
     }
+    start
+}
+
+/// Step 7: until every child is reaped, reads their reports, raises the
+/// stop flag at the workload's deadline (failing when they overrun it by
+/// [`STOP_GRACE`]), samples at `interval` and once more when a process
+/// is done ([`release_done`]), and reaps children ([`reap`]). Returns
+/// the time-series rows.
+#[allow(clippy::too_many_arguments)]
+fn sample_loop(
+    ch: &mut Changes,
+    workload: &Workload,
+    host: &Machine,
+    signals: &SignalGuard,
+    shared: &SharedPage,
+    ctx: &SampleCtx,
+    start: Instant,
+    interval: Duration,
+) -> Result<Vec<Vec<f64>>, RealError> {
     let deadline = workload
         .duration_ns
         .map(|ns| start + Duration::from_nanos(ns));
     let mut stop_at: Option<Instant> = None;
     let mut rows: Vec<Vec<f64>> = Vec::new();
     let mut next_sample = start;
-    let ctx = SampleCtx {
-        workload,
-        host,
-        series: &series,
-        vm0: &vm0,
-        mem0: &mem0,
-        tr0: &tr0,
-        trace: trace.as_ref(),
-        cg_dirs: &cg_dirs,
-    };
-    // 7. The loop.
     loop {
-        if let Some(e) = interrupted(&signals) {
+        if let Err(e) = interrupted(signals) {
             shared.get().stop.store(1, Ordering::SeqCst);
             return Err(e);
         }
@@ -447,53 +574,9 @@ fn run_planned(
             let t = start.elapsed().as_secs_f64();
             rows.push(ctx.row(t, &ch.children));
             next_sample = Instant::now() + interval;
-            for (pi, c) in ch.children.iter_mut().enumerate() {
-                if c.done && !c.released {
-                    let vmas = sample::read_opt(Path::new(&format!("/proc/{}/numa_maps", c.pid)))
-                        .map(|t| sample::parse_numa_maps(&t))
-                        .unwrap_or_default();
-                    c.final_bytes = sample::total_bytes_by_node(&vmas, host.nr_nodes());
-                    for (ri, r) in c.regions.iter().enumerate() {
-                        if let Some((s, l)) = r {
-                            c.final_regions[ri] =
-                                sample::range_bytes_by_node(&vmas, *s, *l, host.nr_nodes());
-                        }
-                    }
-                    c.done_s = Some(t);
-                    c.released = true;
-                    close(&mut c.go_w);
-                    let _ = pi;
-                }
-            }
+            release_done(&mut ch.children, host, t);
         }
-        for (pi, c) in ch.children.iter_mut().enumerate() {
-            if c.reaped {
-                continue;
-            }
-            let mut st = 0;
-            // SAFETY: non-blocking reap of our own child.
-            let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
-            if r == c.pid {
-                c.reaped = true;
-                // Read what it wrote before exiting.
-                drain_reports(c, &workload.processes[pi].name).map_err(RealError::Failed)?;
-                let ok = libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0;
-                if !ok || !c.done {
-                    if let Some(e) = interrupted(&signals) {
-                        return Err(e);
-                    }
-                    let how = if libc::WIFSIGNALED(st) {
-                        format!("was killed by {}", sys::signal_name(libc::WTERMSIG(st)))
-                    } else {
-                        format!("exited with status {}", libc::WEXITSTATUS(st))
-                    };
-                    return Err(RealError::Failed(format!(
-                        "workload process '{}' (pid {}) {how} before finishing",
-                        workload.processes[pi].name, c.pid
-                    )));
-                }
-            }
-        }
+        reap(&mut ch.children, workload, signals)?;
         if ch.children.iter().all(|c| c.reaped) {
             break;
         }
@@ -507,132 +590,157 @@ fn run_planned(
         let wait = next_sample
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(50));
-        let mut pfds: Vec<libc::pollfd> = ch
-            .children
-            .iter()
-            .filter(|c| c.report_r >= 0 && !c.reaped)
-            .map(|c| libc::pollfd {
-                fd: c.report_r,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: pfds is a valid array; EINTR (a signal) just returns early.
-        unsafe {
-            libc::poll(
-                pfds.as_mut_ptr(),
-                pfds.len() as libc::nfds_t,
-                wait.as_millis() as i32,
-            )
-        };
+        poll_reports(&ch.children, wait);
     }
-    let wall_s = start.elapsed().as_secs_f64();
-    // 8. Final counters, then undo.
-    let vm1 = read_vmstat();
-    let tr1 = trace.as_ref().map(|t| t.read()).unwrap_or_default();
-    let mem1: BTreeMap<String, BTreeMap<String, u64>> = cg_dirs
-        .iter()
-        .map(|(p, d)| (p.clone(), read_keyed(d, "memory.stat")))
-        .collect();
-    let cpu1: BTreeMap<String, BTreeMap<String, u64>> = cg_dirs
-        .iter()
-        .map(|(p, d)| (p.clone(), read_keyed(d, "cpu.stat")))
-        .collect();
-    drop(trace);
-    let undo = ch.undo();
-    drop(signals);
-    undo.map_err(RealError::Failed)?;
-    // 9. The record.
-    let mut tasks: Vec<TaskFigures> = Vec::new();
-    let mut processes = Vec::new();
-    let mut requests = 0u64;
-    let mut elapsed_s: f64 = 0.0;
-    for (pi, c) in ch.children.iter().enumerate() {
-        let p = &workload.processes[pi];
-        let mut pf = ProcessFigures {
-            pid: c.pid as u64,
-            name: p.name.clone(),
-            cgroup: p.cgroup.clone(),
-            elapsed_s: 0.0,
-            user_s: 0.0,
-            sys_s: 0.0,
-            pages_by_node: c
-                .final_bytes
-                .iter()
-                .map(|b| b / sys::PAGE_SIZE as u64)
-                .collect(),
-        };
-        for r in c.reports.iter().flatten() {
-            pf.user_s += r.task.user_s;
-            pf.sys_s += r.task.sys_s;
-            pf.elapsed_s = pf.elapsed_s.max(r.task.exit_s);
-            requests += r.requests;
-            tasks.push(r.task.clone());
-        }
-        elapsed_s = elapsed_s.max(pf.elapsed_s);
-        processes.push(pf);
-    }
-    let user_s: f64 = tasks.iter().map(|t| t.user_s).sum();
-    let sys_s: f64 = tasks.iter().map(|t| t.sys_s).sum();
-    let vmstat: BTreeMap<String, u64> = sample::deltas(&vm0, &vm1)
-        .into_iter()
-        .filter(|(k, _)| sample::is_recorded_vmstat(k))
-        .collect();
-    let mut cgroups = BTreeMap::new();
-    for path in &cg_paths {
-        let under = |c: &str| path == "/" || c == path || c.starts_with(&format!("{path}/"));
-        let nr_tasks = ch
-            .children
-            .iter()
-            .enumerate()
-            .filter(|(pi, _)| under(&workload.processes[*pi].cgroup))
-            .map(|(_, c)| c.reports.iter().flatten().count() as u64)
-            .sum();
-        let mut f = CgroupFigures {
-            nr_tasks,
-            ..Default::default()
-        };
-        if let (Some(m0), Some(m1)) = (mem0.get(path), mem1.get(path)) {
-            f.memory_stat = sample::deltas(m0, m1)
-                .into_iter()
-                .filter(|(k, _)| sample::is_recorded_memory_stat(k))
-                .collect();
-        }
-        match cpu1.get(path) {
-            Some(cpu) if cpu.contains_key("user_usec") => {
-                f.user_s = cpu["user_usec"] as f64 / 1e6;
-                f.sys_s = cpu.get("system_usec").copied().unwrap_or(0) as f64 / 1e6;
-            }
-            _ => {
-                for (pi, c) in ch.children.iter().enumerate() {
-                    if under(&workload.processes[pi].cgroup) {
-                        for r in c.reports.iter().flatten() {
-                            f.user_s += r.task.user_s;
-                            f.sys_s += r.task.sys_s;
-                        }
-                    }
+    Ok(rows)
+}
+
+/// Lets the children whose threads are all done exit, after reading
+/// where their memory ended up (/proc/PID/numa_maps): the whole process
+/// and each region. `t` is the time of the sample just taken.
+fn release_done(children: &mut [Child], host: &Machine, t: f64) {
+    for c in children.iter_mut() {
+        if c.done && !c.released {
+            let vmas = sample::read_opt(Path::new(&format!("/proc/{}/numa_maps", c.pid)))
+                .map(|t| sample::parse_numa_maps(&t))
+                .unwrap_or_default();
+            c.final_bytes = sample::total_bytes_by_node(&vmas, host.nr_nodes());
+            for (ri, r) in c.regions.iter().enumerate() {
+                if let Some((s, l)) = r {
+                    c.final_regions[ri] =
+                        sample::range_bytes_by_node(&vmas, *s, *l, host.nr_nodes());
                 }
             }
+            c.done_s = Some(t);
+            c.released = true;
+            close(&mut c.go_w);
         }
-        cgroups.insert(path.clone(), f);
     }
-    let nodes: Vec<NodeFigures> = host
-        .nodes
+}
+
+/// Reaps the children that exited (without blocking), reading what they
+/// wrote last. A child that exited badly, or before reporting done,
+/// fails the run (or reports the signal, when one caused it).
+fn reap(
+    children: &mut [Child],
+    workload: &Workload,
+    signals: &SignalGuard,
+) -> Result<(), RealError> {
+    for (pi, c) in children.iter_mut().enumerate() {
+        if c.reaped {
+            continue;
+        }
+        let mut st = 0;
+        // SAFETY: non-blocking reap of our own child.
+        let r = unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) };
+        if r == c.pid {
+            c.reaped = true;
+            // Read what it wrote before exiting.
+            drain_reports(c, &workload.processes[pi].name).map_err(RealError::Failed)?;
+            let ok = libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0;
+            if !ok || !c.done {
+                interrupted(signals)?;
+                let how = if libc::WIFSIGNALED(st) {
+                    format!("was killed by {}", sys::signal_name(libc::WTERMSIG(st)))
+                } else {
+                    format!("exited with status {}", libc::WEXITSTATUS(st))
+                };
+                return Err(RealError::Failed(format!(
+                    "workload process '{}' (pid {}) {how} before finishing",
+                    workload.processes[pi].name, c.pid
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits up to `wait` for a report from any child still running (a
+/// signal ends the wait early).
+fn poll_reports(children: &[Child], wait: Duration) {
+    let mut pfds: Vec<libc::pollfd> = children
         .iter()
-        .map(|n| NodeFigures {
-            node: n.id,
-            mem_total_bytes: n.mem_bytes,
-            mem_used_bytes: ch
-                .children
-                .iter()
-                .map(|c| c.final_bytes.get(n.id).copied().unwrap_or(0))
-                .sum(),
-            traffic_bytes: tasks
-                .iter()
-                .map(|t| t.bytes_by_node.get(n.id).copied().unwrap_or(0))
-                .sum(),
+        .filter(|c| c.report_r >= 0 && !c.reaped)
+        .map(|c| libc::pollfd {
+            fd: c.report_r,
+            events: libc::POLLIN,
+            revents: 0,
         })
         .collect();
+    // SAFETY: pfds is a valid array; EINTR (a signal) just returns early.
+    unsafe {
+        libc::poll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            wait.as_millis() as i32,
+        )
+    };
+}
+
+/// Step 8: the counters at the end, read before anything is undone.
+struct FinalCounters {
+    vm1: BTreeMap<String, u64>,
+    tr1: BTreeMap<String, u64>,
+    mem1: BTreeMap<String, BTreeMap<String, u64>>,
+    cpu1: BTreeMap<String, BTreeMap<String, u64>>,
+}
+
+impl FinalCounters {
+    /// Reads /proc/vmstat, the tracepoint counts, and memory.stat and
+    /// cpu.stat of each cgroup of `base`.
+    fn read(base: &Baseline) -> FinalCounters {
+        let vm1 = read_vmstat();
+        let tr1 = base.trace.as_ref().map(|t| t.read()).unwrap_or_default();
+        FinalCounters {
+            vm1,
+            tr1,
+            mem1: read_cgroups(&base.cg_dirs, "memory.stat"),
+            cpu1: read_cgroups(&base.cg_dirs, "cpu.stat"),
+        }
+    }
+}
+
+/// What a finished run gathered, for [`build_record`].
+struct Collected<'a> {
+    children: &'a [Child],
+    cg_paths: &'a [String],
+    vm0: &'a BTreeMap<String, u64>,
+    mem0: &'a BTreeMap<String, BTreeMap<String, u64>>,
+    tr0: &'a BTreeMap<String, u64>,
+    fin: &'a FinalCounters,
+    rows: Vec<Vec<f64>>,
+    columns: Vec<String>,
+    wall_s: f64,
+    interval: Duration,
+    /// Knob values read after they were set, plus `real.tracepoints`.
+    settings: BTreeMap<String, String>,
+}
+
+/// Step 9: the Run record of a finished run. Times come from the workers'
+/// reports (the run lasts until the last thread exits), counters are
+/// deltas between [`Baseline`] and [`FinalCounters`].
+#[allow(clippy::too_many_arguments)]
+fn build_record(
+    workload: &Workload,
+    host: &Machine,
+    opts: &RealOptions,
+    facts: &HostFacts,
+    plan: &Plan,
+    roots: &KnobRoots,
+    my_pid: i32,
+    c: Collected,
+) -> RunRecord {
+    let (processes, tasks, requests) = process_and_task_figures(workload, c.children);
+    let elapsed_s = processes.iter().fold(0.0f64, |e, p| e.max(p.elapsed_s));
+    let user_s: f64 = tasks.iter().map(|t| t.user_s).sum();
+    let sys_s: f64 = tasks.iter().map(|t| t.sys_s).sum();
+    let vmstat: BTreeMap<String, u64> = sample::deltas(c.vm0, &c.fin.vm1)
+        .into_iter()
+        .filter(|(k, _)| is_recorded_vmstat(k))
+        .collect();
+    let cgroups = cgroup_figures(workload, &c);
+    let nodes = node_figures(host, c.children, &tasks);
+    let mut settings = c.settings;
     for (k, v) in &opts.sets {
         if let Ok(knobs::Knob::File { key, .. }) = knobs::resolve_knob(k, roots) {
             settings.insert(key, v.clone());
@@ -642,37 +750,28 @@ fn run_planned(
     }
     settings.insert(
         "real.cgroup2".into(),
-        match (&ch.cgroups, &facts.cgroup2) {
-            (_, Some(c)) if plan.use_cgroups => format!("{}/numalab-{my_pid}", c.mount.display()),
+        match &facts.cgroup2 {
+            Some(cg) if plan.use_cgroups => format!("{}/numalab-{my_pid}", cg.mount.display()),
             _ => "unused".to_string(),
         },
     );
     settings.insert("real.controllers".into(), plan.controllers.join(" "));
     settings.insert(
         "numalab.sample_interval_ms".into(),
-        interval.as_millis().to_string(),
+        c.interval.as_millis().to_string(),
     );
     let mut lab = BTreeMap::new();
-    lab.insert("real.wall_s".to_string(), wall_s);
-    lab.insert("real.samples".to_string(), rows.len() as f64);
+    lab.insert("real.wall_s".to_string(), c.wall_s);
+    lab.insert("real.samples".to_string(), c.rows.len() as f64);
     lab.insert("real.bytes_by_node_estimated".to_string(), 1.0);
-    for (k, v) in sample::deltas(&tr0, &tr1) {
-        lab.insert(format!("trace.{k}"), v as f64);
+    for (k, v) in sample::deltas(c.tr0, &c.fin.tr1) {
+        lab.insert(lab_trace(&k), v as f64);
     }
     let score = match workload.score {
-        Score::Throughput => Some(RecScore {
-            name: "throughput".into(),
-            unit: "requests/s".into(),
-            value: if elapsed_s > 0.0 {
-                requests as f64 / elapsed_s
-            } else {
-                0.0
-            },
-            higher_is_better: true,
-        }),
+        Score::Throughput => Some(RecScore::throughput(requests, elapsed_s)),
         Score::Elapsed => None,
     };
-    Ok(RunRecord {
+    RunRecord {
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION,
         kind: RunKind::Real,
@@ -694,11 +793,113 @@ fn run_planned(
         nodes,
         lab,
         timeseries: Some(TimeSeries {
-            interval_s: interval.as_secs_f64(),
-            columns: series.columns.clone(),
-            rows,
+            interval_s: c.interval.as_secs_f64(),
+            columns: c.columns,
+            rows: c.rows,
         }),
-    })
+    }
+}
+
+/// Per-process and per-task figures from the workers' reports, and the
+/// requests they completed. A process lasts until its last thread exits;
+/// its resident pages are those read when it was done.
+fn process_and_task_figures(
+    workload: &Workload,
+    children: &[Child],
+) -> (Vec<ProcessFigures>, Vec<TaskFigures>, u64) {
+    let mut tasks: Vec<TaskFigures> = Vec::new();
+    let mut processes = Vec::new();
+    let mut requests = 0u64;
+    for (pi, c) in children.iter().enumerate() {
+        let p = &workload.processes[pi];
+        let mut pf = ProcessFigures {
+            pid: c.pid as u64,
+            name: p.name.clone(),
+            cgroup: p.cgroup.clone(),
+            elapsed_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            pages_by_node: c
+                .final_bytes
+                .iter()
+                .map(|b| b / sys::PAGE_SIZE as u64)
+                .collect(),
+        };
+        for r in c.reports.iter().flatten() {
+            pf.user_s += r.task.user_s;
+            pf.sys_s += r.task.sys_s;
+            pf.elapsed_s = pf.elapsed_s.max(r.task.exit_s);
+            requests += r.requests;
+            tasks.push(r.task.clone());
+        }
+        processes.push(pf);
+    }
+    (processes, tasks, requests)
+}
+
+/// Hierarchical figures of each cgroup (a parent includes its children):
+/// tasks counted from the reports, memory.stat deltas, and CPU time from
+/// cpu.stat (or, without it, the sum of the tasks' times).
+fn cgroup_figures(workload: &Workload, c: &Collected) -> BTreeMap<String, CgroupFigures> {
+    let mut cgroups = BTreeMap::new();
+    for path in c.cg_paths {
+        let under = |cg: &str| path == "/" || cg == path || cg.starts_with(&format!("{path}/"));
+        let nr_tasks = c
+            .children
+            .iter()
+            .enumerate()
+            .filter(|(pi, _)| under(&workload.processes[*pi].cgroup))
+            .map(|(_, ch)| ch.reports.iter().flatten().count() as u64)
+            .sum();
+        let mut f = CgroupFigures {
+            nr_tasks,
+            ..Default::default()
+        };
+        if let (Some(m0), Some(m1)) = (c.mem0.get(path), c.fin.mem1.get(path)) {
+            f.memory_stat = sample::deltas(m0, m1)
+                .into_iter()
+                .filter(|(k, _)| is_recorded_memory_stat(k))
+                .collect();
+        }
+        match c.fin.cpu1.get(path) {
+            Some(cpu) if cpu.contains_key("user_usec") => {
+                f.user_s = cpu["user_usec"] as f64 / 1e6;
+                f.sys_s = cpu.get("system_usec").copied().unwrap_or(0) as f64 / 1e6;
+            }
+            _ => {
+                for (pi, ch) in c.children.iter().enumerate() {
+                    if under(&workload.processes[pi].cgroup) {
+                        for r in ch.reports.iter().flatten() {
+                            f.user_s += r.task.user_s;
+                            f.sys_s += r.task.sys_s;
+                        }
+                    }
+                }
+            }
+        }
+        cgroups.insert(path.clone(), f);
+    }
+    cgroups
+}
+
+/// Per-node figures: capacity, the workload's resident bytes when each
+/// process was done, and the tasks' estimated traffic.
+fn node_figures(host: &Machine, children: &[Child], tasks: &[TaskFigures]) -> Vec<NodeFigures> {
+    host.nodes
+        .iter()
+        .map(|n| NodeFigures {
+            node: n.id,
+            mem_total_bytes: n.mem_bytes,
+            mem_used_bytes: children
+                .iter()
+                .map(|c| c.final_bytes.get(n.id).copied().unwrap_or(0))
+                .sum(),
+            traffic_bytes: tasks
+                .iter()
+                .map(|t| t.bytes_by_node.get(n.id).copied().unwrap_or(0))
+                .sum(),
+        })
+        .collect()
 }
 
 /// Reads what a child wrote, line by line.
@@ -760,13 +961,19 @@ fn handle_line(c: &mut Child, line: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Column layout of the time series.
+/// Column layout of the time series: the names, and what each group of
+/// columns samples.
 struct Series {
     columns: Vec<String>,
+    /// vmstat counters the kernel has, of [`VMSTAT_SERIES`].
     vm: Vec<String>,
+    /// (cgroup, memory.stat counter) pairs.
     mem: Vec<(String, String)>,
+    /// (process, region) indices.
     regions: Vec<(usize, usize)>,
+    /// (process, thread) indices.
     threads: Vec<(usize, usize)>,
+    /// Tracepoints are counted.
     trace: bool,
 }
 
@@ -779,7 +986,7 @@ impl Series {
         trace: bool,
     ) -> Series {
         let mut s = Series {
-            columns: vec!["t_s".to_string()],
+            columns: vec![Column::Time.name()],
             vm: Vec::new(),
             mem: Vec::new(),
             regions: Vec::new(),
@@ -788,60 +995,70 @@ impl Series {
         };
         for k in VMSTAT_SERIES {
             if vm0.contains_key(k) {
-                s.columns.push(k.to_string());
+                s.columns.push(Column::Vmstat(k).name());
                 s.vm.push(k.to_string());
             }
         }
-        s.columns.push("running_tasks".to_string());
+        s.columns.push(Column::RunningTasks.name());
         for n in 0..host.nr_nodes() {
-            s.columns.push(format!("node{n}_used_gib"));
+            s.columns.push(Column::NodeUsedGib(n).name());
         }
         for (p, m) in mem0 {
             for k in MEMSTAT_SERIES {
                 if m.contains_key(k) {
-                    s.columns.push(format!("memory.stat:{p}:{k}"));
+                    s.columns
+                        .push(Column::MemoryStat { cgroup: p, name: k }.name());
                     s.mem.push((p.clone(), k.to_string()));
                 }
             }
         }
         for (pi, p) in w.processes.iter().enumerate() {
             for (ri, r) in p.regions.iter().enumerate() {
-                for n in 0..host.nr_nodes() {
-                    s.columns
-                        .push(format!("region:{}/{}:node{n}_bytes", p.name, r.name));
+                for node in 0..host.nr_nodes() {
+                    s.columns.push(
+                        Column::RegionBytes {
+                            process: &p.name,
+                            region: &r.name,
+                            node,
+                        }
+                        .name(),
+                    );
                 }
                 s.regions.push((pi, ri));
             }
         }
         for (pi, p) in w.processes.iter().enumerate() {
             for (ti, t) in p.threads.iter().enumerate() {
-                s.columns.push(format!("cpu:{}/{}", p.name, t.name));
+                s.columns.push(
+                    Column::Cpu {
+                        process: &p.name,
+                        thread: &t.name,
+                    }
+                    .name(),
+                );
                 s.threads.push((pi, ti));
             }
         }
         if trace {
-            for e in sample::NUMA_TRACEPOINTS {
-                s.columns.push(format!("trace:{e}"));
+            for e in TRACE_EVENTS {
+                s.columns.push(Column::Trace(e).name());
             }
         }
         s
     }
 }
 
+/// What a sample needs: the machine and the baseline (counters, cgroups,
+/// column layout).
 struct SampleCtx<'a> {
-    workload: &'a Workload,
     host: &'a Machine,
-    series: &'a Series,
-    vm0: &'a BTreeMap<String, u64>,
-    mem0: &'a BTreeMap<String, BTreeMap<String, u64>>,
-    tr0: &'a BTreeMap<String, u64>,
-    trace: Option<&'a TraceCounters>,
-    cg_dirs: &'a [(String, PathBuf)],
+    base: &'a Baseline,
 }
 
 impl SampleCtx<'_> {
+    /// One time-series row at `t` seconds, in the columns of the series.
     fn row(&self, t: f64, children: &[Child]) -> Vec<f64> {
-        let s = self.series;
+        let s = &self.base.series;
         let mut row = Vec::with_capacity(s.columns.len());
         row.push((t * 1000.0).round() / 1000.0);
         let vm = read_vmstat();
@@ -850,7 +1067,7 @@ impl SampleCtx<'_> {
                 .get(k)
                 .copied()
                 .unwrap_or(0)
-                .saturating_sub(self.vm0.get(k).copied().unwrap_or(0));
+                .saturating_sub(self.base.vm0.get(k).copied().unwrap_or(0));
             row.push(d as f64);
         }
         let running_at = row.len();
@@ -858,7 +1075,7 @@ impl SampleCtx<'_> {
         let used_at = row.len();
         row.extend(std::iter::repeat_n(0.0, self.host.nr_nodes()));
         let mut mem_now: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
-        for (p, d) in self.cg_dirs {
+        for (p, d) in &self.base.cg_dirs {
             mem_now.insert(p, read_keyed(d, "memory.stat"));
         }
         for (p, k) in &s.mem {
@@ -868,6 +1085,7 @@ impl SampleCtx<'_> {
                 .copied()
                 .unwrap_or(0);
             let was = self
+                .base
                 .mem0
                 .get(p)
                 .and_then(|m| m.get(k))
@@ -917,17 +1135,21 @@ impl SampleCtx<'_> {
             row.push(v);
         }
         if s.trace {
-            let now = self.trace.map(|t| t.read()).unwrap_or_default();
-            for e in sample::NUMA_TRACEPOINTS {
+            let now = self
+                .base
+                .trace
+                .as_ref()
+                .map(|t| t.read())
+                .unwrap_or_default();
+            for e in TRACE_EVENTS {
                 let d = now
                     .get(e)
                     .copied()
                     .unwrap_or(0)
-                    .saturating_sub(self.tr0.get(e).copied().unwrap_or(0));
+                    .saturating_sub(self.base.tr0.get(e).copied().unwrap_or(0));
                 row.push(d as f64);
             }
         }
-        let _ = self.workload;
         row
     }
 }

@@ -13,17 +13,18 @@
 //! needs tracefs mounted (for the event ids) and the privilege to open
 //! system-wide perf events (root, or perf_event_paranoid <= -1).
 //!
+//! Which counters a record keeps, and the tracepoints' names, are the
+//! record crate's ([`numalab_record::counters`]).
+//!
 //! Left out: per-task attribution of the tracepoints (they are counted for
 //! the whole system, which in a guest is the workload) and /proc/PID/status.
 
+use numalab_record::counters::TRACE_EVENTS;
 use numalab_record::{NodeFaults, TaskNuma};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::Path;
-
-/// The scheduler tracepoints a run counts, by their tracefs names.
-pub const NUMA_TRACEPOINTS: [&str; 3] = ["sched_move_numa", "sched_swap_numa", "sched_stick_numa"];
 
 /// Parses `name value` lines (/proc/vmstat, memory.stat, cpu.stat).
 /// Lines that do not have exactly a name and an unsigned number are skipped.
@@ -56,30 +57,6 @@ pub fn parse_meminfo(text: &str) -> BTreeMap<String, u64> {
         }
     }
     m
-}
-
-/// True for the /proc/vmstat counters a run records: NUMA balancing,
-/// NUMA allocation, migration, promotion/demotion and fault counters.
-pub fn is_recorded_vmstat(name: &str) -> bool {
-    const PREFIXES: [&str; 6] = [
-        "numa_",
-        "pgmigrate_",
-        "thp_migration_",
-        "pgpromote_",
-        "pgdemote_",
-        "thp_fault_",
-    ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
-        || matches!(name, "pgfault" | "pgmajfault" | "nr_tlb_remote_flush")
-}
-
-/// True for the memory.stat counters a run records as deltas.
-pub fn is_recorded_memory_stat(name: &str) -> bool {
-    name.starts_with("numa_")
-        || name.starts_with("pgpromote_")
-        || name.starts_with("pgdemote_")
-        || name.starts_with("thp_migration")
-        || matches!(name, "pgfault" | "pgmajfault" | "thp_fault_alloc")
 }
 
 /// `b - a` for every key of `b` (0 for counters that went down, such as
@@ -307,7 +284,7 @@ impl TraceCounters {
     /// tracefs has no such event or perf events cannot be opened.
     pub fn open(tracefs: &Path, cpus: &[usize]) -> io::Result<Self> {
         let mut t = TraceCounters { fds: Vec::new() };
-        for (i, ev) in NUMA_TRACEPOINTS.iter().enumerate() {
+        for (i, ev) in TRACE_EVENTS.iter().enumerate() {
             let idp = tracefs.join(format!("events/sched/{ev}/id"));
             let id: u64 = fs::read_to_string(&idp)?
                 .trim()
@@ -342,16 +319,14 @@ impl TraceCounters {
 
     /// Current counts by tracepoint name.
     pub fn read(&self) -> BTreeMap<String, u64> {
-        let mut m: BTreeMap<String, u64> = NUMA_TRACEPOINTS
-            .iter()
-            .map(|e| (e.to_string(), 0))
-            .collect();
+        let mut m: BTreeMap<String, u64> =
+            TRACE_EVENTS.iter().map(|e| (e.to_string(), 0)).collect();
         for &(i, fd) in &self.fds {
             let mut v: u64 = 0;
             // SAFETY: reading 8 bytes into a u64.
             let r = unsafe { libc::read(fd, &mut v as *mut u64 as *mut libc::c_void, 8) };
             if r == 8 {
-                *m.entry(NUMA_TRACEPOINTS[i].to_string()).or_default() += v;
+                *m.entry(TRACE_EVENTS[i].to_string()).or_default() += v;
             }
         }
         m
@@ -370,6 +345,7 @@ impl Drop for TraceCounters {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use numalab_record::counters::{is_recorded_memory_stat, is_recorded_vmstat};
 
     #[test]
     fn vmstat_keeps_numbers_and_picks_numa_counters() {

@@ -17,7 +17,7 @@
 //! from run to run) and anything about speed (emulated nodes have the same
 //! latency).
 
-use numalab_record::{RunKind, RunRecord};
+use numalab_record::{Column, RunKind, RunRecord};
 use numalab_topology::{Bandwidth, Cpu, CpuSet, Machine, Node};
 use numalab_workload::model::{Cgroup, PageSize, Phase, Process, Region, Score, Thread, Workload};
 
@@ -85,6 +85,10 @@ pub fn small_machine(
         sources: vec!["UNMEASURED placeholder constants (numalab-real smoke machine)".to_string()],
     }
 }
+
+/// The name of the pinned workload's process (its regions are `chunkN`,
+/// its threads `init` and `worker.N`).
+pub const PROCESS: &str = "pft";
 
 /// The CI guest: 4 nodes x 1 CPU x 1 GiB, SLIT 20.
 pub fn ci_machine() -> Machine {
@@ -158,7 +162,7 @@ pub fn pinned_first_touch(m: &Machine, chunk_bytes: u64, secs: f64) -> Result<Wo
             files: Default::default(),
         }],
         processes: vec![Process {
-            name: "pft".into(),
+            name: PROCESS.into(),
             cgroup: "/pinned".into(),
             regions,
             threads,
@@ -188,20 +192,37 @@ fn chk(name: &str, ok: bool, detail: String) -> Check {
 }
 
 /// Local share of each chunk in one time-series row: `(node, share)` per
-/// chunk, `None` when the row has no data for it.
+/// chunk, `None` when the row has no data for it (a value of -1, a node
+/// missing, or no bytes at all).
 fn chunk_local_shares(rec: &RunRecord, m: &Machine, row: &[f64]) -> Vec<Option<f64>> {
-    let ts = rec.timeseries.as_ref();
-    (0..m.nr_nodes())
-        .map(|i| {
-            let cols = ts?.columns.iter();
-            let prefix = format!("region:pft/chunk{i}:node");
-            let vals: Vec<f64> = cols
-                .zip(row.iter())
-                .filter(|(c, _)| c.starts_with(&prefix))
-                .map(|(_, v)| *v)
-                .collect();
+    let nn = m.nr_nodes();
+    // bytes[chunk][node], from the `region:pft/chunkI:nodeN_bytes` columns.
+    let mut bytes: Vec<Vec<Option<f64>>> = vec![vec![None; nn]; nn];
+    if let Some(ts) = rec.timeseries.as_ref() {
+        for (c, v) in ts.columns.iter().zip(row.iter()) {
+            if let Some(Column::RegionBytes {
+                process: PROCESS,
+                region,
+                node,
+            }) = Column::parse(c)
+            {
+                let chunk = region.strip_prefix("chunk").and_then(|i| i.parse().ok());
+                if let Some(slot) = chunk
+                    .and_then(|i: usize| bytes.get_mut(i))
+                    .and_then(|b| b.get_mut(node))
+                {
+                    *slot = Some(*v);
+                }
+            }
+        }
+    }
+    bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let vals: Vec<f64> = b.iter().copied().collect::<Option<_>>()?;
             let total: f64 = vals.iter().sum();
-            if vals.len() != m.nr_nodes() || vals.iter().any(|&v| v < 0.0) || total <= 0.0 {
+            if vals.iter().any(|&v| v < 0.0) || total <= 0.0 {
                 return None;
             }
             Some(vals[i] / total)
@@ -314,7 +335,7 @@ pub fn check_pinned(rec: &RunRecord, m: &Machine, min_local: f64) -> Vec<Check> 
     // Workers ran where pinned.
     for (i, n) in m.nodes.iter().enumerate() {
         let want = n.cpus.first().unwrap_or(0);
-        let t = rec.tasks.iter().find(|t| t.name == format!("worker.{i}"));
+        let t = rec.task(PROCESS, &format!("worker.{i}"));
         out.push(match t {
             Some(t) => chk(
                 &format!("worker.{i} ran on CPU {want}"),
@@ -341,7 +362,15 @@ mod tests {
         let mut columns = vec!["t_s".to_string()];
         for i in 0..4 {
             for n in 0..4 {
-                columns.push(format!("region:pft/chunk{i}:node{n}_bytes"));
+                let region = format!("chunk{i}");
+                columns.push(
+                    Column::RegionBytes {
+                        process: PROCESS,
+                        region: &region,
+                        node: n,
+                    }
+                    .name(),
+                );
             }
         }
         let row = |t: f64, local: f64| {
@@ -397,7 +426,7 @@ mod tests {
             processes: vec![],
             tasks: (0..4)
                 .map(|i| TaskFigures {
-                    name: format!("worker.{i}"),
+                    name: numalab_record::task_name(PROCESS, &format!("worker.{i}")),
                     last_cpu: m.nodes[i].cpus.first().unwrap(),
                     ..Default::default()
                 })

@@ -227,6 +227,7 @@ fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), Strin
             let env = ThreadEnv {
                 proc_idx: ctx.proc_idx,
                 idx: i,
+                task_name: numalab_record::task_name(&ctx.process.name, &t.name),
                 cgroup: ctx.process.cgroup.clone(),
                 seed: ctx.seed,
                 t0,
@@ -292,6 +293,8 @@ fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), Strin
 struct ThreadEnv {
     proc_idx: usize,
     idx: usize,
+    /// `PROCESS/THREAD`, the record's name of the task.
+    task_name: String,
     cgroup: String,
     seed: u64,
     t0: u64,
@@ -362,7 +365,7 @@ fn run_thread(
         task: TaskFigures {
             pid: tid as u64,
             tgid,
-            name: t.name.clone(),
+            name: env.task_name.clone(),
             cgroup: env.cgroup.clone(),
             start_s,
             exit_s,

@@ -233,19 +233,26 @@ fn tiny_real_run_on_this_host() {
     assert_eq!(rec.seed, 42);
     assert_eq!(rec.processes.len(), 2);
     assert_eq!(rec.tasks.len(), 3);
+    // Tasks are named PROCESS/THREAD, as the model names them.
     let names: Vec<&str> = rec.tasks.iter().map(|t| t.name.as_str()).collect();
-    assert!(names.contains(&"main") && names.contains(&"after") && names.contains(&"w"));
-    let main = rec.tasks.iter().find(|t| t.name == "main").unwrap();
-    let after = rec.tasks.iter().find(|t| t.name == "after").unwrap();
+    assert!(
+        names.contains(&"p0/main") && names.contains(&"p0/after") && names.contains(&"p1/w"),
+        "{names:?}"
+    );
+    let main = rec.task("p0", "main").unwrap();
+    let after = rec.task("p0", "after").unwrap();
     assert!(after.start_s >= main.exit_s, "start_after is honoured");
     assert!(
         main.user_s + main.sys_s >= 0.02,
         "compute phase burnt CPU: {main:?}"
     );
     assert!(main.bytes_by_node.iter().sum::<u64>() > 0);
-    assert!(
-        rec.score.as_ref().unwrap().value > 0.0,
-        "three requests were counted"
+    let score = rec.score.as_ref().unwrap();
+    assert!(score.value > 0.0, "three requests were counted");
+    assert_eq!(
+        score.value,
+        numalab_record::Score::throughput(3, rec.elapsed_s).value,
+        "the record crate's rounding"
     );
     for cg in ["/", "/a", "/a/b"] {
         assert!(rec.cgroups.contains_key(cg), "cgroup {cg} in the record");

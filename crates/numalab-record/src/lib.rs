@@ -9,9 +9,22 @@
 //! Field names follow the kernel where one exists: `vmstat` keys are
 //! /proc/vmstat counter names, `memory_stat` keys are memory.stat names,
 //! per-task NUMA fields follow /proc/PID/sched.
+//!
+//! This crate owns the format: the types here, the names of time-series
+//! columns and tasks ([`column`]), the counter lists ([`counters`]), the
+//! score ([`Score::throughput`]) and the JSON Schema of both documents
+//! ([`run_schema`], [`runset_schema`], printed by `numalab schema`),
+//! generated from the types. `machine` and `workload` are the resolved
+//! specs as JSON and stay "any" in the schema: their crates own them.
 
+pub mod column;
+pub mod counters;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+pub use column::{task_name, Column};
 
 /// Version of the Run JSON format written by this build.
 pub const FORMAT_VERSION: u32 = 1;
@@ -19,7 +32,7 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FORMAT_NAME: &str = "numalab-run";
 
 /// Where a run's figures came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RunKind {
     /// numalab's model of the kernel.
@@ -29,7 +42,7 @@ pub enum RunKind {
 }
 
 /// The workload's score, if it has one beyond elapsed time.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Score {
     /// Metric name, e.g. `throughput`.
     pub name: String,
@@ -41,8 +54,27 @@ pub struct Score {
     pub higher_is_better: bool,
 }
 
+impl Score {
+    /// The score of a throughput workload: `requests` completed over
+    /// `elapsed_s` seconds, in requests/s rounded to 1e-3 (0 when no time
+    /// passed). Model and real runs both use it, so their values have the
+    /// same precision.
+    pub fn throughput(requests: u64, elapsed_s: f64) -> Score {
+        Score {
+            name: "throughput".into(),
+            unit: "requests/s".into(),
+            value: if elapsed_s > 0.0 {
+                (requests as f64 / elapsed_s * 1e3).round() / 1e3
+            } else {
+                0.0
+            },
+            higher_is_better: true,
+        }
+    }
+}
+
 /// Figures of one cgroup (hierarchical: a parent includes its children).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CgroupFigures {
     /// User CPU seconds (cpu.stat user_usec / 1e6).
     pub user_s: f64,
@@ -55,7 +87,7 @@ pub struct CgroupFigures {
 }
 
 /// Per-node NUMA fault counts of a task, as /proc/PID/sched prints them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeFaults {
     /// Node id.
     pub node: usize,
@@ -70,7 +102,7 @@ pub struct NodeFaults {
 }
 
 /// NUMA balancing state of a task at exit (from /proc/PID/sched).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskNuma {
     /// `numa_preferred_nid` (-1 for none).
     pub preferred_nid: i64,
@@ -87,13 +119,13 @@ pub struct TaskNuma {
 }
 
 /// Figures of one task (thread).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskFigures {
     /// Pid (thread id).
     pub pid: u64,
     /// Thread-group id (process pid).
     pub tgid: u64,
-    /// Name.
+    /// `PROCESS/THREAD` ([`task_name`]): the workload's names.
     pub name: String,
     /// Cgroup path.
     pub cgroup: String,
@@ -120,7 +152,7 @@ pub struct TaskFigures {
 }
 
 /// Figures of one process.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ProcessFigures {
     /// Pid.
     pub pid: u64,
@@ -139,7 +171,7 @@ pub struct ProcessFigures {
 }
 
 /// Figures of one node at the end of the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeFigures {
     /// Node id.
     pub node: usize,
@@ -152,7 +184,7 @@ pub struct NodeFigures {
 }
 
 /// A sampled time series: `columns` name each value in `rows`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TimeSeries {
     /// Sampling interval in seconds.
     pub interval_s: f64,
@@ -163,9 +195,10 @@ pub struct TimeSeries {
 }
 
 /// One run of one workload on one machine with one seed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
     /// Always [`FORMAT_NAME`].
+    #[schemars(extend("const" = FORMAT_NAME))]
     pub format: String,
     /// Always [`FORMAT_VERSION`] when written by this build.
     pub version: u32,
@@ -242,6 +275,21 @@ impl RunRecord {
         s
     }
 
+    /// The task of thread `thread` of process `process`: the one named
+    /// [`task_name`]`(process, thread)`. Real records written before tasks
+    /// were named that way carry the bare thread name; for them the task
+    /// named `thread` whose tgid is the pid of the process named `process`
+    /// is taken.
+    pub fn task(&self, process: &str, thread: &str) -> Option<&TaskFigures> {
+        let name = task_name(process, thread);
+        self.tasks.iter().find(|t| t.name == name).or_else(|| {
+            let pid = self.processes.iter().find(|p| p.name == process)?.pid;
+            self.tasks
+                .iter()
+                .find(|t| t.name == thread && t.tgid == pid)
+        })
+    }
+
     /// A vmstat counter, 0 when absent.
     pub fn vm(&self, name: &str) -> u64 {
         self.vmstat.get(name).copied().unwrap_or(0)
@@ -268,9 +316,10 @@ pub const RUNSET_FORMAT_NAME: &str = "numalab-runset";
 
 /// Several runs of one configuration: iterations (seeds) of one or more
 /// tests. One `RunSet` file is one column of `numalab compare`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSet {
     /// Always [`RUNSET_FORMAT_NAME`].
+    #[schemars(extend("const" = RUNSET_FORMAT_NAME))]
     pub format: String,
     /// Always [`FORMAT_VERSION`] when written by this build.
     pub version: u32,
@@ -323,5 +372,115 @@ impl RunSet {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
         s.push('\n');
         s
+    }
+}
+
+/// JSON Schema (draft 2020-12) of a Run record, generated from
+/// [`RunRecord`].
+pub fn run_schema() -> serde_json::Value {
+    schemars::schema_for!(RunRecord).to_value()
+}
+
+/// JSON Schema (draft 2020-12) of a RunSet document, generated from
+/// [`RunSet`].
+pub fn runset_schema() -> serde_json::Value {
+    schemars::schema_for!(RunSet).to_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throughput_is_rounded_to_a_thousandth() {
+        let s = Score::throughput(1000, 3.0);
+        assert_eq!(s.value, 333.333);
+        assert_eq!(
+            (s.name.as_str(), s.unit.as_str()),
+            ("throughput", "requests/s")
+        );
+        assert!(s.higher_is_better);
+        assert_eq!(Score::throughput(5, 0.0).value, 0.0);
+    }
+
+    fn record(tasks: Vec<TaskFigures>, processes: Vec<ProcessFigures>) -> RunRecord {
+        RunRecord {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            kind: RunKind::Real,
+            numalab_version: "0".into(),
+            kernel: None,
+            machine: serde_json::Value::Null,
+            workload: serde_json::Value::Null,
+            settings: BTreeMap::new(),
+            seed: 1,
+            scale: 1.0,
+            elapsed_s: 1.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            score: None,
+            vmstat: BTreeMap::new(),
+            cgroups: BTreeMap::new(),
+            processes,
+            tasks,
+            nodes: vec![],
+            lab: BTreeMap::new(),
+            timeseries: None,
+        }
+    }
+
+    fn task(name: &str, pid: u64, tgid: u64) -> TaskFigures {
+        TaskFigures {
+            name: name.into(),
+            pid,
+            tgid,
+            ..Default::default()
+        }
+    }
+
+    fn process(name: &str, pid: u64) -> ProcessFigures {
+        ProcessFigures {
+            name: name.into(),
+            pid,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn tasks_are_found_by_process_and_thread() {
+        let r = record(
+            vec![task("a/main", 11, 10), task("b/main", 21, 20)],
+            vec![process("a", 10), process("b", 20)],
+        );
+        assert_eq!(r.task("b", "main").map(|t| t.pid), Some(21));
+        assert!(r.task("c", "main").is_none());
+        // Older real records: bare thread names, told apart by tgid.
+        let old = record(
+            vec![task("main", 11, 10), task("main", 21, 20)],
+            vec![process("a", 10), process("b", 20)],
+        );
+        assert_eq!(old.task("b", "main").map(|t| t.pid), Some(21));
+        assert!(old.task("b", "other").is_none());
+    }
+
+    #[test]
+    fn schemas_name_the_formats_and_their_fields() {
+        let run = run_schema();
+        assert_eq!(run["title"], "RunRecord");
+        let props = run["properties"].as_object().unwrap();
+        for f in [
+            "format",
+            "version",
+            "kind",
+            "tasks",
+            "timeseries",
+            "machine",
+        ] {
+            assert!(props.contains_key(f), "{f}");
+        }
+        assert_eq!(props["format"]["const"], FORMAT_NAME);
+        let set = runset_schema();
+        assert_eq!(set["properties"]["format"]["const"], RUNSET_FORMAT_NAME);
+        assert!(set["properties"]["runs"].is_object());
     }
 }

@@ -1,9 +1,10 @@
 //! Argument definitions and the subcommands.
 
+use crate::failure::Failure;
 use crate::{bench, real, reproduce, runner, validate};
 use clap::{Args, Parser, Subcommand};
 use numalab_record::RunSet;
-use std::io::Read;
+use std::io::{Read, Write};
 
 /// A laboratory for Linux automatic NUMA balancing.
 #[derive(Parser, Debug)]
@@ -48,6 +49,11 @@ enum Cmd {
     /// List presets and knobs.
     List {
         /// machines, workloads, reproductions or knobs.
+        what: String,
+    },
+    /// Print the JSON Schema of the Run or RunSet format.
+    Schema {
+        /// run or runset.
         what: String,
     },
     /// Machine specs: import a real host's topology, or show a preset.
@@ -255,46 +261,6 @@ enum MachineCmd {
     },
 }
 
-/// A failed command: a one-line message (printed after `numalab: error:`),
-/// the exit code, and optional detail printed before it (a guest's
-/// console tail).
-#[derive(Debug)]
-pub struct Failure {
-    /// One line.
-    pub message: String,
-    /// Process exit code.
-    pub code: u8,
-    /// More lines, if any.
-    pub detail: Option<String>,
-}
-
-impl From<String> for Failure {
-    /// Bad input: exit code 2.
-    fn from(message: String) -> Failure {
-        Failure {
-            message,
-            code: 2,
-            detail: None,
-        }
-    }
-}
-
-impl From<numalab_real::RealError> for Failure {
-    /// A real run's refusal (2), interruption (128 + signal) or failure
-    /// (1); the first line is the message, the rest detail.
-    fn from(e: numalab_real::RealError) -> Failure {
-        let text = e.to_string();
-        let mut lines = text.lines();
-        let message = lines.next().unwrap_or("").to_string();
-        let rest: Vec<&str> = lines.collect();
-        Failure {
-            message,
-            code: e.exit_code().clamp(1, 255) as u8,
-            detail: (!rest.is_empty()).then(|| rest.join("\n")),
-        }
-    }
-}
-
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<(), Failure> {
     match cli.cmd {
@@ -378,6 +344,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             &machine, &workload, &set, seed, iterations, json, label, scale, trace,
         ),
         Cmd::List { what } => list(&what),
+        Cmd::Schema { what } => schema(&what),
         Cmd::Machine { cmd } => machine(cmd),
         Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
         Cmd::Reproduce {
@@ -530,6 +497,21 @@ fn list_knobs() -> String {
         let _ = writeln!(s, "    source: {}", f.source);
     }
     s
+}
+
+/// `numalab schema run|runset`: the JSON Schema generated from the record
+/// types, pretty-printed.
+fn schema(what: &str) -> Result<(), String> {
+    let schema = match what {
+        "run" => numalab_record::run_schema(),
+        "runset" => numalab_record::runset_schema(),
+        other => return Err(format!("schema {other}: expected run or runset")),
+    };
+    let mut text = serde_json::to_string_pretty(&schema).map_err(|e| format!("schema: {e}"))?;
+    text.push('\n');
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(|e| format!("schema: writing stdout: {e}"))
 }
 
 fn machine(cmd: MachineCmd) -> Result<(), String> {
@@ -730,12 +712,9 @@ mod tests {
             parse(&["compare", "a.json"]).unwrap().cmd,
             Cmd::Compare { .. }
         ));
-        let f = Failure::from("bad".to_string());
-        assert_eq!((f.message.as_str(), f.code), ("bad", 2));
-        let f = Failure::from(numalab_real::RealError::Refused("no\nmore".into()));
-        assert_eq!((f.message.as_str(), f.code), ("no", 2));
-        assert_eq!(f.detail.as_deref(), Some("more"));
-        let f = Failure::from(numalab_real::RealError::Interrupted(2));
-        assert_eq!(f.code, 130);
+        assert!(matches!(
+            parse(&["schema", "runset"]).unwrap().cmd,
+            Cmd::Schema { .. }
+        ));
     }
 }

@@ -8,6 +8,7 @@
 
 mod bench;
 mod cli;
+mod failure;
 mod progress;
 mod real;
 mod reproduce;

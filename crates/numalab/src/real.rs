@@ -11,7 +11,7 @@
 //! [`numalab_real::vm::guest_real_run_args`]; a workload file is handed to
 //! the guest through the 9p share.
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 use numalab_real::vm::{self, VmOptions, VmOutcome, GUEST_SHARE};
 use numalab_real::{RealError, RealOptions, RunRecord};
 use numalab_topology::Machine;

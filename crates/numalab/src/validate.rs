@@ -25,9 +25,10 @@
 //! the kernel column is empty); `--guest-json DIR` compares against saved
 //! guest records `DIR/NAME.kernel.json`.
 
-use crate::cli::Failure;
+use crate::failure::Failure;
 use crate::real::{self, RunArgs, VmArgs};
-use numalab_record::RunRecord;
+use numalab_record::counters::{lab_trace, TRACE_EVENTS};
+use numalab_record::{Column, RunRecord};
 use numalab_topology::Machine;
 use numalab_workload::model::{Phase, Workload};
 use std::fmt::Write as _;
@@ -143,7 +144,8 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
 
 /// Runs a scenario in the model (default knobs, trace on). The trace's
 /// `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts go into
-/// `lab` under the names a real run uses (`trace.EVENT`).
+/// `lab` under the names a real run uses (`trace.EVENT`,
+/// [`numalab_record::counters::lab_trace`]).
 pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<RunRecord, String> {
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(format!("--scale {scale}: must be in (0, 1]"));
@@ -159,13 +161,10 @@ pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<Run
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
         let n = trace.iter().filter(|e| e.name == ev).count();
-        rec.lab.insert(format!("trace.{ev}"), n as f64);
+        rec.lab.insert(lab_trace(ev), n as f64);
     }
     Ok(rec)
 }
-
-/// The scheduler tracepoints the table counts.
-pub const TRACE_EVENTS: [&str; 3] = ["sched_move_numa", "sched_swap_numa", "sched_stick_numa"];
 
 /// A measured thread: process, thread and region names.
 #[derive(Clone, Debug, PartialEq)]
@@ -221,9 +220,20 @@ pub fn local_shares(rec: &RunRecord, m: &Machine, th: &[Measured]) -> Vec<Vec<(f
     let nn = m.nr_nodes();
     th.iter()
         .map(|t| {
-            let cpu = col(&format!("cpu:{}/{}", t.process, t.thread));
+            let cpu = col(&Column::Cpu {
+                process: &t.process,
+                thread: &t.thread,
+            }
+            .name());
             let reg: Vec<Option<usize>> = (0..nn)
-                .map(|n| col(&format!("region:{}/{}:node{n}_bytes", t.process, t.region)))
+                .map(|node| {
+                    col(&Column::RegionBytes {
+                        process: &t.process,
+                        region: &t.region,
+                        node,
+                    }
+                    .name())
+                })
                 .collect();
             let (Some(cpu), true) = (cpu, reg.iter().all(Option::is_some)) else {
                 return Vec::new();
@@ -301,7 +311,7 @@ fn memcg(r: &RunRecord, name: &str) -> Option<f64> {
 }
 
 fn trace_count(r: &RunRecord, ev: &str) -> Option<f64> {
-    r.lab.get(&format!("trace.{ev}")).copied()
+    r.lab.get(&lab_trace(ev)).copied()
 }
 
 /// The counters compared: (row label, value in a record).
@@ -741,11 +751,24 @@ mod tests {
         let mut columns = vec!["t_s".to_string()];
         for r in ["ra", "rb"] {
             for n in 0..4 {
-                columns.push(format!("region:p/{r}:node{n}_bytes"));
+                columns.push(
+                    Column::RegionBytes {
+                        process: "p",
+                        region: r,
+                        node: n,
+                    }
+                    .name(),
+                );
             }
         }
         for t in ["a", "b", "init"] {
-            columns.push(format!("cpu:p/{t}"));
+            columns.push(
+                Column::Cpu {
+                    process: "p",
+                    thread: t,
+                }
+                .name(),
+            );
         }
         RunRecord {
             format: FORMAT_NAME.into(),
@@ -962,11 +985,8 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         let m = guest();
         let s = pick(&["pinned-4k".to_string()]).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.25).unwrap();
-        let mut rec = run_model(&w, &m, 1, 0.25).unwrap();
-        // The model names tasks PROCESS/THREAD, a real run THREAD.
-        for t in &mut rec.tasks {
-            t.name = t.name.trim_start_matches("pft/").to_string();
-        }
+        // Model and real runs name tasks alike: no renaming needed.
+        let rec = run_model(&w, &m, 1, 0.25).unwrap();
         let failed: Vec<_> = numalab_real::smoke::check_pinned(&rec, &m, 0.5)
             .into_iter()
             .filter(|c| !c.ok && c.name != "real run")

@@ -289,7 +289,8 @@ impl Sim {
         let nn = self.k.m.nr_nodes();
         let mm = self.k.mms.iter().position(|m| m.tgid == tgid).unwrap_or(0);
         let pid = tgid + 1 + ti as u64;
-        let mut task = Task::new(pid, tgid, format!("{}/{}", p.name, spec.name), mm, cg, nn);
+        let name = numalab_record::task_name(&p.name, &spec.name);
+        let mut task = Task::new(pid, tgid, name, mm, cg, nn);
         task.affinity = spec.affinity.clone().unwrap_or_else(|| self.k.m.all_cpus());
         if task
             .affinity
@@ -649,14 +650,8 @@ impl Sim {
         self.next_sample = now + iv;
         let nn = self.k.m.nr_nodes();
         let mut row = vec![now as f64 / 1e9];
-        use crate::kernel::stats::Vm;
-        for item in [
-            Vm::NumaPteUpdates,
-            Vm::NumaHintFaults,
-            Vm::NumaHintFaultsLocal,
-            Vm::NumaPagesMigrated,
-        ] {
-            row.push(self.k.vmstat.get(item) as f64);
+        for i in record::SERIES_VM {
+            row.push(self.k.vmstat.0[i] as f64);
         }
         let local = if self.interval_bytes > 0.0 {
             self.interval_local_bytes / self.interval_bytes

@@ -3,10 +3,11 @@
 //! the balancer's counts and the sampled time series.
 
 use super::Sim;
-use crate::kernel::stats::{Vm, MEMCG_ITEMS, NR_VM_ITEMS, VM_NAMES};
+use crate::kernel::stats::{MEMCG_ITEMS, NR_VM_ITEMS, VM_NAMES};
+use numalab_record::counters::MODEL_VMSTAT_SERIES;
 use numalab_record::{
-    CgroupFigures, NodeFigures, ProcessFigures, RunKind, RunRecord, Score, TaskFigures, TimeSeries,
-    FORMAT_NAME, FORMAT_VERSION,
+    CgroupFigures, Column, NodeFigures, ProcessFigures, RunKind, RunRecord, Score, TaskFigures,
+    TimeSeries, FORMAT_NAME, FORMAT_VERSION,
 };
 use numalab_workload::Score as WScore;
 use std::collections::BTreeMap;
@@ -151,42 +152,41 @@ impl Sim {
         );
         let score = match self.w.score {
             WScore::Elapsed => None,
-            WScore::Throughput => Some(Score {
-                name: "throughput".into(),
-                unit: "requests/s".into(),
-                value: if elapsed_ns > 0.0 {
-                    (self.requests as f64 / (elapsed_ns / 1e9) * 1e3).round() / 1e3
-                } else {
-                    0.0
-                },
-                higher_is_better: true,
-            }),
+            WScore::Throughput => Some(Score::throughput(self.requests, elapsed_ns / 1e9)),
         };
-        let mut columns = vec!["t_s".to_string()];
-        for item in [
-            Vm::NumaPteUpdates,
-            Vm::NumaHintFaults,
-            Vm::NumaHintFaultsLocal,
-            Vm::NumaPagesMigrated,
-        ] {
-            columns.push(VM_NAMES[item as usize].to_string());
+        let mut columns = vec![Column::Time.name()];
+        for name in MODEL_VMSTAT_SERIES {
+            columns.push(Column::Vmstat(name).name());
         }
-        columns.push("local_bytes_share".into());
-        columns.push("running_tasks".into());
+        columns.push(Column::LocalBytesShare.name());
+        columns.push(Column::RunningTasks.name());
         for n in 0..nn {
-            columns.push(format!("node{n}_used_gib"));
+            columns.push(Column::NodeUsedGib(n).name());
         }
         // The columns a real run has too (see `Sim::sample`).
         for p in &self.w.processes {
             for r in &p.regions {
-                for n in 0..nn {
-                    columns.push(format!("region:{}/{}:node{n}_bytes", p.name, r.name));
+                for node in 0..nn {
+                    columns.push(
+                        Column::RegionBytes {
+                            process: &p.name,
+                            region: &r.name,
+                            node,
+                        }
+                        .name(),
+                    );
                 }
             }
         }
         for p in &self.w.processes {
             for t in &p.threads {
-                columns.push(format!("cpu:{}/{}", p.name, t.name));
+                columns.push(
+                    Column::Cpu {
+                        process: &p.name,
+                        thread: &t.name,
+                    }
+                    .name(),
+                );
             }
         }
         let iv = k.knobs.get(crate::kernel::sysctl::knob::SAMPLE_INTERVAL_MS);
@@ -221,5 +221,68 @@ impl Sim {
             lab,
             timeseries,
         }
+    }
+}
+
+/// Index in [`VM_NAMES`] of a counter name; a name the model does not
+/// count fails the build where it is used in a constant.
+const fn vm_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < NR_VM_ITEMS {
+        let (a, b) = (VM_NAMES[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("a counter of numalab_record::counters::MODEL_VMSTAT_SERIES is not in VM_NAMES")
+}
+
+/// The model's sampled vmstat counters
+/// ([`numalab_record::counters::MODEL_VMSTAT_SERIES`]) as indices into the
+/// counter array, in column order, resolved at compile time.
+pub(crate) const SERIES_VM: [usize; MODEL_VMSTAT_SERIES.len()] = {
+    let mut out = [0; MODEL_VMSTAT_SERIES.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = vm_index(MODEL_VMSTAT_SERIES[i]);
+        i += 1;
+    }
+    out
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::stats::Vm;
+    use numalab_record::counters::{is_recorded_memory_stat, is_recorded_vmstat};
+
+    #[test]
+    fn every_model_counter_is_one_a_record_holds() {
+        for name in VM_NAMES {
+            assert!(is_recorded_vmstat(name), "{name}");
+        }
+        for item in MEMCG_ITEMS {
+            assert!(is_recorded_memory_stat(VM_NAMES[item as usize]));
+        }
+    }
+
+    #[test]
+    fn the_sampled_counters_resolve_to_their_items() {
+        assert_eq!(
+            SERIES_VM,
+            [
+                Vm::NumaPteUpdates as usize,
+                Vm::NumaHintFaults as usize,
+                Vm::NumaHintFaultsLocal as usize,
+                Vm::NumaPagesMigrated as usize,
+            ]
+        );
     }
 }
