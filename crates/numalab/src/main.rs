@@ -19,6 +19,14 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so `numalab list workloads | head` would panic
+    // in `print!` once head exits. Restore the default action: like any
+    // Unix filter, numalab then ends quietly when its reader goes away.
+    // SAFETY: called first, before any thread exists; SIG_DFL is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = cli::Cli::parse();
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,

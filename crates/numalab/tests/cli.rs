@@ -214,3 +214,22 @@ fn machine_import_from_numactl_text_gives_a_spec_that_runs() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A reader that goes away early (`numalab list knobs | head -1`) ends
+/// numalab quietly by SIGPIPE, as any Unix filter, instead of a panic.
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(["list", "knobs"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run numalab");
+    // Close our end of the pipe before numalab writes.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().expect("wait for numalab");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.is_empty(), "nothing on stderr expected: {err}");
+}
