@@ -17,6 +17,7 @@
 //! Left out: sub-tick preemption, wakeup preemption.
 
 pub mod exec;
+mod numa;
 pub mod record;
 
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
@@ -278,7 +279,7 @@ impl Sim {
     }
 
     fn mpol(&self, s: &PolicySpec) -> Result<MemPolicy, String> {
-        mpol_new(s, self.k.m.nr_nodes(), &self.k.mpol_rules).map_err(|e| e.0)
+        mpol_new(s, self.k.m.nr_nodes()).map_err(|e| e.0)
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
@@ -321,7 +322,7 @@ impl Sim {
         self.k.tasks[t].vruntime = self.k.rq[cpu].min_vruntime;
         self.k.enqueue_task(t, cpu);
         self.k.tasks[t].nr_migrations = 0;
-        self.numa_task_init(t);
+        self.k.numa_task_init(t);
         if self.k.rq[cpu].curr.is_none() && self.k.now > 0 {
             self.schedule(cpu)?;
         }
@@ -421,7 +422,7 @@ impl Sim {
         // sched_tick: the running task's class tick (task_tick_numa runs
         // for it before any reschedule), then slice expiry.
         for cpu in 0..ncpu {
-            self.task_tick_numa(cpu);
+            self.k.task_tick_fair_numa(cpu);
             if let Some(t) = self.k.rq[cpu].curr {
                 if !self.k.rq[cpu].queue.is_empty()
                     && now.saturating_sub(self.k.tasks[t].exec_start)

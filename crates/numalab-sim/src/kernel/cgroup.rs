@@ -5,8 +5,8 @@
 //! what a task may use, intersected down the hierarchy (effective values);
 //! cpu.stat user/system time and memory.stat NUMA counters are charged to a
 //! task's cgroup and summed up the tree when reported. Other cgroup files
-//! are kept as strings for the features that read them (e.g. proposal 4's
-//! `cpu.numa_load_balance`).
+//! (`CGROUP:FILE=VALUE`) are kept as strings; nothing in the model reads
+//! them yet (proposal 4's `cpu.numa_load_balance` is meant to).
 //!
 //! Left out: weights, bandwidth limits, memory limits and reclaim,
 //! cpuset partitions, threaded cgroups.

@@ -17,7 +17,7 @@ pub mod sysctl;
 
 use crate::physics::Resources;
 use cgroup::Cgroups;
-use mm::mempolicy::{MemPolicy, MempolicyRules};
+use mm::mempolicy::MemPolicy;
 use mm::page_alloc::NodeMem;
 use mm::Mm;
 use numalab_topology::{CpuSet, Machine, NodeMask};
@@ -28,8 +28,6 @@ use sysctl::Knobs;
 
 /// Nanoseconds per millisecond.
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
-/// Nanoseconds per second.
-pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
 /// One traced kernel event (for `--trace`).
 #[derive(Clone, Debug, PartialEq)]
@@ -56,8 +54,6 @@ pub struct Kernel {
     pub tick_ns: u64,
     /// Knobs in force.
     pub knobs: Knobs,
-    /// Mempolicy legality rules in force (proposal switches).
-    pub mpol_rules: MempolicyRules,
     /// Runqueues, by CPU.
     pub rq: Vec<Rq>,
     /// Scheduling domains of each CPU, lowest first.
@@ -136,7 +132,6 @@ impl Kernel {
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
-            mpol_rules: MempolicyRules::default(),
             rq,
             sd,
             tasks: Vec::new(),

@@ -114,8 +114,9 @@ impl Kernel {
     /// MOF|MORON) keeps local pages and targets the faulting node; BIND and
     /// PREFERRED_MANY with MPOL_F_NUMA_BALANCING target the faulting node
     /// only inside their nodemask; MORON passes through
-    /// `should_numa_migrate_memory`. Left out: INTERLEAVE with MOF (only
-    /// proposal 3 creates it; mainline never reaches it) answers None.
+    /// `should_numa_migrate_memory`. Left out: INTERLEAVE with MOF answers
+    /// None (`mpol_new` refuses it, as mainline does; proposal 3 would
+    /// allow it).
     pub fn mpol_misplaced(
         &mut self,
         t: usize,

@@ -432,86 +432,34 @@ impl Kernel {
             }
         }
     }
-}
 
-impl crate::engine::Sim {
-    /// `task_tick_numa` for the task running on `cpu` (called from the
-    /// tick, CPU by CPU; the CPU-0 call first does the tick's deferred NUMA
-    /// work, see [`Kernel::numa_tick_housekeeping`]).
-    pub(crate) fn task_tick_numa(&mut self, cpu: usize) {
-        if !self.k.numa_balancing_enabled() {
+    /// The NUMA part of `task_tick_fair` for `cpu` (called from the tick,
+    /// CPU by CPU): `task_tick_numa` for its running task. The CPU-0 call
+    /// first does the tick's deferred NUMA work, see
+    /// [`Kernel::numa_tick_housekeeping`].
+    pub fn task_tick_fair_numa(&mut self, cpu: usize) {
+        if !self.numa_balancing_enabled() {
             return;
         }
         if cpu == 0 {
-            self.k.numa_tick_housekeeping();
+            self.numa_tick_housekeeping();
         }
-        if let Some(t) = self.k.rq[cpu].curr {
-            self.k.task_tick_numa(cpu, t);
+        if let Some(t) = self.rq[cpu].curr {
+            self.task_tick_numa(cpu, t);
         }
     }
 
     /// NUMA state of a new task (`init_numa_balancing`). The model has no
     /// parent task: a process's first thread gets a new mm's state, later
     /// threads inherit from the first live thread of their process.
-    pub(crate) fn numa_task_init(&mut self, t: usize) {
-        let mm = self.k.tasks[t].mm;
-        let parent = (0..self.k.tasks.len()).find(|&o| {
+    pub fn numa_task_init(&mut self, t: usize) {
+        use crate::kernel::sched::TaskState;
+        let mm = self.tasks[t].mm;
+        let parent = (0..self.tasks.len()).find(|&o| {
             o != t
-                && self.k.tasks[o].mm == mm
-                && !matches!(
-                    self.k.tasks[o].state,
-                    crate::kernel::sched::TaskState::Dead | crate::kernel::sched::TaskState::New
-                )
+                && self.tasks[o].mm == mm
+                && !matches!(self.tasks[o].state, TaskState::Dead | TaskState::New)
         });
-        self.k.init_numa_balancing(t, parent);
-    }
-
-    /// The /proc/PID/sched NUMA fields of a task for the Run record
-    /// (`sched_show_numa`), or None when balancing is off.
-    pub(crate) fn task_numa_figures(
-        &self,
-        t: &crate::kernel::sched::Task,
-    ) -> Option<numalab_record::TaskNuma> {
-        if !self.k.numa_balancing_enabled() {
-            return None;
-        }
-        let k = &self.k;
-        let nn = k.m.nr_nodes();
-        let n = &t.numa;
-        let live = n.group.and_then(|g| k.tasks[g].numa.own_group.as_ref());
-        let group: Option<(u64, &[i64])> = match (&n.exit_group, live) {
-            (Some((gid, f)), _) => Some((*gid, f.as_slice())),
-            (None, Some(g)) => Some((g.gid, g.faults.as_slice())),
-            _ => None,
-        };
-        let faults = (0..nn)
-            .map(|nid| {
-                let tf = |p| {
-                    n.faults
-                        .get(faults_idx(nn, NUMA_MEM, nid, p))
-                        .map_or(0, |&x| x.max(0) as u64)
-                };
-                let gf = |p| {
-                    group.map_or(0, |(_, f)| {
-                        f[faults_idx(nn, NUMA_MEM, nid, p)].max(0) as u64
-                    })
-                };
-                numalab_record::NodeFaults {
-                    node: nid,
-                    task_private: tf(1),
-                    task_shared: tf(0),
-                    group_private: gf(1),
-                    group_shared: gf(0),
-                }
-            })
-            .collect();
-        Some(numalab_record::TaskNuma {
-            preferred_nid: n.preferred_nid.map_or(-1, |p| p as i64),
-            scan_seq: n.scan_seq,
-            scan_period_ms: n.scan_period,
-            numa_group_id: group.map(|(gid, _)| gid),
-            pages_migrated: n.pages_migrated,
-            faults,
-        })
+        self.init_numa_balancing(t, parent);
     }
 }

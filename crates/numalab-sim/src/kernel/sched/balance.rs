@@ -45,7 +45,7 @@
 use super::fair::adjust_numa_imbalance;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
-use super::{TaskState, MIGRATION_COST_NS};
+use super::MIGRATION_COST_NS;
 use crate::kernel::Kernel;
 use crate::physics::costs;
 use numalab_topology::CpuSet;
@@ -86,9 +86,6 @@ pub enum FbqType {
     All,
 }
 
-/// `MAX_PINNED_INTERVAL` (ms): how far the interval may grow when all tasks
-/// are pinned.
-pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
 /// `sysctl_sched_nr_migrate`: tasks examined per balance pass.
 pub const SCHED_NR_MIGRATE: usize = 32;
 
@@ -985,15 +982,6 @@ impl Kernel {
         if *next_balance > next {
             *next_balance = next;
         }
-    }
-
-    /// Tasks waiting on `cpu` that are not running (for tests).
-    pub fn nr_queued(&self, cpu: usize) -> usize {
-        self.rq[cpu]
-            .queue
-            .iter()
-            .filter(|&&t| self.tasks[t].state == TaskState::Runnable)
-            .count()
     }
 }
 
