@@ -26,7 +26,8 @@ impl Sim {
             (None, Some(g)) => Some((g.gid, g.faults.as_slice())),
             _ => None,
         };
-        let faults = (0..nn)
+        let faults = k
+            .node_ids()
             .map(|nid| {
                 let tf = |p| {
                     n.faults
@@ -39,7 +40,7 @@ impl Sim {
                     })
                 };
                 NodeFaults {
-                    node: nid,
+                    node: nid.index(),
                     task_private: tf(1),
                     task_shared: tf(0),
                     group_private: gf(1),
@@ -48,7 +49,7 @@ impl Sim {
             })
             .collect();
         Some(TaskNuma {
-            preferred_nid: n.preferred_nid.map_or(-1, |p| p as i64),
+            preferred_nid: n.preferred_nid.map_or(-1, |p| p.index() as i64),
             scan_seq: n.scan_seq,
             scan_period_ms: n.scan_period,
             numa_group_id: group.map(|(gid, _)| gid),

@@ -1,14 +1,25 @@
 //! The modeled Linux kernel: memory management, the scheduler, NUMA
 //! balancing, cgroups, knobs and counters.
 //!
-//! [`Kernel`] holds all state in vectors indexed by id (tasks, runqueues,
-//! address spaces, cgroups), so the functions that model kernel functions
-//! take `&mut Kernel` and read like their C namesakes. Time is virtual
-//! nanoseconds in [`Kernel::now`]; jiffies are derived from it.
+//! [`Kernel`] holds all state in tables indexed by typed ids ([`ids`]:
+//! tasks by [`TaskId`], runqueues by [`CpuId`], address spaces by [`MmId`],
+//! cgroups by [`CgroupId`], node memory by [`NodeId`]), so the functions
+//! that model kernel functions take `&mut Kernel` and read like their C
+//! namesakes. Time is virtual nanoseconds in [`Kernel::now`]; jiffies are
+//! derived from it.
+//!
+//! Argument order, as in the kernel where `struct task_struct *p` comes
+//! first: the task, then the CPU, then the memory it concerns (mm, VMA,
+//! page index), then nodes and values, e.g. `task_tick_numa(t, cpu)`,
+//! `do_numa_page(t, cpu, vma, idx)`, `task_numa_fault(t, cpu, last_cpupid,
+//! mem_node, pages, flags)`. Functions that follow a kernel signature with
+//! two tasks or two CPUs keep the kernel's order (`migrate_swap(p, other,
+//! target_cpu, curr_cpu)`).
 //!
 //! Left out: everything not named in the submodules.
 
 pub mod cgroup;
+pub mod ids;
 pub mod mm;
 pub mod numa;
 pub mod sched;
@@ -17,6 +28,8 @@ pub mod sysctl;
 
 use crate::physics::Resources;
 use cgroup::Cgroups;
+pub use ids::{CgroupId, CpuId, MmId, NodeId, TaskId, VmaId};
+use ids::{CpuSetExt, TiVec};
 use mm::mempolicy::MemPolicy;
 use mm::page_alloc::NodeMem;
 use mm::Mm;
@@ -47,7 +60,7 @@ pub struct Kernel {
     /// Shared resources of the fluid model.
     pub res: Resources,
     /// Zonelists: nodes by distance from each node.
-    pub zonelists: Vec<Vec<usize>>,
+    pub zonelists: TiVec<NodeId, Vec<NodeId>>,
     /// Virtual time, ns.
     pub now: u64,
     /// Tick length, ns (1e9 / HZ).
@@ -55,17 +68,17 @@ pub struct Kernel {
     /// Knobs in force.
     pub knobs: Knobs,
     /// Runqueues, by CPU.
-    pub rq: Vec<Rq>,
+    pub rq: TiVec<CpuId, Rq>,
     /// Scheduling domains of each CPU, lowest first.
-    pub sd: Vec<Vec<SchedDomain>>,
+    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
     /// Tasks, by index (pid = index + first pid).
-    pub tasks: Vec<Task>,
+    pub tasks: TiVec<TaskId, Task>,
     /// Address spaces.
-    pub mms: Vec<Mm>,
+    pub mms: TiVec<MmId, Mm>,
     /// Cgroup tree.
     pub cgroups: Cgroups,
     /// Free memory per node.
-    pub nodes: Vec<NodeMem>,
+    pub nodes: TiVec<NodeId, NodeMem>,
     /// /proc/vmstat.
     pub vmstat: VmStat,
     /// Loaded latency seen by a CPU on node `c` reading node `m`, ns.
@@ -85,9 +98,9 @@ pub struct Kernel {
     /// Runqueues with more than one task (`rd->overloaded` as a count).
     pub nr_overloaded: usize,
     /// CPUs of each core (SMT siblings), by core id.
-    pub core_cpus: Vec<Vec<usize>>,
+    pub core_cpus: Vec<Vec<CpuId>>,
     /// CPUs of each LLC, by LLC id.
-    pub llc_cpus: Vec<Vec<usize>>,
+    pub llc_cpus: Vec<Vec<CpuId>>,
 }
 
 impl Kernel {
@@ -95,9 +108,12 @@ impl Kernel {
     pub fn new(m: Machine, knobs: Knobs) -> Kernel {
         let res = Resources::new(&m);
         let zonelists = mm::page_alloc::zonelists(&m.distance);
-        let sd = sched::topology::build_sched_domains(&m);
+        let sd: TiVec<CpuId, _> = sched::topology::build_sched_domains(&m).into();
         let hz = knobs.uint("CONFIG_HZ").max(1);
-        let rq = (0..m.nr_cpus()).map(|cpu| Rq::new(cpu, &sd[cpu])).collect();
+        let rq = sd
+            .iter_enumerated()
+            .map(|(cpu, sds)| Rq::new(cpu, sds))
+            .collect();
         let nodes = m
             .nodes
             .iter()
@@ -112,8 +128,8 @@ impl Kernel {
         let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
         let mut llc_cpus = vec![Vec::new(); nllc];
         for c in &m.cpus {
-            core_cpus[c.core].push(c.id);
-            llc_cpus[c.llc].push(c.id);
+            core_cpus[c.core].push(CpuId::new(c.id));
+            llc_cpus[c.llc].push(CpuId::new(c.id));
         }
         let variant =
             sched::serialize::SerializeVariant::parse(knobs.str("numalab.sched_balance_serialize"))
@@ -134,8 +150,8 @@ impl Kernel {
             knobs,
             rq,
             sd,
-            tasks: Vec::new(),
-            mms: Vec::new(),
+            tasks: TiVec::new(),
+            mms: TiVec::new(),
             cgroups,
             nodes,
             vmstat: VmStat::default(),
@@ -157,7 +173,7 @@ impl Kernel {
 
     /// CPUs task `t` may run on: its affinity within its cgroup's effective
     /// cpuset (`p->cpus_ptr`).
-    pub fn task_allowed(&self, t: usize) -> CpuSet {
+    pub fn task_allowed(&self, t: TaskId) -> CpuSet {
         let task = &self.tasks[t];
         let eff = &self.cgroups.all[task.cgroup].effective_cpus;
         let a = task.affinity.and(eff);
@@ -171,18 +187,43 @@ impl Kernel {
     }
 
     /// Nodes task `t` may allocate from (`cpuset_current_mems_allowed`).
-    pub fn task_mems(&self, t: usize) -> NodeMask {
+    pub fn task_mems(&self, t: TaskId) -> NodeMask {
         self.cgroups.all[self.tasks[t].cgroup].effective_mems
     }
 
+    /// Every node, lowest id first.
+    pub fn node_ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + Clone {
+        NodeId::range(self.m.nr_nodes())
+    }
+
+    /// CPUs of node `nid`, lowest id first.
+    pub fn node_cpus(&self, nid: NodeId) -> impl Iterator<Item = CpuId> + '_ {
+        self.m.nodes[nid.index()].cpus.cpu_ids()
+    }
+
+    /// Every CPU, lowest id first.
+    pub fn cpu_ids(&self) -> impl DoubleEndedIterator<Item = CpuId> + Clone {
+        CpuId::range(self.m.nr_cpus())
+    }
+
+    /// The machine's description of `cpu` (package, core, LLC).
+    pub fn cpu_info(&self, cpu: CpuId) -> &numalab_topology::Cpu {
+        &self.m.cpus[cpu.index()]
+    }
+
+    /// SLIT distance between nodes `a` and `b`.
+    pub fn node_distance(&self, a: NodeId, b: NodeId) -> u32 {
+        self.m.distance[a.index()][b.index()]
+    }
+
     /// Node of `cpu`.
-    pub fn cpu_node(&self, cpu: usize) -> usize {
-        self.m.cpus[cpu].node
+    pub fn cpu_node(&self, cpu: CpuId) -> NodeId {
+        NodeId::new(self.m.cpus[cpu.index()].node)
     }
 
     /// Adds a vmstat event, and to the memory.stat of the task's cgroup.
     #[inline]
-    pub fn count_memcg_event(&mut self, t: usize, item: stats::Vm, n: u64) {
+    pub fn count_memcg_event(&mut self, t: TaskId, item: stats::Vm, n: u64) {
         self.vmstat.add(item, n);
         let cg = self.tasks[t].cgroup;
         self.cgroups.all[cg].stat.add(item, n);
@@ -201,7 +242,7 @@ impl Kernel {
 
     /// The policy that governs a fault at page `idx` of `vma` by task `t`:
     /// the VMA policy, else the task policy (`get_vma_policy`).
-    pub fn vma_policy(&self, t: usize, mm: usize, vma: usize) -> MemPolicy {
+    pub fn vma_policy(&self, t: TaskId, mm: MmId, vma: VmaId) -> MemPolicy {
         self.mms[mm].vmas[vma]
             .policy
             .unwrap_or(self.tasks[t].mempolicy)
@@ -219,8 +260,7 @@ impl Kernel {
                 }
             }
         }
-        for (n, u) in used.iter().enumerate() {
-            let nm = &self.nodes[n];
+        for (nm, (n, u)) in self.nodes.iter().zip(used.iter().enumerate()) {
             if nm.total_pages - nm.free_pages != *u {
                 return Err(format!(
                     "node {n}: {} pages allocated but {} mapped",
@@ -236,7 +276,7 @@ impl Kernel {
                 self.nr_overloaded
             ));
         }
-        let mut seen = vec![false; self.tasks.len()];
+        let mut seen: TiVec<TaskId, bool> = vec![false; self.tasks.len()].into();
         for rq in &self.rq {
             for &t in rq.curr.iter().chain(rq.queue.iter()) {
                 if seen[t] {

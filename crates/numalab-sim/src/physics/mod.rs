@@ -16,6 +16,7 @@
 
 pub mod costs;
 
+use crate::kernel::NodeId;
 use numalab_topology::Machine;
 
 /// Bytes in a cache line.
@@ -91,13 +92,13 @@ impl Resources {
     }
 
     /// Resource index of node `n`'s memory controller.
-    pub fn mem(&self, n: usize) -> ResId {
-        n
+    pub fn mem(&self, n: NodeId) -> ResId {
+        n.index()
     }
 
     /// The link crossed by bytes read from `mem_node` by a CPU on `cpu_node`.
-    pub fn link(&self, mem_node: usize, cpu_node: usize) -> Option<ResId> {
-        self.link[mem_node * self.nr_nodes + cpu_node]
+    pub fn link(&self, mem_node: NodeId, cpu_node: NodeId) -> Option<ResId> {
+        self.link[mem_node.index() * self.nr_nodes + cpu_node.index()]
     }
 
     /// Number of resources.

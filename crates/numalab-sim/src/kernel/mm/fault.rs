@@ -14,7 +14,7 @@ use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
 use super::PAGE_SHIFT;
 use crate::kernel::stats::Vm;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, MmId, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_workload::PolicyMode;
 
@@ -28,9 +28,9 @@ impl Kernel {
     /// fault cost, in ns (charged by the caller's progress loop).
     pub fn handle_mm_fault(
         &mut self,
-        t: usize,
-        cpu: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
         idx: usize,
     ) -> Result<f64, Oom> {
         let mm = self.tasks[t].mm;
@@ -47,10 +47,10 @@ impl Kernel {
     /// `do_anonymous_page`: allocate, zero and map page `idx`.
     fn do_anonymous_page(
         &mut self,
-        t: usize,
-        cpu: usize,
-        mm: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        mm: MmId,
+        vma: VmaId,
         idx: usize,
     ) -> Result<f64, Oom> {
         let pol = self.vma_policy(t, mm, vma);
@@ -82,7 +82,7 @@ impl Kernel {
                 pol.mode
             )));
         };
-        self.mms[mm].vmas[vma].set_page_node(idx, nid as u8);
+        self.mms[mm].vmas[vma].set_page_node(idx, nid);
         // zone_statistics()
         if Some(nid) == intended {
             self.vmstat.add(Vm::NumaHit, nr);

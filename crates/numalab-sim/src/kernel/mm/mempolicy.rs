@@ -8,6 +8,8 @@
 //! balancing model. Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES /
 //! MPOL_F_RELATIVE_NODES remapping, shared-memory policies, home nodes.
 
+use crate::kernel::ids::TiSlice;
+use crate::kernel::NodeId;
 use numalab_topology::NodeMask;
 use numalab_workload::{PolicyMode, PolicySpec};
 
@@ -97,12 +99,14 @@ pub fn mpol_new(spec: &PolicySpec, nr_nodes: usize) -> Result<MemPolicy, Einval>
 /// nodes by distance from `n`.
 pub fn alloc_order(
     pol: &MemPolicy,
-    local: usize,
+    local: NodeId,
     il_index: u64,
     mems: NodeMask,
-    by_distance: &[Vec<usize>],
-) -> Vec<usize> {
-    let allowed = |n: usize| mems.contains(n);
+    by_distance: &TiSlice<NodeId, Vec<NodeId>>,
+) -> Vec<NodeId> {
+    // NodeMask (numalab-topology) numbers nodes as plain usize.
+    let has = |m: NodeMask, n: NodeId| m.contains(n.index());
+    let allowed = |n: NodeId| has(mems, n);
     let mut order = Vec::new();
     match pol.mode {
         PolicyMode::Default | PolicyMode::Local => {
@@ -110,38 +114,33 @@ pub fn alloc_order(
         }
         PolicyMode::Preferred | PolicyMode::PreferredMany => {
             let pref = pol.nodes.and(mems);
-            let start = if pref.contains(local) {
+            let start = if has(pref, local) {
                 local
             } else {
-                pref.first().unwrap_or(local)
+                pref.first().map_or(local, NodeId::new)
             };
-            let mut first: Vec<usize> = by_distance[start]
+            let mut first: Vec<NodeId> = by_distance[start]
                 .iter()
                 .copied()
-                .filter(|&n| pref.contains(n))
+                .filter(|&n| has(pref, n))
                 .collect();
             let rest = by_distance[start]
                 .iter()
                 .copied()
-                .filter(|&n| allowed(n) && !pref.contains(n));
+                .filter(|&n| allowed(n) && !has(pref, n));
             first.extend(rest);
             order = first;
         }
         PolicyMode::Bind => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
-            order.extend(
-                by_distance[local]
-                    .iter()
-                    .copied()
-                    .filter(|&n| m.contains(n)),
-            );
+            order.extend(by_distance[local].iter().copied().filter(|&n| has(m, n)));
         }
         PolicyMode::Interleave => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
             let list: Vec<usize> = m.iter().collect();
-            let target = list[(il_index % list.len() as u64) as usize];
+            let target = NodeId::new(list[(il_index % list.len() as u64) as usize]);
             order.push(target);
             order.extend(
                 by_distance[target]
@@ -157,6 +156,7 @@ pub fn alloc_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::ids::TiVec;
 
     fn spec(mode: PolicyMode, nodes: &[usize], nb: bool) -> PolicySpec {
         PolicySpec {
@@ -212,16 +212,20 @@ mod tests {
 
     #[test]
     fn interleave_rotates_and_bind_stays_inside_its_nodes() {
-        let d = vec![vec![0, 1, 2], vec![1, 0, 2], vec![2, 0, 1]];
+        let n = |v: &[usize]| v.iter().map(|&i| NodeId::new(i)).collect::<Vec<_>>();
+        let d: TiVec<NodeId, Vec<NodeId>> =
+            TiVec::from(vec![n(&[0, 1, 2]), n(&[1, 0, 2]), n(&[2, 0, 1])]);
         let all = NodeMask::first_n(3);
         let il = mpol_new(&spec(PolicyMode::Interleave, &[0, 2], false), 3).unwrap();
-        let firsts: Vec<usize> = (0..4).map(|i| alloc_order(&il, 1, i, all, &d)[0]).collect();
-        assert_eq!(firsts, vec![0, 2, 0, 2]);
+        let firsts: Vec<NodeId> = (0..4)
+            .map(|i| alloc_order(&il, NodeId::new(1), i, all, &d)[0])
+            .collect();
+        assert_eq!(firsts, n(&[0, 2, 0, 2]));
         let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3).unwrap();
-        assert_eq!(alloc_order(&b, 0, 0, all, &d), vec![2]);
+        assert_eq!(alloc_order(&b, NodeId::new(0), 0, all, &d), n(&[2]));
         assert_eq!(
-            alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d),
-            vec![1, 0, 2]
+            alloc_order(&MemPolicy::DEFAULT, NodeId::new(1), 0, all, &d),
+            n(&[1, 0, 2])
         );
     }
 }

@@ -49,7 +49,7 @@ pub mod scan;
 mod tests;
 
 use crate::kernel::mm::CPUPID_UNSET;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 // ---------------------------------------------------------------------------
 // Constants, with units and sources. fair.c = kernel/sched/fair.c.
@@ -212,7 +212,7 @@ pub struct TaskNumaState {
     /// `numa_migrate_retry`, jiffies.
     pub migrate_retry: u64,
     /// `numa_preferred_nid` (None = `NUMA_NO_NODE`).
-    pub preferred_nid: Option<usize>,
+    pub preferred_nid: Option<NodeId>,
     /// `numa_faults[]`: `NR_NUMA_HINT_FAULT_BUCKETS * nr_nodes` counters,
     /// `2 * (stat * nr_nodes + nid) + priv`; empty until the first fault.
     pub faults: Vec<i64>,
@@ -227,14 +227,14 @@ pub struct TaskNumaState {
     /// `last_sum_exec_runtime`, ns.
     pub last_sum_exec_runtime: u64,
     /// `numa_group`: index of the task holding the group's data.
-    pub group: Option<usize>,
+    pub group: Option<TaskId>,
     /// The data of the group this task created, while it lives.
     pub own_group: Option<NumaGroup>,
     /// A hinting fault asked for `task_numa_migrate`; done at the next tick.
     pub migrate_requested: bool,
     /// Node of the runqueue the task was last dequeued from, for
     /// `update_scan_period` on a cross-node move.
-    pub last_rq_nid: Option<usize>,
+    pub last_rq_nid: Option<NodeId>,
     /// `task_numa_free` has run (the task exited).
     pub freed: bool,
     /// The group the task was in when it exited (gid, MEM/CPU faults),
@@ -263,8 +263,8 @@ pub fn hash_32(val: u32, bits: u32) -> u32 {
 }
 
 /// `cpu_pid_to_cpupid` in the model's layout.
-pub fn cpu_pid_to_cpupid(cpu: usize, pid: u64) -> u32 {
-    (((pid as u32) & LAST_PID_MASK) << LAST_PID_SHIFT) | (cpu as u32 & LAST_CPU_MASK)
+pub fn cpu_pid_to_cpupid(cpu: CpuId, pid: u64) -> u32 {
+    (((pid as u32) & LAST_PID_MASK) << LAST_PID_SHIFT) | (cpu.index() as u32 & LAST_CPU_MASK)
 }
 
 /// `cpupid_to_pid`: the pid bits.
@@ -273,8 +273,8 @@ pub fn cpupid_to_pid(cpupid: u32) -> u32 {
 }
 
 /// `cpupid_to_cpu`.
-pub fn cpupid_to_cpu(cpupid: u32) -> usize {
-    (cpupid & LAST_CPU_MASK) as usize
+pub fn cpupid_to_cpu(cpupid: u32) -> CpuId {
+    CpuId::new((cpupid & LAST_CPU_MASK) as usize)
 }
 
 /// `cpupid_pid_unset`: the pid bits are all ones. As in the kernel, a task
@@ -296,8 +296,8 @@ pub fn cpupid_unset(cpupid: u32) -> bool {
 
 /// `task_faults_idx(stat, nid, priv)`.
 #[inline]
-pub fn faults_idx(nr_nodes: usize, stat: usize, nid: usize, private: usize) -> usize {
-    NR_NUMA_HINT_FAULT_TYPES * (stat * nr_nodes + nid) + private
+pub fn faults_idx(nr_nodes: usize, stat: usize, nid: NodeId, private: usize) -> usize {
+    NR_NUMA_HINT_FAULT_TYPES * (stat * nr_nodes + nid.index()) + private
 }
 
 /// `init_numa_topology_type` for a SLIT matrix.
@@ -355,24 +355,24 @@ impl Kernel {
     }
 
     /// True when `nid` has CPUs (`node_state(nid, N_CPU)`).
-    pub fn node_has_cpus(&self, nid: usize) -> bool {
-        !self.m.nodes[nid].cpus.is_empty()
+    pub fn node_has_cpus(&self, nid: NodeId) -> bool {
+        !self.m.nodes[nid.index()].cpus.is_empty()
     }
 
     /// `numa_nearest_node(node, N_CPU)`: `node` if it has CPUs, else the
     /// nearest node that has (lowest id on ties).
-    pub fn numa_nearest_cpu_node(&self, nid: Option<usize>) -> Option<usize> {
+    pub fn numa_nearest_cpu_node(&self, nid: Option<NodeId>) -> Option<NodeId> {
         let n = nid?;
         if self.node_has_cpus(n) {
             return Some(n);
         }
-        (0..self.m.nr_nodes())
+        self.node_ids()
             .filter(|&o| self.node_has_cpus(o))
-            .min_by_key(|&o| (self.m.distance[n][o], o))
+            .min_by_key(|&o| (self.node_distance(n, o), o))
     }
 
     /// `task_numa_group_id`: the group's gid, 0 if none.
-    pub fn task_numa_group_id(&self, t: usize) -> u64 {
+    pub fn task_numa_group_id(&self, t: TaskId) -> u64 {
         self.tasks[t]
             .numa
             .group
@@ -381,7 +381,7 @@ impl Kernel {
     }
 
     /// The numa group a task belongs to.
-    pub fn numa_group(&self, t: usize) -> Option<&NumaGroup> {
+    pub fn numa_group(&self, t: TaskId) -> Option<&NumaGroup> {
         let g = self.tasks[t].numa.group?;
         self.tasks[g].numa.own_group.as_ref()
     }
@@ -414,7 +414,7 @@ impl Kernel {
     pub(crate) fn numa_tick_housekeeping(&mut self) {
         use crate::kernel::sched::TaskState;
         debug_assert_eq!(self.check_numa_counters(), Ok(()));
-        for t in 0..self.tasks.len() {
+        for t in TaskId::range(self.tasks.len()) {
             let st = self.tasks[t].state;
             if st == TaskState::Dead && !self.tasks[t].numa.freed {
                 self.task_numa_free(t);
@@ -437,25 +437,25 @@ impl Kernel {
     /// CPU by CPU): `task_tick_numa` for its running task. The CPU-0 call
     /// first does the tick's deferred NUMA work, see
     /// [`Kernel::numa_tick_housekeeping`].
-    pub fn task_tick_fair_numa(&mut self, cpu: usize) {
+    pub fn task_tick_fair_numa(&mut self, cpu: CpuId) {
         if !self.numa_balancing_enabled() {
             return;
         }
-        if cpu == 0 {
+        if cpu.index() == 0 {
             self.numa_tick_housekeeping();
         }
         if let Some(t) = self.rq[cpu].curr {
-            self.task_tick_numa(cpu, t);
+            self.task_tick_numa(t, cpu);
         }
     }
 
     /// NUMA state of a new task (`init_numa_balancing`). The model has no
     /// parent task: a process's first thread gets a new mm's state, later
     /// threads inherit from the first live thread of their process.
-    pub fn numa_task_init(&mut self, t: usize) {
+    pub fn numa_task_init(&mut self, t: TaskId) {
         use crate::kernel::sched::TaskState;
         let mm = self.tasks[t].mm;
-        let parent = (0..self.tasks.len()).find(|&o| {
+        let parent = self.tasks.keys().find(|&o| {
             o != t
                 && self.tasks[o].mm == mm
                 && !matches!(self.tasks[o].state, TaskState::Dead | TaskState::New)

@@ -6,11 +6,24 @@ use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::mm::{Mm, Vma, PAGE_SHIFT};
 use crate::kernel::sched::Task;
 use crate::kernel::sysctl::Knobs;
-use crate::kernel::Kernel;
+use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 
 /// Fixtures: a kernel on a preset machine, address spaces, running tasks.
 pub(crate) mod fx {
     use super::*;
+
+    /// CPU `i`.
+    pub fn c(i: usize) -> CpuId {
+        CpuId::new(i)
+    }
+
+    /// Node `i`.
+    pub fn n(i: usize) -> NodeId {
+        NodeId::new(i)
+    }
+
+    /// The first (only) VMA of a fixture mm.
+    pub const V0: VmaId = VmaId::new(0);
 
     /// Pid of task index `t` in fixtures.
     pub const PID0: u64 = 2000;
@@ -27,13 +40,13 @@ pub(crate) mod fx {
 
     /// A new address space with one VMA of `bytes` (THP or 4 KiB pages)
     /// under `policy` (None: the task policy). Returns the mm index.
-    pub fn add_mm(k: &mut Kernel, bytes: u64, thp: bool, policy: Option<MemPolicy>) -> usize {
-        let id = k.mms.len();
+    pub fn add_mm(k: &mut Kernel, bytes: u64, thp: bool, policy: Option<MemPolicy>) -> MmId {
+        let id = k.mms.next_key();
         let nn = k.m.nr_nodes();
         k.mms.push(Mm {
             id,
-            tgid: PID0 + 100 * id as u64,
-            vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)],
+            tgid: PID0 + 100 * id.index() as u64,
+            vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)].into(),
             users: 0,
             numa: Default::default(),
         });
@@ -41,20 +54,28 @@ pub(crate) mod fx {
     }
 
     /// Puts pages `[from, to)` of the mm's first VMA on `nid`.
-    pub fn populate(k: &mut Kernel, mm: usize, from: usize, to: usize, nid: usize) {
-        let nr = k.mms[mm].vmas[0].nr_base_pages();
+    pub fn populate(k: &mut Kernel, mm: MmId, from: usize, to: usize, nid: NodeId) {
+        let nr = k.mms[mm].vmas[V0].nr_base_pages();
         for i in from..to {
-            k.mms[mm].vmas[0].set_page_node(i, nid as u8);
+            k.mms[mm].vmas[V0].set_page_node(i, nid);
             k.nodes[nid].free_pages -= nr;
         }
     }
 
     /// A task of `mm` running on `cpu` (or queued if the CPU is busy),
     /// with NUMA state from `init_numa_balancing`.
-    pub fn add_task(k: &mut Kernel, mm: usize, cpu: usize) -> usize {
-        let t = k.tasks.len();
+    pub fn add_task(k: &mut Kernel, mm: MmId, cpu: CpuId) -> TaskId {
+        let t = k.tasks.next_key();
         let nn = k.m.nr_nodes();
-        let mut task = Task::new(PID0 + t as u64, k.mms[mm].tgid, format!("t{t}"), mm, 0, nn);
+        let root = CgroupId::new(0);
+        let mut task = Task::new(
+            PID0 + t.index() as u64,
+            k.mms[mm].tgid,
+            format!("t{t}"),
+            mm,
+            root,
+            nn,
+        );
         task.affinity = k.m.all_cpus();
         task.cpu = cpu;
         k.tasks.push(task);
@@ -63,14 +84,14 @@ pub(crate) mod fx {
         if k.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);
         }
-        let parent = (0..t).find(|&o| k.tasks[o].mm == mm);
+        let parent = k.tasks.keys().find(|&o| o != t && k.tasks[o].mm == mm);
         k.init_numa_balancing(t, parent);
         t
     }
 
     /// Marks page `idx` of the first VMA PROT_NONE, as a scan would.
-    pub fn mark(k: &mut Kernel, mm: usize, idx: usize) {
-        k.mms[mm].vmas[0].set_protnone(idx, true);
+    pub fn mark(k: &mut Kernel, mm: MmId, idx: usize) {
+        k.mms[mm].vmas[V0].set_protnone(idx, true);
     }
 
     /// Bytes of `n` base pages.

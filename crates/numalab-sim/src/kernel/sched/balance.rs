@@ -46,7 +46,8 @@ use super::fair::adjust_numa_imbalance;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
 use super::MIGRATION_COST_NS;
-use crate::kernel::Kernel;
+use crate::kernel::ids::CpuSetExt;
+use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::physics::costs;
 use numalab_topology::CpuSet;
 use std::cmp::Reverse;
@@ -157,7 +158,7 @@ enum RqAt {
 /// One `sched_balance_rq(cpu, sd, idle)` in progress.
 #[derive(Clone, Debug)]
 pub struct RqPass {
-    cpu: usize,
+    cpu: CpuId,
     level: usize,
     idle: CpuIdleType,
     /// `env.cpus`: CPUs still eligible as source.
@@ -198,7 +199,7 @@ enum WalkAt {
 /// own clock.
 #[derive(Clone, Debug)]
 pub struct BalanceWalk {
-    cpu: usize,
+    cpu: CpuId,
     idle: CpuIdleType,
     busy: bool,
     continue_balancing: bool,
@@ -218,7 +219,7 @@ const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 
 impl Kernel {
     /// `get_sd_balance_interval` in jiffies.
-    fn sd_balance_interval(&self, cpu: usize, level: usize, busy: bool) -> u64 {
+    fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
         let sd = &self.sd[cpu][level];
         let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
         if busy {
@@ -236,7 +237,7 @@ impl Kernel {
     /// `sched_balance_trigger`: from the tick of `cpu`, raise SCHED_SOFTIRQ
     /// when its `next_balance` is due. The raised softirqs run in
     /// [`Kernel::run_sched_softirqs`].
-    pub fn sched_balance_trigger(&mut self, cpu: usize) {
+    pub fn sched_balance_trigger(&mut self, cpu: CpuId) {
         if self.jiffies() < self.rq[cpu].next_balance {
             return;
         }
@@ -274,7 +275,7 @@ impl Kernel {
 
     /// `sched_balance_domains` run to completion at once (tests; the tick
     /// uses [`Kernel::run_sched_softirqs`]).
-    pub fn sched_balance_domains(&mut self, cpu: usize) {
+    pub fn sched_balance_domains(&mut self, cpu: CpuId) {
         let mut w = self.walk_new(cpu);
         while !self.walk_run(&mut w) {
             self.walk_flag_op(&mut w);
@@ -282,7 +283,7 @@ impl Kernel {
         self.walk_end(&w);
     }
 
-    fn walk_new(&self, cpu: usize) -> BalanceWalk {
+    fn walk_new(&self, cpu: CpuId) -> BalanceWalk {
         let idle = if self.rq[cpu].is_idle() {
             CpuIdleType::Idle
         } else {
@@ -418,7 +419,7 @@ impl Kernel {
 
     /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
     /// CPU cannot start one before then.
-    fn kernel_time_until(&mut self, cpu: usize, t: f64) {
+    fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
         if self.rq[cpu].curr.is_none() {
             let until = t.ceil() as u64;
             let rq = &mut self.rq[cpu];
@@ -427,7 +428,7 @@ impl Kernel {
     }
 
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
-    fn charge_walk(&mut self, cpu: usize, t: &mut f64, ns: f64) {
+    fn charge_walk(&mut self, cpu: CpuId, t: &mut f64, ns: f64) {
         self.charge_cpu(cpu, ns);
         *t += ns;
     }
@@ -441,12 +442,12 @@ impl Kernel {
     /// domain `level` now?
     pub fn should_we_balance(
         &self,
-        cpu: usize,
+        cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         cpus: &CpuSet,
     ) -> bool {
-        if !cpus.contains(cpu) {
+        if !cpus.has(cpu) {
             return false;
         }
         if idle == CpuIdleType::NewlyIdle {
@@ -457,16 +458,16 @@ impl Kernel {
         let smt_level = sd.flags.has(SdFlags::SHARE_CPUCAPACITY);
         let mut idle_smt = None;
         let mut skip = CpuSet::new();
-        for c in group.iter() {
-            if !cpus.contains(c) || skip.contains(c) || !self.rq[c].is_idle() {
+        for c in group.cpu_ids() {
+            if !cpus.has(c) || skip.has(c) || !self.rq[c].is_idle() {
                 continue;
             }
-            let core = self.m.cpus[c].core;
+            let core = self.cpu_info(c).core;
             let core_idle = self.core_cpus[core].iter().all(|&o| self.rq[o].is_idle());
             if !smt_level && !core_idle {
                 idle_smt.get_or_insert(c);
                 for &o in &self.core_cpus[core] {
-                    skip.insert(o);
+                    skip.insert(o.index());
                 }
                 continue;
             }
@@ -475,12 +476,12 @@ impl Kernel {
         if let Some(c) = idle_smt {
             return c == cpu;
         }
-        group.first() == Some(cpu)
+        group.first() == Some(cpu.index())
     }
 
     fn sg_stats(&self, group: &CpuSet, cpus: &CpuSet) -> SgStats {
         let mut s = SgStats::default();
-        for c in group.iter().filter(|c| cpus.contains(*c)) {
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
             let n = self.rq[c].nr_running() as i64;
             s.nr_running += n;
@@ -495,7 +496,7 @@ impl Kernel {
     /// group's index and the number of tasks to move, or `None` if balanced.
     fn find_busiest_group(
         &self,
-        cpu: usize,
+        cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         cpus: &CpuSet,
@@ -580,9 +581,9 @@ impl Kernel {
 
     /// `sched_balance_find_src_rq`: the runqueue with most tasks in `group`,
     /// skipping runqueues classed above `fbq` (NUMA balancing).
-    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet, fbq: FbqType) -> Option<usize> {
-        let mut best: Option<(usize, usize)> = None;
-        for c in group.iter().filter(|c| cpus.contains(*c)) {
+    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet, fbq: FbqType) -> Option<CpuId> {
+        let mut best: Option<(usize, CpuId)> = None;
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             let n = self.rq[c].nr_running();
             if n == 0 {
                 continue;
@@ -606,7 +607,7 @@ impl Kernel {
     /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
     fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
         let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
-        for c in group.iter().filter(|c| cpus.contains(*c)) {
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             let rq = &self.rq[c];
             if rq.nr_running() == 0 {
                 continue;
@@ -625,7 +626,7 @@ impl Kernel {
     }
 
     /// `fbq_classify_rq`: the same classes for one runqueue.
-    fn fbq_classify_rq(&self, cpu: usize) -> FbqType {
+    fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
         let rq = &self.rq[cpu];
         let nr = rq.nr_running() as u32;
         if nr > rq.nr_numa_running {
@@ -645,9 +646,9 @@ impl Kernel {
     /// fault weights decide.
     pub(crate) fn migrate_degrades_locality(
         &self,
-        t: usize,
-        src: usize,
-        dst: usize,
+        t: TaskId,
+        src: CpuId,
+        dst: CpuId,
         level: usize,
         idle: CpuIdleType,
     ) -> i64 {
@@ -672,7 +673,7 @@ impl Kernel {
         if idle == CpuIdleType::Idle {
             return 0;
         }
-        let dist = self.m.distance[src_nid][dst_nid];
+        let dist = self.node_distance(src_nid, dst_nid);
         if self.tasks[t].numa.group.is_some() {
             self.group_weight(t, src_nid, dist) - self.group_weight(t, dst_nid, dist)
         } else {
@@ -682,13 +683,13 @@ impl Kernel {
 
     /// `can_migrate_task` without the pinning test: not running, not cache
     /// hot unless balancing keeps failing.
-    fn task_hot(&self, t: usize, failed: u32, cache_nice_tries: u32) -> bool {
+    fn task_hot(&self, t: TaskId, failed: u32, cache_nice_tries: u32) -> bool {
         let hot = self.now.saturating_sub(self.tasks[t].exec_start) < MIGRATION_COST_NS;
         hot && failed <= cache_nice_tries
     }
 
     /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
-    pub fn rq_pass_new(&self, cpu: usize, level: usize, idle: CpuIdleType) -> RqPass {
+    pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
         let sd = &self.sd[cpu][level];
         RqPass {
             cpu,
@@ -710,7 +711,7 @@ impl Kernel {
     /// of tasks moved here.
     pub fn sched_balance_rq(
         &mut self,
-        cpu: usize,
+        cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         continue_balancing: &mut bool,
@@ -815,7 +816,7 @@ impl Kernel {
             let failed = self.rq[cpu].sd[level].nr_balance_failed;
             let mut moved = 0i64;
             let mut all_pinned = true;
-            let cands: Vec<usize> = self.rq[src]
+            let cands: Vec<TaskId> = self.rq[src]
                 .queue
                 .iter()
                 .copied()
@@ -825,7 +826,7 @@ impl Kernel {
                 if moved >= imb {
                     break;
                 }
-                if !self.task_allowed(tk).contains(cpu) {
+                if !self.task_allowed(tk).has(cpu) {
                     continue;
                 }
                 all_pinned = false;
@@ -845,7 +846,7 @@ impl Kernel {
             self.balance.stats.lb_gained += moved as u64;
             if all_pinned {
                 // LBF_ALL_PINNED: try again without that CPU.
-                p.cpus.remove(src);
+                p.cpus.remove(src.index());
                 let dst_group = &self.sd[cpu][level].groups[0];
                 if !p.cpus.is_subset(dst_group) {
                     self.balance.stats.lb_redo += 1;
@@ -906,12 +907,12 @@ impl Kernel {
     /// `active_load_balance_cpu_stop`: push the running task of `src` to
     /// `dst` if it may run there. Only called at tick time, when every
     /// running task's progress is accounted up to now.
-    fn active_load_balance(&mut self, src: usize, dst: usize) -> bool {
+    fn active_load_balance(&mut self, src: CpuId, dst: CpuId) -> bool {
         let Some(t) = self.rq[src].curr else {
             return false;
         };
         if !self.rq[dst].is_idle()
-            || !self.task_allowed(t).contains(dst)
+            || !self.task_allowed(t).has(dst)
             || self.rq[src].nr_running() != 1
         {
             return false;
@@ -926,7 +927,7 @@ impl Kernel {
     /// Runs to completion at once; the CPU is in kernel until its clock.
     /// Either way the CPU's `next_balance` moves forward to its domains'
     /// idle intervals, so an idle CPU balances at its next due tick.
-    pub fn sched_balance_newidle(&mut self, cpu: usize) -> bool {
+    pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> bool {
         let jiffies = self.jiffies();
         let mut next_balance = jiffies + self.tick_hz();
         let mut pulled = false;
@@ -976,7 +977,7 @@ impl Kernel {
 
     /// `update_next_balance`: pull `*next_balance` forward to when domain
     /// `level` of `cpu` is next due at its idle interval.
-    fn update_next_balance(&self, cpu: usize, level: usize, next_balance: &mut u64) {
+    fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut u64) {
         let interval = self.sd_balance_interval(cpu, level, false);
         let next = self.rq[cpu].sd[level].last_balance + interval;
         if *next_balance > next {
@@ -993,7 +994,7 @@ pub struct BalanceState {
     /// What the balancer did.
     pub stats: BalanceStats,
     /// CPUs whose SCHED_SOFTIRQ was raised at the current tick.
-    pub raised: Vec<usize>,
+    pub raised: Vec<CpuId>,
 }
 
 impl BalanceState {
@@ -1009,6 +1010,11 @@ impl BalanceState {
 
 #[cfg(test)]
 mod tests {
+    use crate::kernel::{CgroupId, CpuId, MmId, TaskId};
+
+    fn c(i: usize) -> CpuId {
+        CpuId::new(i)
+    }
     use super::*;
     use crate::kernel::mm::Mm;
     use crate::kernel::sched::Task;
@@ -1024,9 +1030,9 @@ mod tests {
             .expect("knob");
         let mut k = Kernel::new(m, knobs);
         k.mms.push(Mm {
-            id: 0,
+            id: MmId::new(0),
             tgid: 100,
-            vmas: Vec::new(),
+            vmas: Default::default(),
             users: 0,
             numa: Default::default(),
         });
@@ -1035,10 +1041,12 @@ mod tests {
 
     /// A runnable task on `cpu` allowed on `allowed` (running if the CPU
     /// was idle).
-    fn add_task(k: &mut Kernel, cpu: usize, allowed: CpuSet) -> usize {
-        let t = k.tasks.len();
+    fn add_task(k: &mut Kernel, cpu: usize, allowed: CpuSet) -> TaskId {
+        let cpu = c(cpu);
+        let t = k.tasks.next_key();
         let nn = k.m.nr_nodes();
-        let mut task = Task::new(101 + t as u64, 100, format!("t{t}"), 0, 0, nn);
+        let (mm, root) = (MmId::new(0), CgroupId::new(0));
+        let mut task = Task::new(101 + t.index() as u64, 100, format!("t{t}"), mm, root, nn);
         task.affinity = allowed;
         task.cpu = cpu;
         k.tasks.push(task);
@@ -1055,7 +1063,7 @@ mod tests {
 
     /// Index of the lowest SD_SERIALIZE domain of `cpu`.
     fn numa_level(k: &Kernel, cpu: usize) -> usize {
-        k.sd[cpu]
+        k.sd[c(cpu)]
             .iter()
             .position(|d| d.flags.has(SdFlags::SERIALIZE))
             .expect("a NUMA level")
@@ -1065,7 +1073,7 @@ mod tests {
     /// every CPU, as the engine does.
     fn tick(k: &mut Kernel) {
         k.now += k.tick_ns;
-        for cpu in 0..k.m.nr_cpus() {
+        for cpu in k.cpu_ids() {
             k.sched_balance_trigger(cpu);
         }
         k.run_sched_softirqs();
@@ -1076,12 +1084,12 @@ mod tests {
         // 4s-48: node 0 is cores 0-5, CPU c's SMT sibling is c + 24.
         let mut k = kernel("4s-48", "fixed");
         let lvl = numa_level(&k, 0);
-        let span = k.sd[0][lvl].span.clone();
+        let span = k.sd[c(0)][lvl].span.clone();
         // CPU 0 runs a task: its core is not idle, so its idle sibling 24
         // is only an idle SMT sibling; core 1 (CPUs 1, 25) is fully idle.
         let all = k.m.all_cpus();
         add_task(&mut k, 0, all);
-        let swb = |k: &Kernel, cpu| k.should_we_balance(cpu, lvl, CpuIdleType::Idle, &span);
+        let swb = |k: &Kernel, cpu| k.should_we_balance(c(cpu), lvl, CpuIdleType::Idle, &span);
         assert!(swb(&k, 1), "CPU 1 is the first CPU of the first idle core");
         assert!(!swb(&k, 24), "an idle sibling of a busy core is not chosen");
         assert!(!swb(&k, 25) && !swb(&k, 2));
@@ -1102,13 +1110,14 @@ mod tests {
         let mut k = kernel("4s-48", "fixed");
         let all = k.m.all_cpus();
         add_task(&mut k, 0, all);
-        assert!(k.should_we_balance(3, lvl, CpuIdleType::NewlyIdle, &span));
-        assert!(!k.should_we_balance(0, lvl, CpuIdleType::NewlyIdle, &span));
+        assert!(k.should_we_balance(c(3), lvl, CpuIdleType::NewlyIdle, &span));
+        assert!(!k.should_we_balance(c(0), lvl, CpuIdleType::NewlyIdle, &span));
     }
 
     /// Runs `cpu`'s `sched_balance_domains` with every level's interval
     /// expired or not, and returns the flag attempts it made.
     fn walk_attempts(variant: &str, cpu: usize, due: bool) -> u64 {
+        let cpu = c(cpu);
         let mut k = kernel("gnr-2s-snc3", variant);
         k.now = 100_000 * k.tick_ns;
         let j = k.jiffies();
@@ -1206,10 +1215,10 @@ mod tests {
         k.now = 1_000_000_000;
         if let Some(h) = holder {
             let mut t = k.now as f64;
-            assert!(k.sched_balance_running_trylock(h, &mut t));
+            assert!(k.sched_balance_running_trylock(c(h), &mut t));
         }
         let before = k.balance.serialize.stats.attempts;
-        let pulled = k.sched_balance_newidle(6);
+        let pulled = k.sched_balance_newidle(c(6));
         (pulled, k.balance.serialize.stats.attempts - before)
     }
 
@@ -1231,12 +1240,12 @@ mod tests {
     fn newly_idle_cpus_pull_their_next_balance_forward() {
         let mut k = kernel("4s-48", "fixed");
         k.now = 1000 * k.tick_ns;
-        k.rq[6].next_balance = k.jiffies() + 500;
+        k.rq[c(6)].next_balance = k.jiffies() + 500;
         // Nothing is overloaded: no balance, but the next one is due at
         // the lowest domain's idle interval.
-        assert!(!k.sched_balance_newidle(6));
-        let iv = k.sd_balance_interval(6, 0, false);
-        assert_eq!(k.rq[6].next_balance, k.rq[6].sd[0].last_balance + iv);
+        assert!(!k.sched_balance_newidle(c(6)));
+        let iv = k.sd_balance_interval(c(6), 0, false);
+        assert_eq!(k.rq[c(6)].next_balance, k.rq[c(6)].sd[0].last_balance + iv);
     }
 
     #[test]
@@ -1246,7 +1255,7 @@ mod tests {
         // Softirq raised on every CPU, no domain due: each walk only
         // checks the intervals, and takes the flag at both NUMA levels.
         let j = k.jiffies();
-        for cpu in 0..k.m.nr_cpus() {
+        for cpu in k.cpu_ids() {
             k.rq[cpu].sd.iter_mut().for_each(|d| d.last_balance = j);
             k.sched_balance_trigger(cpu);
         }
