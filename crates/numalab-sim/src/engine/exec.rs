@@ -294,7 +294,7 @@ impl Sim {
                 let lat: f64 = mix
                     .iter()
                     .enumerate()
-                    .map(|(n, f)| f * self.k.latency[cn.index()][n])
+                    .map(|(n, f)| f * self.fluid.latency[cn.index()][n])
                     .sum::<f64>()
                     .max(1.0);
                 let mlp = match op {
@@ -309,8 +309,8 @@ impl Sim {
                     if f <= 0.0 {
                         continue;
                     }
-                    uses.push((self.k.res.mem(n), f));
-                    if let Some(l) = self.k.res.link(n, cn) {
+                    uses.push((self.fluid.res.mem(n), f));
+                    if let Some(l) = self.fluid.res.link(n, cn) {
                         uses.push((l, f));
                     }
                 }
@@ -325,8 +325,9 @@ impl Sim {
     /// Throughput share of one hardware thread given how many of its core's
     /// siblings are busy.
     fn smt_factor(&self, cpu: CpuId) -> f64 {
-        let core = self.k.cpu_info(cpu).core;
-        let busy = self.k.core_cpus[core]
+        let busy = self
+            .k
+            .cpu_smt_mask(cpu)
             .iter()
             .filter(|&&c| self.k.rq[c].curr.is_some())
             .count();
@@ -344,7 +345,7 @@ impl Sim {
         let share = d
             .uses
             .iter()
-            .map(|&(r, _)| self.k.res_share[r])
+            .map(|&(r, _)| self.fluid.res_share[r])
             .fold(1.0, f64::min);
         d.cap * share
     }
@@ -641,7 +642,7 @@ impl Sim {
             for (n, f) in NodeId::range(mix.len()).zip(&mix) {
                 let b = bytes * f / total;
                 self.k.tasks[t].bytes_by_node[n.index()] += b;
-                self.k.node_traffic[n.index()] += b;
+                self.fluid.node_traffic[n.index()] += b;
                 if n == local {
                     self.interval_local_bytes += b;
                 }

@@ -26,7 +26,7 @@ use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::Knobs;
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
-use crate::physics::{loaded_latency, max_min_fair};
+use crate::physics::{loaded_latency, max_min_fair, Fluid};
 use exec::{Op, Stop, ThreadExec};
 use numalab_record::RunRecord;
 use numalab_topology::{CpuSet, Machine, NodeMask};
@@ -113,6 +113,8 @@ pub struct Sim {
     pub w: Workload,
     /// Execution state per task.
     pub exec: TiVec<TaskId, ThreadExec>,
+    /// The fluid model's state.
+    fluid: Fluid,
     /// Phases per process per thread.
     threads: Vec<Vec<Vec<Phase>>>,
     /// Process bookkeeping.
@@ -189,9 +191,11 @@ impl Sim {
             .iter()
             .map(|p| p.threads.iter().map(|t| t.phases.clone()).collect())
             .collect();
+        let fluid = Fluid::new(&k.m);
         let mut sim = Sim {
             k,
             exec: TiVec::new(),
+            fluid,
             threads,
             procs: Vec::new(),
             events: BinaryHeap::new(),
@@ -487,7 +491,7 @@ impl Sim {
             who.push(t);
             demands.push(d);
         }
-        let cap = self.k.res.capacity.clone();
+        let cap = self.fluid.res.capacity.clone();
         let rates = max_min_fair(&cap, &demands);
         let mut load = vec![0.0; cap.len()];
         let mut want = vec![0.0; cap.len()];
@@ -502,7 +506,7 @@ impl Sim {
             self.exec[t].rate_fresh = true;
         }
         for r in 0..cap.len() {
-            self.k.res_share[r] = if want[r] > 0.0 {
+            self.fluid.res_share[r] = if want[r] > 0.0 {
                 (cap[r] / want[r]).min(1.0)
             } else {
                 1.0
@@ -510,12 +514,13 @@ impl Sim {
         }
         let nn = self.k.m.nr_nodes();
         for n in NodeId::range(nn) {
-            self.k.mem_util[n.index()] = load[self.k.res.mem(n)] / cap[self.k.res.mem(n)];
+            self.fluid.mem_util[n.index()] =
+                load[self.fluid.res.mem(n)] / cap[self.fluid.res.mem(n)];
         }
         for c in 0..nn {
             for n in 0..nn {
-                self.k.latency[c][n] =
-                    loaded_latency(self.k.m.latency_ns[c][n], self.k.mem_util[n]);
+                self.fluid.latency[c][n] =
+                    loaded_latency(self.k.m.latency_ns[c][n], self.fluid.mem_util[n]);
             }
         }
     }

@@ -98,7 +98,7 @@ impl Sim {
                 mem_used_bytes: (k.nodes[NodeId::new(n)].total_pages
                     - k.nodes[NodeId::new(n)].free_pages)
                     * 4096,
-                traffic_bytes: k.node_traffic[n].round() as u64,
+                traffic_bytes: self.fluid.node_traffic[n].round() as u64,
             })
             .collect();
         let b = &k.balance.stats;

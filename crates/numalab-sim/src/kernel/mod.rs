@@ -26,7 +26,6 @@ pub mod sched;
 pub mod stats;
 pub mod sysctl;
 
-use crate::physics::Resources;
 use cgroup::Cgroups;
 pub use ids::{CgroupId, CpuId, MmId, NodeId, TaskId, VmaId};
 use ids::{CpuSetExt, TiVec};
@@ -53,14 +52,44 @@ pub struct TraceEvent {
     pub fields: String,
 }
 
-/// The modeled kernel.
+/// What the kernel derives from the machine at boot and never changes:
+/// scheduling domains, zonelists and the CPU masks of cores and LLCs
+/// (`sched_domain`s, `build_zonelists`, `cpu_smt_mask`, `cpu_llc_mask`).
+pub struct Topology {
+    /// Scheduling domains of each CPU, lowest first.
+    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
+    /// Zonelists: nodes by distance from each node.
+    pub zonelists: TiVec<NodeId, Vec<NodeId>>,
+    /// CPUs of each core (SMT siblings), by the machine's core id.
+    pub core_cpus: Vec<Vec<CpuId>>,
+    /// CPUs of each LLC, by the machine's LLC id.
+    pub llc_cpus: Vec<Vec<CpuId>>,
+}
+
+impl Topology {
+    fn new(m: &Machine) -> Topology {
+        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
+        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
+        let mut llc_cpus = vec![Vec::new(); nllc];
+        for c in &m.cpus {
+            core_cpus[c.core].push(CpuId::new(c.id));
+            llc_cpus[c.llc].push(CpuId::new(c.id));
+        }
+        Topology {
+            sd: sched::topology::build_sched_domains(m).into(),
+            zonelists: mm::page_alloc::zonelists(&m.distance),
+            core_cpus,
+            llc_cpus,
+        }
+    }
+}
+
+/// The modeled kernel. The engine drives it (time, the tick, task life
+/// cycles) and reads its state for the Run record; the fields it needs are
+/// public, the kernel's own bookkeeping is not.
 pub struct Kernel {
     /// The machine.
     pub m: Machine,
-    /// Shared resources of the fluid model.
-    pub res: Resources,
-    /// Zonelists: nodes by distance from each node.
-    pub zonelists: TiVec<NodeId, Vec<NodeId>>,
     /// Virtual time, ns.
     pub now: u64,
     /// Tick length, ns (1e9 / HZ).
@@ -69,9 +98,7 @@ pub struct Kernel {
     pub knobs: Knobs,
     /// Runqueues, by CPU.
     pub rq: TiVec<CpuId, Rq>,
-    /// Scheduling domains of each CPU, lowest first.
-    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
-    /// Tasks, by index (pid = index + first pid).
+    /// Tasks (pid = index + first pid in runs).
     pub tasks: TiVec<TaskId, Task>,
     /// Address spaces.
     pub mms: TiVec<MmId, Mm>,
@@ -81,36 +108,25 @@ pub struct Kernel {
     pub nodes: TiVec<NodeId, NodeMem>,
     /// /proc/vmstat.
     pub vmstat: VmStat,
-    /// Loaded latency seen by a CPU on node `c` reading node `m`, ns.
-    pub latency: Vec<Vec<f64>>,
-    /// Memory-controller utilisation of each node in the last tick.
-    pub mem_util: Vec<f64>,
-    /// Share of demand each resource could serve in the last tick (<= 1).
-    pub res_share: Vec<f64>,
-    /// Bytes served by each node's memory over the run.
-    pub node_traffic: Vec<f64>,
     /// Trace events, when tracing.
     pub trace: Option<Vec<TraceEvent>>,
     /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
     pub idle_kernel_ns: f64,
     /// Load-balancer state (the SD_SERIALIZE flag and counts).
     pub balance: sched::balance::BalanceState,
+    /// Derived topology, fixed at boot.
+    topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
-    pub nr_overloaded: usize,
-    /// CPUs of each core (SMT siblings), by core id.
-    pub core_cpus: Vec<Vec<CpuId>>,
-    /// CPUs of each LLC, by LLC id.
-    pub llc_cpus: Vec<Vec<CpuId>>,
+    nr_overloaded: usize,
 }
 
 impl Kernel {
     /// A booted kernel on machine `m` with knobs `knobs`, no tasks yet.
     pub fn new(m: Machine, knobs: Knobs) -> Kernel {
-        let res = Resources::new(&m);
-        let zonelists = mm::page_alloc::zonelists(&m.distance);
-        let sd: TiVec<CpuId, _> = sched::topology::build_sched_domains(&m).into();
+        let topo = Topology::new(&m);
         let hz = knobs.uint("CONFIG_HZ").max(1);
-        let rq = sd
+        let rq = topo
+            .sd
             .iter_enumerated()
             .map(|(cpu, sds)| Rq::new(cpu, sds))
             .collect();
@@ -123,33 +139,17 @@ impl Kernel {
             })
             .collect();
         let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
-        let nn = m.nr_nodes();
-        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
-        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
-        let mut llc_cpus = vec![Vec::new(); nllc];
-        for c in &m.cpus {
-            core_cpus[c.core].push(CpuId::new(c.id));
-            llc_cpus[c.llc].push(CpuId::new(c.id));
-        }
         let variant =
             sched::serialize::SerializeVariant::parse(knobs.str("numalab.sched_balance_serialize"))
                 .unwrap_or(sched::serialize::SerializeVariant::FixedNewidle);
         Kernel {
-            core_cpus,
-            llc_cpus,
+            topo,
             balance: sched::balance::BalanceState::new(variant),
             nr_overloaded: 0,
-            latency: m.latency_ns.clone(),
-            mem_util: vec![0.0; nn],
-            res_share: vec![1.0; res.len()],
-            node_traffic: vec![0.0; nn],
-            res,
-            zonelists,
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
             rq,
-            sd,
             tasks: TiVec::new(),
             mms: TiVec::new(),
             cgroups,
@@ -159,6 +159,11 @@ impl Kernel {
             idle_kernel_ns: 0.0,
             m,
         }
+    }
+
+    /// `cpu_smt_mask`: the CPUs of `cpu`'s core, `cpu` included.
+    pub fn cpu_smt_mask(&self, cpu: CpuId) -> &[CpuId] {
+        &self.topo.core_cpus[self.cpu_info(cpu).core]
     }
 
     /// `jiffies` at the current time.

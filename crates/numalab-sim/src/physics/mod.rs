@@ -32,6 +32,38 @@ pub const LOADED_LATENCY_GAIN: f64 = 0.25;
 /// finite at saturation).
 pub const MAX_UTILISATION: f64 = 0.95;
 
+/// The state of the fluid model between ticks: the resources, what each
+/// could serve in the last tick and the latencies that follow. The engine
+/// owns it and solves it at each tick; the kernel never reads it.
+#[derive(Clone, Debug)]
+pub struct Fluid {
+    /// Shared resources.
+    pub res: Resources,
+    /// Loaded latency seen by a CPU on node `c` reading node `m`, ns.
+    pub latency: Vec<Vec<f64>>,
+    /// Memory-controller utilisation of each node in the last tick.
+    pub mem_util: Vec<f64>,
+    /// Share of demand each resource could serve in the last tick (<= 1).
+    pub res_share: Vec<f64>,
+    /// Bytes served by each node's memory over the run.
+    pub node_traffic: Vec<f64>,
+}
+
+impl Fluid {
+    /// An idle machine: idle latencies, nothing served yet.
+    pub fn new(m: &Machine) -> Fluid {
+        let res = Resources::new(m);
+        let nn = m.nr_nodes();
+        Fluid {
+            latency: m.latency_ns.clone(),
+            mem_util: vec![0.0; nn],
+            res_share: vec![1.0; res.len()],
+            node_traffic: vec![0.0; nn],
+            res,
+        }
+    }
+}
+
 /// Index of a shared resource (memory controller or link).
 pub type ResId = usize;
 

@@ -157,7 +157,7 @@ impl Kernel {
                     if pol.nodes.has(curnid) {
                         return None;
                     }
-                    *self.zonelists[thisnid]
+                    *self.topo.zonelists[thisnid]
                         .iter()
                         .find(|&&n| pol.nodes.has(n))?
                 }

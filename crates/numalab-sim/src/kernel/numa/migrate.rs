@@ -169,7 +169,7 @@ impl Kernel {
                     ns.idle_cpu = Some(cpu);
                 }
                 // numa_idle_core: prefer a CPU whose whole core is idle.
-                let core = &self.core_cpus[self.cpu_info(cpu).core];
+                let core = &self.topo.core_cpus[self.cpu_info(cpu).core];
                 if core.len() > 1 && core.iter().all(|&c| self.rq[c].is_idle()) {
                     idle_core = Some(cpu);
                 }
@@ -388,7 +388,7 @@ impl Kernel {
     pub fn task_numa_migrate(&mut self, t: TaskId) {
         let src_cpu = self.tasks[t].cpu;
         let src_nid = self.cpu_node(src_cpu);
-        let Some(sd) = lowest_numa_domain(&self.sd[src_cpu]) else {
+        let Some(sd) = lowest_numa_domain(&self.topo.sd[src_cpu]) else {
             // Trapped in a domain that does not cross nodes.
             self.sched_setnuma(t, Some(src_nid));
             return;
@@ -705,7 +705,7 @@ mod tests {
         // A task without faults waits on CPU 0 too.
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
         fx::add_task(&mut k, mm, fx::c(0));
-        let numa_level = k.sd[fx::c(0)]
+        let numa_level = k.topo.sd[fx::c(0)]
             .iter()
             .position(|d| d.flags.has(crate::kernel::sched::topology::SdFlags::NUMA))
             .unwrap();

@@ -220,7 +220,7 @@ const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 impl Kernel {
     /// `get_sd_balance_interval` in jiffies.
     fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
-        let sd = &self.sd[cpu][level];
+        let sd = &self.topo.sd[cpu][level];
         let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
         if busy {
             ms *= sd.busy_factor;
@@ -317,13 +317,13 @@ impl Kernel {
         loop {
             match w.at {
                 WalkAt::Level => {
-                    if w.level >= self.sd[cpu].len() || !w.continue_balancing {
+                    if w.level >= self.topo.sd[cpu].len() || !w.continue_balancing {
                         self.rq[cpu].next_balance = w.next_balance;
                         w.at = WalkAt::Done;
                         continue;
                     }
                     w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
-                    let serialize = self.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
+                    let serialize = self.topo.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
                     if serialize && self.balance.serialize.variant.in_domains_walk() {
                         // Pre-6.19: the flag before the interval check.
                         w.at = WalkAt::LegacyTryLock;
@@ -453,7 +453,7 @@ impl Kernel {
         if idle == CpuIdleType::NewlyIdle {
             return self.rq[cpu].nr_running() == 0;
         }
-        let sd = &self.sd[cpu][level];
+        let sd = &self.topo.sd[cpu][level];
         let group = &sd.groups[0];
         let smt_level = sd.flags.has(SdFlags::SHARE_CPUCAPACITY);
         let mut idle_smt = None;
@@ -463,10 +463,12 @@ impl Kernel {
                 continue;
             }
             let core = self.cpu_info(c).core;
-            let core_idle = self.core_cpus[core].iter().all(|&o| self.rq[o].is_idle());
+            let core_idle = self.topo.core_cpus[core]
+                .iter()
+                .all(|&o| self.rq[o].is_idle());
             if !smt_level && !core_idle {
                 idle_smt.get_or_insert(c);
-                for &o in &self.core_cpus[core] {
+                for &o in &self.topo.core_cpus[core] {
                     skip.insert(o.index());
                 }
                 continue;
@@ -501,7 +503,7 @@ impl Kernel {
         idle: CpuIdleType,
         cpus: &CpuSet,
     ) -> Option<(usize, i64)> {
-        let sd = &self.sd[cpu][level];
+        let sd = &self.topo.sd[cpu][level];
         let local = self.sg_stats(&sd.groups[0], cpus);
         let mut busiest: Option<(usize, SgStats)> = None;
         let mut total = SgStats::default();
@@ -544,8 +546,10 @@ impl Kernel {
             }
         }
         // calculate_imbalance, in tasks.
-        let prefer_sibling =
-            level > 0 && self.sd[cpu][level - 1].flags.has(SdFlags::PREFER_SIBLING);
+        let prefer_sibling = level > 0
+            && self.topo.sd[cpu][level - 1]
+                .flags
+                .has(SdFlags::PREFER_SIBLING);
         let mut imb = if lt == GroupType::HasSpare {
             let n = if bt == GroupType::Overloaded {
                 local.idle_cpus.min(busiest.nr_running - busiest.weight)
@@ -655,7 +659,9 @@ impl Kernel {
         if !self.numa_balancing_enabled() {
             return 0;
         }
-        if self.tasks[t].numa.faults.is_empty() || !self.sd[dst][level].flags.has(SdFlags::NUMA) {
+        if self.tasks[t].numa.faults.is_empty()
+            || !self.topo.sd[dst][level].flags.has(SdFlags::NUMA)
+        {
             return 0;
         }
         let (src_nid, dst_nid) = (self.cpu_node(src), self.cpu_node(dst));
@@ -690,7 +696,7 @@ impl Kernel {
 
     /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
     pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
-        let sd = &self.sd[cpu][level];
+        let sd = &self.topo.sd[cpu][level];
         RqPass {
             cpu,
             level,
@@ -785,8 +791,8 @@ impl Kernel {
     /// pinned. Leaves `p` at its next stop.
     fn rq_pass_body(&mut self, p: &mut RqPass, t: &mut f64) {
         let (cpu, level, idle) = (p.cpu, p.level, p.idle);
-        let span_w = self.sd[cpu][level].span_weight() as f64;
-        let cache_nice_tries = self.sd[cpu][level].cache_nice_tries;
+        let span_w = self.topo.sd[cpu][level].span_weight() as f64;
+        let cache_nice_tries = self.topo.sd[cpu][level].cache_nice_tries;
         self.balance.stats.lb_count += 1;
         self.charge_walk(
             cpu,
@@ -798,10 +804,10 @@ impl Kernel {
             self.rq_pass_out(p);
             return;
         };
-        let group = self.sd[cpu][level].groups[bi].clone();
+        let group = self.topo.sd[cpu][level].groups[bi].clone();
         // NUMA balancing: classify the busiest group on NUMA levels
         // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
-        let fbq = if self.sd[cpu][level].flags.has(SdFlags::NUMA) {
+        let fbq = if self.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
             self.fbq_classify_group(&group, &p.cpus)
         } else {
             FbqType::All
@@ -847,7 +853,7 @@ impl Kernel {
             if all_pinned {
                 // LBF_ALL_PINNED: try again without that CPU.
                 p.cpus.remove(src.index());
-                let dst_group = &self.sd[cpu][level].groups[0];
+                let dst_group = &self.topo.sd[cpu][level].groups[0];
                 if !p.cpus.is_subset(dst_group) {
                     self.balance.stats.lb_redo += 1;
                     let redo = self.balance.serialize.variant.redo();
@@ -880,8 +886,8 @@ impl Kernel {
     fn rq_pass_out(&mut self, p: &mut RqPass) {
         let (cpu, level) = (p.cpu, p.level);
         let (min_iv, max_iv) = (
-            self.sd[cpu][level].min_interval_ms,
-            self.sd[cpu][level].max_interval_ms,
+            self.topo.sd[cpu][level].min_interval_ms,
+            self.topo.sd[cpu][level].max_interval_ms,
         );
         let st = &mut self.rq[cpu].sd[level];
         if p.ld_moved > 0 {
@@ -932,16 +938,16 @@ impl Kernel {
         let mut next_balance = jiffies + self.tick_hz();
         let mut pulled = false;
         if self.nr_overloaded == 0 || self.rq[cpu].avg_idle < MIGRATION_COST_NS {
-            if !self.sd[cpu].is_empty() {
+            if !self.topo.sd[cpu].is_empty() {
                 self.update_next_balance(cpu, 0, &mut next_balance);
             }
         } else {
             let mut t = (self.now.max(self.rq[cpu].kernel_busy_until)) as f64;
             let mut curr_cost = 0.0;
             let mut continue_balancing = true;
-            for level in 0..self.sd[cpu].len() {
+            for level in 0..self.topo.sd[cpu].len() {
                 self.update_next_balance(cpu, level, &mut next_balance);
-                let sd = &self.sd[cpu][level];
+                let sd = &self.topo.sd[cpu][level];
                 let cost =
                     costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
                 if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
@@ -1063,7 +1069,7 @@ mod tests {
 
     /// Index of the lowest SD_SERIALIZE domain of `cpu`.
     fn numa_level(k: &Kernel, cpu: usize) -> usize {
-        k.sd[c(cpu)]
+        k.topo.sd[c(cpu)]
             .iter()
             .position(|d| d.flags.has(SdFlags::SERIALIZE))
             .expect("a NUMA level")
@@ -1084,7 +1090,7 @@ mod tests {
         // 4s-48: node 0 is cores 0-5, CPU c's SMT sibling is c + 24.
         let mut k = kernel("4s-48", "fixed");
         let lvl = numa_level(&k, 0);
-        let span = k.sd[c(0)][lvl].span.clone();
+        let span = k.topo.sd[c(0)][lvl].span.clone();
         // CPU 0 runs a task: its core is not idle, so its idle sibling 24
         // is only an idle SMT sibling; core 1 (CPUs 1, 25) is fully idle.
         let all = k.m.all_cpus();
@@ -1121,7 +1127,7 @@ mod tests {
         let mut k = kernel("gnr-2s-snc3", variant);
         k.now = 100_000 * k.tick_ns;
         let j = k.jiffies();
-        for l in 0..k.sd[cpu].len() {
+        for l in 0..k.topo.sd[cpu].len() {
             k.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
         }
         k.sched_balance_domains(cpu);

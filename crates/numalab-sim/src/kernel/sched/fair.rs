@@ -79,14 +79,14 @@ impl Kernel {
         } else {
             CpuId::new(allowed.first().unwrap_or(0))
         };
-        let sds = &self.sd[cpu];
+        let sds = &self.topo.sd[cpu];
         // Highest domain that balances on fork.
         let Some(top) = sds.iter().rposition(|d| d.flags.has(SdFlags::BALANCE_FORK)) else {
             return self.idlest_cpu_in(&allowed, cpu);
         };
         let mut level = top as isize;
         while level >= 0 {
-            let sd = &self.sd[cpu][level as usize];
+            let sd = &self.topo.sd[cpu][level as usize];
             if let Some(g) = self.find_idlest_group(sd, t, cpu, &allowed) {
                 let cand = self.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
                 cpu = cand;
@@ -94,7 +94,7 @@ impl Kernel {
             level -= 1;
         }
         self.idlest_cpu_in(
-            &self.sd[cpu]
+            &self.topo.sd[cpu]
                 .first()
                 .map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)),
             cpu,
@@ -193,12 +193,15 @@ impl Kernel {
         // LLC of prev: an idle core first, then any idle CPU.
         let llc = self.cpu_info(prev).llc;
         let mut idle_cpu = None;
-        for &c in &self.llc_cpus[llc] {
+        for &c in &self.topo.llc_cpus[llc] {
             if !allowed.has(c) || !self.rq[c].is_idle() {
                 continue;
             }
             let core = self.cpu_info(c).core;
-            if self.core_cpus[core].iter().all(|&o| self.rq[o].is_idle()) {
+            if self.topo.core_cpus[core]
+                .iter()
+                .all(|&o| self.rq[o].is_idle())
+            {
                 return c;
             }
             idle_cpu.get_or_insert(c);
