@@ -255,7 +255,7 @@ impl Sim {
         let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
         debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
-            let pol = self.k.vma_policy(t, mm, vma);
+            let pol = self.k.vma_policy(t, vma);
             let local = self.k.cpu_node(cpu);
             match pol.mode {
                 PolicyMode::Interleave => {

@@ -245,10 +245,10 @@ impl Kernel {
         }
     }
 
-    /// The policy that governs a fault at page `idx` of `vma` by task `t`:
-    /// the VMA policy, else the task policy (`get_vma_policy`).
-    pub fn vma_policy(&self, t: TaskId, mm: MmId, vma: VmaId) -> MemPolicy {
-        self.mms[mm].vmas[vma]
+    /// The policy that governs a fault in `vma` of task `t`'s address
+    /// space: the VMA policy, else the task policy (`get_vma_policy`).
+    pub fn vma_policy(&self, t: TaskId, vma: VmaId) -> MemPolicy {
+        self.mms[self.tasks[t].mm].vmas[vma]
             .policy
             .unwrap_or(self.tasks[t].mempolicy)
     }

@@ -14,7 +14,7 @@ use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
 use super::PAGE_SHIFT;
 use crate::kernel::stats::Vm;
-use crate::kernel::{CpuId, Kernel, MmId, TaskId, VmaId};
+use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_workload::PolicyMode;
 
@@ -36,7 +36,7 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         let page = self.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
-            return self.do_anonymous_page(t, cpu, mm, vma, idx);
+            return self.do_anonymous_page(t, cpu, vma, idx);
         }
         if page.protnone {
             return Ok(self.do_numa_page(t, cpu, vma, idx));
@@ -49,11 +49,11 @@ impl Kernel {
         &mut self,
         t: TaskId,
         cpu: CpuId,
-        mm: MmId,
         vma: VmaId,
         idx: usize,
     ) -> Result<f64, Oom> {
-        let pol = self.vma_policy(t, mm, vma);
+        let mm = self.tasks[t].mm;
+        let pol = self.vma_policy(t, vma);
         let local = self.cpu_node(cpu);
         let v = &self.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();

@@ -33,7 +33,7 @@ use super::{
 use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
 use crate::kernel::stats::Vm;
-use crate::kernel::{CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
+use crate::kernel::{CpuId, Kernel, NodeId, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_workload::PolicyMode;
 
@@ -65,11 +65,11 @@ impl Kernel {
         let mut cost = costs::HINT_FAULT_NS;
         let mut flags = 0u32;
         let mut nid = page.node_id();
-        let (target, last_cpupid) = self.numa_migrate_check(t, cpu, mm, vma, idx, &mut flags);
+        let (target, last_cpupid) = self.numa_migrate_check(t, cpu, vma, idx, &mut flags);
         if let Some(target) = target {
             if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
                 flags |= TNF_MIGRATE_FAIL;
-            } else if let Some(c) = self.migrate_misplaced_folio(t, mm, vma, idx, target) {
+            } else if let Some(c) = self.migrate_misplaced_folio(t, vma, idx, target) {
                 nid = target;
                 flags |= TNF_MIGRATED;
                 cost += c;
@@ -90,11 +90,11 @@ impl Kernel {
         &mut self,
         t: TaskId,
         cpu: CpuId,
-        mm: MmId,
         vma: VmaId,
         idx: usize,
         flags: &mut u32,
     ) -> (Option<NodeId>, u32) {
+        let mm = self.tasks[t].mm;
         let last_cpupid = self.mms[mm].vmas[vma].pages[idx].last_cpupid;
         // vma_set_access_pid_bit
         let bit = hash_32(self.tasks[t].pid as u32, VMA_PID_HASH_BITS);
@@ -106,7 +106,7 @@ impl Kernel {
             self.vmstat.add(Vm::NumaHintFaultsLocal, 1);
             *flags |= TNF_FAULT_LOCAL;
         }
-        (self.mpol_misplaced(t, cpu, mm, vma, idx), last_cpupid)
+        (self.mpol_misplaced(t, cpu, vma, idx), last_cpupid)
     }
 
     /// `mpol_misplaced` (mm/mempolicy.c): the node page `idx` should move
@@ -122,11 +122,11 @@ impl Kernel {
         &mut self,
         t: TaskId,
         cpu: CpuId,
-        mm: MmId,
         vma: VmaId,
         idx: usize,
     ) -> Option<NodeId> {
-        let pol = self.vma_policy(t, mm, vma);
+        let mm = self.tasks[t].mm;
+        let pol = self.vma_policy(t, vma);
         if !pol.mof {
             return None;
         }
@@ -164,7 +164,7 @@ impl Kernel {
             }
         };
         let polnid = if pol.moron {
-            if !self.should_numa_migrate_memory(t, mm, vma, idx, curnid, cpu) {
+            if !self.should_numa_migrate_memory(t, vma, idx, curnid, cpu) {
                 return None;
             }
             thisnid
@@ -183,12 +183,12 @@ impl Kernel {
     pub fn should_numa_migrate_memory(
         &mut self,
         t: TaskId,
-        mm: MmId,
         vma: VmaId,
         idx: usize,
         src_nid: NodeId,
         dst_cpu: CpuId,
     ) -> bool {
+        let mm = self.tasks[t].mm;
         let dst_nid = self.cpu_node(dst_cpu);
         if self.nodes[dst_nid].total_pages == 0 {
             return false;
@@ -272,11 +272,11 @@ impl Kernel {
     pub fn migrate_misplaced_folio(
         &mut self,
         t: TaskId,
-        mm: MmId,
         vma: VmaId,
         idx: usize,
         nid: NodeId,
     ) -> Option<f64> {
+        let mm = self.tasks[t].mm;
         let v = &self.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
         let thp = v.is_thp();

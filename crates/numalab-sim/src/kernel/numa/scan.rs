@@ -250,7 +250,7 @@ impl Kernel {
                 let next = Some(VmaId::new(i.index() + 1)).filter(|n| n.index() < nvmas);
                 cur = next;
                 // vma_policy_mof: plain bind/interleave memory is not scanned.
-                if !self.vma_policy(t, mm, i).mof {
+                if !self.vma_policy(t, i).mof {
                     continue;
                 }
                 let seq = self.mms[mm].numa.scan_seq;
