@@ -147,6 +147,10 @@ phases = [
     assert!(off.tasks.iter().all(|t| t.last_node == 0));
     let moves = trace.iter().filter(|e| e.name == "sched_move_numa").count();
     assert_eq!(moves, 2, "one sched_move_numa per thread");
+    // Each move counts numa_task_migrated, in vmstat and in memory.stat.
+    assert_eq!(vm(&r, "numa_task_migrated"), moves as u64);
+    let root = &r.cgroups["/"];
+    assert_eq!(root.memory_stat["numa_task_migrated"], moves as u64);
     assert!(
         r.elapsed_s < off.elapsed_s * 0.8,
         "{} vs {}",

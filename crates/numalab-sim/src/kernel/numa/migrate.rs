@@ -27,6 +27,7 @@ use super::{NumaTopologyType, NICE_0_LOAD, SCHED_CAPACITY_SCALE, SMALLIMP};
 use crate::kernel::ids::CpuSetExt;
 use crate::kernel::sched::fair::adjust_numa_imbalance;
 use crate::kernel::sched::topology::lowest_numa_domain;
+use crate::kernel::stats::Vm;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 /// `enum numa_type` (fair.c).
@@ -477,8 +478,9 @@ impl Kernel {
     }
 
     /// `migrate_task_to` (core.c): moves task `t` to `cpu` (through the
-    /// stopper in the kernel), with `sched_move_numa`. False if the task
-    /// may not run there.
+    /// stopper in the kernel), with `sched_move_numa`, and counts
+    /// `numa_task_migrated` system wide and in the task's memory.stat (as
+    /// 6.16-rc1 to rc5 did). False if the task may not run there.
     pub fn migrate_task_to(&mut self, t: TaskId, cpu: CpuId) -> bool {
         let curr_cpu = self.tasks[t].cpu;
         if curr_cpu == cpu {
@@ -493,6 +495,7 @@ impl Kernel {
             self.task_numa_group_id(t),
         );
         let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(cpu));
+        self.count_memcg_event(t, Vm::NumaTaskMigrated, 1);
         self.trace("sched_move_numa", || {
             format!(
                 "pid={pid} tgid={tgid} ngid={ngid} src_cpu={curr_cpu} src_nid={sn} dst_cpu={cpu} dst_nid={dn}"
@@ -503,8 +506,11 @@ impl Kernel {
     }
 
     /// `migrate_swap` (core.c): exchanges task `p` on `curr_cpu` with task
-    /// `other` on `target_cpu`, with `sched_swap_numa`. False if either may
-    /// not run on the other's CPU or has moved.
+    /// `other` on `target_cpu`, with `sched_swap_numa`. Each task moved
+    /// counts one `numa_task_swapped` (`__migrate_swap_task` runs once per
+    /// task, as 6.16-rc1 to rc5 counted it), so a swap counts two, each in
+    /// its own task's memory.stat. False if either may not run on the
+    /// other's CPU or has moved.
     pub fn migrate_swap(
         &mut self,
         p: TaskId,
@@ -528,8 +534,10 @@ impl Kernel {
                 "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={curr_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={target_cpu} dst_nid={dn}"
             )
         });
-        self.move_task(p, target_cpu);
-        self.move_task(other, curr_cpu);
+        for (t, cpu) in [(p, target_cpu), (other, curr_cpu)] {
+            self.count_memcg_event(t, Vm::NumaTaskSwapped, 1);
+            self.move_task(t, cpu);
+        }
         true
     }
 
@@ -571,8 +579,9 @@ mod tests {
     use super::super::*;
     use super::{numa_classify, NumaStats, NumaType};
     use crate::kernel::sched::balance::CpuIdleType;
+    use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
-    use crate::kernel::{CpuId, NodeId, TaskId};
+    use crate::kernel::{CgroupId, CpuId, NodeId, TaskId};
 
     /// Gives task `t` `n` private MEM faults on `nid` and makes it
     /// preferred.
@@ -608,8 +617,16 @@ mod tests {
         faults_on(&mut k, a, fx::n(1), 1000);
         faults_on(&mut k, b, fx::n(0), 1000);
         faults_on(&mut k, c, fx::n(1), 1000);
+        // B lives in its own cgroup: each swapped task counts in its own.
+        let cg_b = k.cgroups.mkdir("/b", None, None).unwrap();
+        k.tasks[b].cgroup = cg_b;
         k.task_numa_migrate(a);
         assert_eq!(k.cpu_node(k.tasks[a].cpu), fx::n(1));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 2, "one per task swapped");
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
+        let root = CgroupId::new(0);
+        assert_eq!(k.cgroups.all[root].stat.get(Vm::NumaTaskSwapped), 1);
+        assert_eq!(k.cgroups.all[cg_b].stat.get(Vm::NumaTaskSwapped), 1);
         assert_eq!(k.tasks[a].cpu, fx::c(2), "took B's CPU");
         assert_eq!(k.tasks[b].cpu, fx::c(0), "B went to A's CPU");
         assert_eq!(k.tasks[c].cpu, fx::c(3), "C, at home, was left alone");
@@ -644,6 +661,8 @@ mod tests {
         faults_on(&mut k, c, fx::n(1), 1000);
         k.task_numa_migrate(a);
         assert_eq!(k.tasks[a].cpu, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
         let tr = k.trace.as_ref().unwrap();
         assert!(tr
             .iter()
@@ -661,6 +680,10 @@ mod tests {
         assert_eq!(k.cpu_node(k.tasks[a].cpu), fx::n(1));
         assert_eq!(k.rq[k.tasks[a].cpu].nr_preferred_running, 1);
         assert_eq!(k.rq[fx::c(0)].nr_numa_running, 0);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
+        let root = CgroupId::new(0);
+        assert_eq!(k.cgroups.all[root].stat.get(Vm::NumaTaskMigrated), 1);
         let tr = k.trace.as_ref().unwrap();
         let ev = tr
             .iter()

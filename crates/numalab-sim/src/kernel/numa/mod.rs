@@ -37,9 +37,13 @@
 //! mapped by two address spaces, so `TNF_SHARED` never occurs, and every
 //! anonymous PTE is writable, so `TNF_NO_GROUP` never occurs either), KSM
 //! and the zero page, mmap_lock contention (the trylock always succeeds),
-//! the counters `numa_task_migrated`/`numa_task_swapped` (added in 6.16-rc1,
-//! reverted in 6.16-rc6, so mainline has none), `thp_migration_fail`/
-//! `thp_migration_split` (the model never splits a THP).
+//! `thp_migration_fail`/`thp_migration_split` (the model never splits a
+//! THP).
+//!
+//! Counters: besides mainline's, the model counts `numa_task_migrated` and
+//! `numa_task_swapped` (vmstat and memory.stat) where 6.16-rc1 did, in
+//! `migrate_task_to` and once per task in `migrate_swap`; they were
+//! reverted in 6.16-rc6, so a mainline kernel reports neither.
 
 pub mod fault;
 pub mod migrate;
