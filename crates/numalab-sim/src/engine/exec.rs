@@ -16,6 +16,8 @@
 //! sampling millions of accesses.
 
 use super::Sim;
+use crate::kernel::ids::{CpuSetExt, NodeMaskExt};
+use crate::kernel::{CpuId, MmId, NodeId, TaskId, VmaId};
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
@@ -28,7 +30,7 @@ pub enum Op {
     /// Streaming over pages `[first, last)` of a VMA.
     Stream {
         /// VMA index.
-        vma: usize,
+        vma: VmaId,
         /// First byte offset in the VMA.
         offset: u64,
         /// Bytes per pass.
@@ -41,7 +43,7 @@ pub enum Op {
     /// Random accesses left over a range.
     Random {
         /// VMA index.
-        vma: usize,
+        vma: VmaId,
         /// First byte offset.
         offset: u64,
         /// Bytes in the range.
@@ -143,7 +145,7 @@ impl Sim {
     }
 
     /// Advances task `t`'s cursor to the next phase and returns it.
-    fn next_phase(&mut self, t: usize) -> Next {
+    fn next_phase(&mut self, t: TaskId) -> Next {
         let ex = &mut self.exec[t];
         let phases = &self.threads[ex.proc][ex.thread];
         loop {
@@ -200,7 +202,7 @@ impl Sim {
                         continue;
                     }
                     Next::Op(Op::Stream {
-                        vma: *region,
+                        vma: VmaId::new(*region),
                         offset: *offset,
                         len: *len,
                         pos: 0.0,
@@ -220,7 +222,7 @@ impl Sim {
                         continue;
                     }
                     Next::Op(Op::Random {
-                        vma: *region,
+                        vma: VmaId::new(*region),
                         offset: *offset,
                         len: *len,
                         left: *accesses as f64,
@@ -238,7 +240,7 @@ impl Sim {
 
     /// Share of a range's accesses that land on each node, with pages not
     /// yet present counted where a first touch from `cpu` would put them.
-    pub(crate) fn op_mix(&mut self, t: usize, cpu: usize, op: &Op) -> Vec<f64> {
+    pub(crate) fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> Vec<f64> {
         let nn = self.k.m.nr_nodes();
         let (vma, offset, len) = match op {
             Op::Stream {
@@ -253,7 +255,7 @@ impl Sim {
         let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
         debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
-            let pol = self.k.vma_policy(t, mm, vma);
+            let pol = self.k.vma_policy(t, vma);
             let local = self.k.cpu_node(cpu);
             match pol.mode {
                 PolicyMode::Interleave => {
@@ -263,11 +265,11 @@ impl Sim {
                     }
                 }
                 PolicyMode::Bind | PolicyMode::Preferred | PolicyMode::PreferredMany
-                    if !pol.nodes.contains(local) =>
+                    if !pol.nodes.has(local) =>
                 {
-                    mix[pol.nodes.first().unwrap_or(local)] += absent;
+                    mix[pol.nodes.first().unwrap_or(local.index())] += absent;
                 }
-                _ => mix[local] += absent,
+                _ => mix[local.index()] += absent,
             }
         }
         let total: f64 = mix.iter().sum();
@@ -279,7 +281,7 @@ impl Sim {
 
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
     /// resources its bytes cross. Compute ops have no resources.
-    pub(crate) fn op_demand(&mut self, t: usize, cpu: usize, op: &Op) -> Demand {
+    pub(crate) fn op_demand(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> Demand {
         let smt = self.smt_factor(cpu);
         match op {
             Op::Compute(_) | Op::Idle => Demand {
@@ -292,20 +294,23 @@ impl Sim {
                 let lat: f64 = mix
                     .iter()
                     .enumerate()
-                    .map(|(n, f)| f * self.k.latency[cn][n])
+                    .map(|(n, f)| f * self.fluid.latency[cn.index()][n])
                     .sum::<f64>()
                     .max(1.0);
                 let mlp = match op {
                     Op::Random { mlp, .. } => *mlp,
-                    _ => self.k.m.bandwidth.core_gbps * self.k.m.latency_ns[cn][cn] / CACHE_LINE,
+                    _ => {
+                        self.k.m.bandwidth.core_gbps * self.k.m.latency_ns[cn.index()][cn.index()]
+                            / CACHE_LINE
+                    }
                 };
                 let mut uses = Vec::new();
-                for (n, &f) in mix.iter().enumerate() {
+                for (n, &f) in NodeId::range(mix.len()).zip(&mix) {
                     if f <= 0.0 {
                         continue;
                     }
-                    uses.push((self.k.res.mem(n), f));
-                    if let Some(l) = self.k.res.link(n, cn) {
+                    uses.push((self.fluid.res.mem(n), f));
+                    if let Some(l) = self.fluid.res.link(n, cn) {
                         uses.push((l, f));
                     }
                 }
@@ -319,9 +324,10 @@ impl Sim {
 
     /// Throughput share of one hardware thread given how many of its core's
     /// siblings are busy.
-    fn smt_factor(&self, cpu: usize) -> f64 {
-        let core = self.k.m.cpus[cpu].core;
-        let busy = self.k.core_cpus[core]
+    fn smt_factor(&self, cpu: CpuId) -> f64 {
+        let busy = self
+            .k
+            .cpu_smt_mask(cpu)
             .iter()
             .filter(|&&c| self.k.rq[c].curr.is_some())
             .count();
@@ -334,12 +340,12 @@ impl Sim {
 
     /// A rate for `op` outside the tick's solve: its cap scaled by how much
     /// of their demand the resources it uses could serve last tick.
-    fn quick_rate(&mut self, t: usize, cpu: usize, op: &Op) -> f64 {
+    fn quick_rate(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> f64 {
         let d = self.op_demand(t, cpu, op);
         let share = d
             .uses
             .iter()
-            .map(|&(r, _)| self.k.res_share[r])
+            .map(|&(r, _)| self.fluid.res_share[r])
             .fold(1.0, f64::min);
         d.cap * share
     }
@@ -349,8 +355,8 @@ impl Sim {
     /// are applied as it goes.
     pub(crate) fn run_task(
         &mut self,
-        t: usize,
-        cpu: usize,
+        t: TaskId,
+        cpu: CpuId,
         budget: f64,
     ) -> Result<(f64, Stop), String> {
         let mut left = budget;
@@ -386,7 +392,7 @@ impl Sim {
                     }
                     Next::SetAffinity(s) => {
                         self.sched_setaffinity(t, s);
-                        if !self.k.task_allowed(t).contains(cpu) {
+                        if !self.k.task_allowed(t).has(cpu) {
                             break Stop::Migrate;
                         }
                         continue;
@@ -441,8 +447,8 @@ impl Sim {
     /// Streams forward; stops at special pages to fault them in.
     fn advance_stream(
         &mut self,
-        t: usize,
-        cpu: usize,
+        t: TaskId,
+        cpu: CpuId,
         op: Op,
         rate: f64,
         budget: f64,
@@ -529,8 +535,8 @@ impl Sim {
     /// reach are faulted per chunk in expectation.
     fn advance_random(
         &mut self,
-        t: usize,
-        cpu: usize,
+        t: TaskId,
+        cpu: CpuId,
         op: Op,
         rate: f64,
         budget: f64,
@@ -617,9 +623,9 @@ impl Sim {
     /// per-task counters, split by the range's node mix.
     fn account_bytes(
         &mut self,
-        t: usize,
-        cpu: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
         offset: u64,
         len: u64,
         bytes: f64,
@@ -630,13 +636,13 @@ impl Sim {
         let mm = self.k.tasks[t].mm;
         let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
         let local = self.k.cpu_node(cpu);
-        mix[local] += absent;
+        mix[local.index()] += absent;
         let total: f64 = mix.iter().sum();
         if total > 0.0 {
-            for (n, f) in mix.iter().enumerate() {
+            for (n, f) in NodeId::range(mix.len()).zip(&mix) {
                 let b = bytes * f / total;
-                self.k.tasks[t].bytes_by_node[n] += b;
-                self.k.node_traffic[n] += b;
+                self.k.tasks[t].bytes_by_node[n.index()] += b;
+                self.fluid.node_traffic[n.index()] += b;
                 if n == local {
                     self.interval_local_bytes += b;
                 }
@@ -649,7 +655,7 @@ impl Sim {
     /// Cached per range: recomputed when the VMA's pages changed, but at
     /// most once per tick, so inside one tick a range's mix may be up to one
     /// tick stale (the same bound as the eager run-to-tick engine).
-    fn range_pages(&mut self, mm: usize, vma: usize, offset: u64, len: u64) -> (Vec<f64>, f64) {
+    fn range_pages(&mut self, mm: MmId, vma: VmaId, offset: u64, len: u64) -> (Vec<f64>, f64) {
         let key = (mm, vma, offset, len);
         let v = &self.k.mms[mm].vmas[vma];
         if let Some(e) = self.mix_cache.get(&key) {

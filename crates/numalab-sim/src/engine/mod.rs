@@ -17,14 +17,16 @@
 //! Left out: sub-tick preemption, wakeup preemption.
 
 pub mod exec;
+mod numa;
 pub mod record;
 
+use crate::kernel::ids::TiVec;
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
 use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
-use crate::kernel::Kernel;
-use crate::physics::{loaded_latency, max_min_fair};
+use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
+use crate::physics::{loaded_latency, max_min_fair, Fluid};
 use exec::{Op, Stop, ThreadExec};
 use numalab_record::RunRecord;
 use numalab_topology::{CpuSet, Machine, NodeMask};
@@ -82,12 +84,12 @@ enum Ev {
     /// Global tick.
     Tick,
     /// The running task of a CPU stopped early; valid while `gen` matches.
-    CpuStop { cpu: usize, gen: u64 },
+    CpuStop { cpu: CpuId, gen: u64 },
     /// A sleeping task wakes.
-    Wakeup { task: usize },
+    Wakeup { task: TaskId },
     /// A CPU with no task finished its kernel work (a balance) and may run
     /// what is queued.
-    KernelDone { cpu: usize },
+    KernelDone { cpu: CpuId },
 }
 
 /// Per-process bookkeeping.
@@ -96,9 +98,9 @@ pub struct ProcInfo {
     /// Process pid.
     pub pid: u64,
     /// Task indices of its threads, by thread index (None until created).
-    pub tasks: Vec<Option<usize>>,
+    pub tasks: Vec<Option<TaskId>>,
     /// CPU its threads are forked from.
-    pub home_cpu: usize,
+    pub home_cpu: CpuId,
     /// Time its last thread exited.
     pub exit_ns: Option<u64>,
 }
@@ -110,7 +112,9 @@ pub struct Sim {
     /// The workload.
     pub w: Workload,
     /// Execution state per task.
-    pub exec: Vec<ThreadExec>,
+    pub exec: TiVec<TaskId, ThreadExec>,
+    /// The fluid model's state.
+    fluid: Fluid,
     /// Phases per process per thread.
     threads: Vec<Vec<Vec<Phase>>>,
     /// Process bookkeeping.
@@ -122,7 +126,7 @@ pub struct Sim {
     /// Completed requests, all tasks.
     pub requests: u64,
     paid_in_op: f64,
-    mix_cache: std::collections::HashMap<(usize, usize, u64, u64), exec::MixEntry>,
+    mix_cache: std::collections::HashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
     tick_start: u64,
     interval_local_bytes: f64,
     interval_bytes: f64,
@@ -132,7 +136,7 @@ pub struct Sim {
     samples: Vec<Vec<f64>>,
     next_sample: u64,
     ticks: u64,
-    pending_stop: Vec<Option<Stop>>,
+    pending_stop: TiVec<CpuId, Option<Stop>>,
 }
 
 impl Sim {
@@ -161,7 +165,7 @@ impl Sim {
             k.cgroups
                 .mkdir(&cg.path, cg.cpuset_cpus.clone(), mems)
                 .map_err(SimError::Refused)?;
-            let id = k.cgroups.find(&cg.path).unwrap_or(0);
+            let id = k.cgroups.find(&cg.path).unwrap_or(CgroupId::new(0));
             k.cgroups.all[id].files = cg.files.clone();
         }
         for f in k.knobs.cgroup_files.clone() {
@@ -187,9 +191,11 @@ impl Sim {
             .iter()
             .map(|p| p.threads.iter().map(|t| t.phases.clone()).collect())
             .collect();
+        let fluid = Fluid::new(&k.m);
         let mut sim = Sim {
             k,
-            exec: Vec::new(),
+            exec: TiVec::new(),
+            fluid,
             threads,
             procs: Vec::new(),
             events: BinaryHeap::new(),
@@ -208,10 +214,10 @@ impl Sim {
             samples: Vec::new(),
             next_sample: 0,
             ticks: 0,
-            pending_stop: vec![None; 0],
+            pending_stop: TiVec::new(),
             w,
         };
-        sim.pending_stop = vec![None; sim.k.m.nr_cpus()];
+        sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
         Ok(sim)
     }
@@ -219,7 +225,7 @@ impl Sim {
     fn create_processes(&mut self) -> Result<(), SimError> {
         let nn = self.k.m.nr_nodes();
         let mut pid = FIRST_PID;
-        let mut shell_cpu = 0usize;
+        let mut shell_cpu = CpuId::new(0);
         for (pi, p) in self.w.processes.clone().iter().enumerate() {
             let cg = self.k.cgroups.find(&p.cgroup).ok_or_else(|| {
                 SimError::Refused(format!(
@@ -227,7 +233,7 @@ impl Sim {
                     p.name, p.cgroup
                 ))
             })?;
-            let mm_id = self.k.mms.len();
+            let mm_id = self.k.mms.next_key();
             let mut addr = 1u64 << 30;
             let mut vmas = Vec::new();
             for r in &p.regions {
@@ -248,14 +254,13 @@ impl Sim {
             self.k.mms.push(Mm {
                 id: mm_id,
                 tgid: pid,
-                vmas,
+                vmas: vmas.into(),
                 users: 0,
                 numa: Default::default(),
             });
             // The process is forked from the shell; fork balancing places it.
             let probe = Task::new(pid, pid, p.name.clone(), mm_id, cg, nn);
-            self.k.tasks.push(probe);
-            let probe_id = self.k.tasks.len() - 1;
+            let probe_id = self.k.tasks.push_and_get_key(probe);
             self.k.tasks[probe_id].affinity = self.k.m.all_cpus();
             let home = self.k.select_task_rq_fork(probe_id, shell_cpu);
             self.k.tasks.pop();
@@ -278,16 +283,20 @@ impl Sim {
     }
 
     fn mpol(&self, s: &PolicySpec) -> Result<MemPolicy, String> {
-        mpol_new(s, self.k.m.nr_nodes(), &self.k.mpol_rules).map_err(|e| e.0)
+        mpol_new(s, self.k.m.nr_nodes()).map_err(|e| e.0)
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
-    fn spawn_thread(&mut self, pi: usize, ti: usize, tgid: u64) -> Result<usize, SimError> {
+    fn spawn_thread(&mut self, pi: usize, ti: usize, tgid: u64) -> Result<TaskId, SimError> {
         let spec = self.w.processes[pi].threads[ti].clone();
         let p = &self.w.processes[pi];
-        let cg = self.k.cgroups.find(&p.cgroup).unwrap_or(0);
+        let cg = self.k.cgroups.find(&p.cgroup).unwrap_or(CgroupId::new(0));
         let nn = self.k.m.nr_nodes();
-        let mm = self.k.mms.iter().position(|m| m.tgid == tgid).unwrap_or(0);
+        let mm = self
+            .k
+            .mms
+            .position(|m| m.tgid == tgid)
+            .unwrap_or(MmId::new(0));
         let pid = tgid + 1 + ti as u64;
         let name = numalab_record::task_name(&p.name, &spec.name);
         let mut task = Task::new(pid, tgid, name, mm, cg, nn);
@@ -309,8 +318,7 @@ impl Sim {
         }
         task.start_ns = self.k.now;
         task.vruntime = 0;
-        self.k.tasks.push(task);
-        let t = self.k.tasks.len() - 1;
+        let t = self.k.tasks.push_and_get_key(task);
         self.k.cgroups.all[cg].nr_tasks += 1;
         self.k.mms[mm].users += 1;
         self.exec.push(ThreadExec::new(pi, ti));
@@ -322,7 +330,7 @@ impl Sim {
         self.k.tasks[t].vruntime = self.k.rq[cpu].min_vruntime;
         self.k.enqueue_task(t, cpu);
         self.k.tasks[t].nr_migrations = 0;
-        self.numa_task_init(t);
+        self.k.numa_task_init(t);
         if self.k.rq[cpu].curr.is_none() && self.k.now > 0 {
             self.schedule(cpu)?;
         }
@@ -330,7 +338,7 @@ impl Sim {
     }
 
     /// `set_mempolicy(2)` from a phase.
-    fn set_mempolicy(&mut self, t: usize, p: Option<&PolicySpec>) -> Result<(), String> {
+    fn set_mempolicy(&mut self, t: TaskId, p: Option<&PolicySpec>) -> Result<(), String> {
         let pol = match p {
             Some(s) => self.mpol(s).map_err(|e| {
                 format!(
@@ -346,7 +354,7 @@ impl Sim {
     }
 
     /// `sched_setaffinity(2)` from a phase.
-    fn sched_setaffinity(&mut self, t: usize, s: Option<CpuSet>) {
+    fn sched_setaffinity(&mut self, t: TaskId, s: Option<CpuSet>) {
         self.k.tasks[t].affinity = s.unwrap_or_else(|| self.k.m.all_cpus());
     }
 
@@ -421,8 +429,8 @@ impl Sim {
         }
         // sched_tick: the running task's class tick (task_tick_numa runs
         // for it before any reschedule), then slice expiry.
-        for cpu in 0..ncpu {
-            self.task_tick_numa(cpu);
+        for cpu in CpuId::range(ncpu) {
+            self.k.task_tick_fair_numa(cpu);
             if let Some(t) = self.k.rq[cpu].curr {
                 if !self.k.rq[cpu].queue.is_empty()
                     && now.saturating_sub(self.k.tasks[t].exec_start)
@@ -435,11 +443,11 @@ impl Sim {
             }
         }
         // Balancing (SCHED_SOFTIRQ on each CPU whose next_balance is due).
-        for cpu in 0..ncpu {
+        for cpu in CpuId::range(ncpu) {
             self.k.sched_balance_trigger(cpu);
         }
         self.k.run_sched_softirqs();
-        for cpu in 0..ncpu {
+        for cpu in CpuId::range(ncpu) {
             if self.k.rq[cpu].curr.is_none() {
                 let busy = self.k.rq[cpu].kernel_busy_until;
                 if busy > now {
@@ -455,7 +463,7 @@ impl Sim {
         self.sample(now);
         self.solve_physics();
         self.next_tick = now + self.k.tick_ns;
-        for cpu in 0..ncpu {
+        for cpu in CpuId::range(ncpu) {
             if self.k.rq[cpu].curr.is_some() {
                 self.plan(cpu)?;
             }
@@ -471,7 +479,7 @@ impl Sim {
         let ncpu = self.k.m.nr_cpus();
         let mut who = Vec::new();
         let mut demands = Vec::new();
-        for cpu in 0..ncpu {
+        for cpu in CpuId::range(ncpu) {
             let Some(t) = self.k.rq[cpu].curr else {
                 continue;
             };
@@ -484,7 +492,7 @@ impl Sim {
             who.push(t);
             demands.push(d);
         }
-        let cap = self.k.res.capacity.clone();
+        let cap = self.fluid.res.capacity.clone();
         let rates = max_min_fair(&cap, &demands);
         let mut load = vec![0.0; cap.len()];
         let mut want = vec![0.0; cap.len()];
@@ -499,27 +507,28 @@ impl Sim {
             self.exec[t].rate_fresh = true;
         }
         for r in 0..cap.len() {
-            self.k.res_share[r] = if want[r] > 0.0 {
+            self.fluid.res_share[r] = if want[r] > 0.0 {
                 (cap[r] / want[r]).min(1.0)
             } else {
                 1.0
             };
         }
         let nn = self.k.m.nr_nodes();
-        for n in 0..nn {
-            self.k.mem_util[n] = load[self.k.res.mem(n)] / cap[self.k.res.mem(n)];
+        for n in NodeId::range(nn) {
+            self.fluid.mem_util[n.index()] =
+                load[self.fluid.res.mem(n)] / cap[self.fluid.res.mem(n)];
         }
         for c in 0..nn {
             for n in 0..nn {
-                self.k.latency[c][n] =
-                    loaded_latency(self.k.m.latency_ns[c][n], self.k.mem_util[n]);
+                self.fluid.latency[c][n] =
+                    loaded_latency(self.k.m.latency_ns[c][n], self.fluid.mem_util[n]);
             }
         }
     }
 
     /// Runs `cpu`'s current task up to the next tick, or schedules the event
     /// at which it stops earlier.
-    fn plan(&mut self, cpu: usize) -> Result<(), SimError> {
+    fn plan(&mut self, cpu: CpuId) -> Result<(), SimError> {
         let Some(t) = self.k.rq[cpu].curr else {
             return Ok(());
         };
@@ -538,13 +547,13 @@ impl Sim {
         Ok(())
     }
 
-    fn stops_pending(&mut self, cpu: usize, stop: Stop) {
+    fn stops_pending(&mut self, cpu: CpuId, stop: Stop) {
         self.pending_stop[cpu] = Some(stop);
     }
 
     /// The running task of `cpu` stopped: block, exit or move it, then pick
     /// the next task.
-    fn cpu_stop(&mut self, cpu: usize) -> Result<(), SimError> {
+    fn cpu_stop(&mut self, cpu: CpuId) -> Result<(), SimError> {
         let Some(t) = self.k.rq[cpu].curr else {
             return Ok(());
         };
@@ -573,7 +582,7 @@ impl Sim {
 
     /// `__schedule` on an idle CPU: pick a task, or go idle after trying a
     /// newly-idle balance; run what was picked.
-    fn schedule(&mut self, cpu: usize) -> Result<(), SimError> {
+    fn schedule(&mut self, cpu: CpuId) -> Result<(), SimError> {
         if self.k.rq[cpu].curr.is_some() {
             return Ok(());
         }
@@ -595,7 +604,7 @@ impl Sim {
         Ok(())
     }
 
-    fn wakeup(&mut self, t: usize) -> Result<(), SimError> {
+    fn wakeup(&mut self, t: TaskId) -> Result<(), SimError> {
         if self.k.tasks[t].state != TaskState::Sleeping {
             return Ok(());
         }
@@ -613,7 +622,7 @@ impl Sim {
         self.schedule(cpu)
     }
 
-    fn exit_task(&mut self, t: usize) -> Result<(), SimError> {
+    fn exit_task(&mut self, t: TaskId) -> Result<(), SimError> {
         self.k.dequeue_task(t);
         self.k.tasks[t].state = TaskState::Dead;
         self.k.tasks[t].exit_ns = Some(self.k.now);
@@ -663,8 +672,8 @@ impl Sim {
         self.interval_local_bytes = 0.0;
         let running = self.k.rq.iter().filter(|r| r.curr.is_some()).count();
         row.push(running as f64);
-        for n in 0..nn {
-            let used = self.k.nodes[n].total_pages - self.k.nodes[n].free_pages;
+        for node in &self.k.nodes {
+            let used = node.total_pages - node.free_pages;
             row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
         }
         // As a real run samples them: each region's bytes per node
@@ -673,7 +682,7 @@ impl Sim {
         for (pi, p) in self.procs.iter().enumerate() {
             let mm = self.k.mms.iter().find(|m| m.tgid == p.pid);
             for r in 0..self.w.processes[pi].regions.len() {
-                match mm.and_then(|m| m.vmas.get(r)) {
+                match mm.and_then(|m| m.vmas.get(VmaId::new(r))) {
                     Some(v) => {
                         let k = v.page_size() as f64;
                         row.extend(v.pages_by_node().into_iter().map(|x| x as f64 * k));
@@ -686,7 +695,7 @@ impl Sim {
             for t in &p.tasks {
                 row.push(match t {
                     Some(t) if self.k.tasks[*t].state != TaskState::Dead => {
-                        self.k.tasks[*t].cpu as f64
+                        self.k.tasks[*t].cpu.index() as f64
                     }
                     _ => -1.0,
                 });

@@ -4,6 +4,7 @@
 
 use super::Sim;
 use crate::kernel::stats::{MEMCG_ITEMS, NR_VM_ITEMS, VM_NAMES};
+use crate::kernel::{NodeId, TaskId};
 use numalab_record::counters::MODEL_VMSTAT_SERIES;
 use numalab_record::{
     CgroupFigures, Column, NodeFigures, ProcessFigures, RunKind, RunRecord, Score, TaskFigures,
@@ -30,10 +31,10 @@ impl Sim {
         }
         // Hierarchical cgroup figures: each cgroup includes its descendants.
         let mut cgroups = BTreeMap::new();
-        for (i, cg) in k.cgroups.all.iter().enumerate() {
+        for (i, cg) in k.cgroups.all.iter_enumerated() {
             let mut f = CgroupFigures::default();
             let mut stat = [0u64; NR_VM_ITEMS];
-            for (j, d) in k.cgroups.all.iter().enumerate() {
+            for (j, d) in k.cgroups.all.iter_enumerated() {
                 if !k.cgroups.is_ancestor(i, j) {
                     continue;
                 }
@@ -58,7 +59,7 @@ impl Sim {
             .iter()
             .enumerate()
             .map(|(pi, p)| {
-                let tasks: Vec<usize> = p.tasks.iter().flatten().copied().collect();
+                let tasks: Vec<TaskId> = p.tasks.iter().flatten().copied().collect();
                 let mm = k.mms.iter().find(|m| m.tgid == p.pid);
                 ProcessFigures {
                     pid: p.pid,
@@ -84,8 +85,8 @@ impl Sim {
                 user_s: secs(t.user_ns),
                 sys_s: secs(t.sys_ns),
                 wait_s: secs(t.wait_ns as f64),
-                last_cpu: t.cpu,
-                last_node: k.m.cpus[t.cpu].node,
+                last_cpu: t.cpu.index(),
+                last_node: k.cpu_node(t.cpu).index(),
                 nr_migrations: t.nr_migrations,
                 bytes_by_node: t.bytes_by_node.iter().map(|b| b.round() as u64).collect(),
                 numa: self.task_numa_figures(t),
@@ -94,9 +95,11 @@ impl Sim {
         let nodes = (0..nn)
             .map(|n| NodeFigures {
                 node: n,
-                mem_total_bytes: k.nodes[n].total_pages * 4096,
-                mem_used_bytes: (k.nodes[n].total_pages - k.nodes[n].free_pages) * 4096,
-                traffic_bytes: k.node_traffic[n].round() as u64,
+                mem_total_bytes: k.nodes[NodeId::new(n)].total_pages * 4096,
+                mem_used_bytes: (k.nodes[NodeId::new(n)].total_pages
+                    - k.nodes[NodeId::new(n)].free_pages)
+                    * 4096,
+                traffic_bytes: self.fluid.node_traffic[n].round() as u64,
             })
             .collect();
         let b = &k.balance.stats;

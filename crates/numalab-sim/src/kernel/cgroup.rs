@@ -5,13 +5,15 @@
 //! what a task may use, intersected down the hierarchy (effective values);
 //! cpu.stat user/system time and memory.stat NUMA counters are charged to a
 //! task's cgroup and summed up the tree when reported. Other cgroup files
-//! are kept as strings for the features that read them (e.g. proposal 4's
-//! `cpu.numa_load_balance`).
+//! (`CGROUP:FILE=VALUE`) are kept as strings; nothing in the model reads
+//! them yet (proposal 4's `cpu.numa_load_balance` is meant to).
 //!
 //! Left out: weights, bandwidth limits, memory limits and reclaim,
 //! cpuset partitions, threaded cgroups.
 
+use crate::kernel::ids::TiVec;
 use crate::kernel::stats::VmStat;
+use crate::kernel::CgroupId;
 use numalab_topology::{CpuSet, NodeMask};
 use std::collections::BTreeMap;
 
@@ -21,7 +23,7 @@ pub struct Cgroup {
     /// Path ("/" for the root).
     pub path: String,
     /// Parent index (None for the root).
-    pub parent: Option<usize>,
+    pub parent: Option<CgroupId>,
     /// `cpuset.cpus` as written (None = inherit).
     pub cpus: Option<CpuSet>,
     /// `cpuset.mems` as written (None = inherit).
@@ -46,14 +48,14 @@ pub struct Cgroup {
 #[derive(Clone, Debug)]
 pub struct Cgroups {
     /// All cgroups; index 0 is the root.
-    pub all: Vec<Cgroup>,
+    pub all: TiVec<CgroupId, Cgroup>,
 }
 
 impl Cgroups {
     /// A tree holding only the root, with all CPUs and nodes.
     pub fn new(all_cpus: CpuSet, all_mems: NodeMask) -> Cgroups {
         Cgroups {
-            all: vec![Cgroup {
+            all: TiVec::from(vec![Cgroup {
                 path: "/".into(),
                 parent: None,
                 cpus: None,
@@ -65,14 +67,14 @@ impl Cgroups {
                 user_ns: 0.0,
                 sys_ns: 0.0,
                 nr_tasks: 0,
-            }],
+            }]),
         }
     }
 
     /// Index of the cgroup at `path`.
-    pub fn find(&self, path: &str) -> Option<usize> {
+    pub fn find(&self, path: &str) -> Option<CgroupId> {
         let p = normalize(path);
-        self.all.iter().position(|c| c.path == p)
+        self.all.position(|c| c.path == p)
     }
 
     /// Creates `path` (its parent must exist) with the given cpuset values,
@@ -82,7 +84,7 @@ impl Cgroups {
         path: &str,
         cpus: Option<CpuSet>,
         mems: Option<NodeMask>,
-    ) -> Result<usize, String> {
+    ) -> Result<CgroupId, String> {
         let p = normalize(path);
         if self.find(&p).is_some() {
             return Err(format!("cgroup {p} exists twice"));
@@ -120,7 +122,7 @@ impl Cgroups {
             }
             None => pc.effective_mems,
         };
-        self.all.push(Cgroup {
+        Ok(self.all.push_and_get_key(Cgroup {
             path: p,
             parent: Some(parent),
             cpus,
@@ -132,12 +134,11 @@ impl Cgroups {
             user_ns: 0.0,
             sys_ns: 0.0,
             nr_tasks: 0,
-        });
-        Ok(self.all.len() - 1)
+        }))
     }
 
     /// Ancestors of `cg` including itself, from `cg` up to the root.
-    pub fn path_to_root(&self, cg: usize) -> Vec<usize> {
+    pub fn path_to_root(&self, cg: CgroupId) -> Vec<CgroupId> {
         let mut v = vec![cg];
         let mut c = cg;
         while let Some(p) = self.all[c].parent {
@@ -148,7 +149,7 @@ impl Cgroups {
     }
 
     /// True when `anc` is `cg` or one of its ancestors.
-    pub fn is_ancestor(&self, anc: usize, cg: usize) -> bool {
+    pub fn is_ancestor(&self, anc: CgroupId, cg: CgroupId) -> bool {
         self.path_to_root(cg).contains(&anc)
     }
 }

@@ -1,23 +1,35 @@
 //! The modeled Linux kernel: memory management, the scheduler, NUMA
 //! balancing, cgroups, knobs and counters.
 //!
-//! [`Kernel`] holds all state in vectors indexed by id (tasks, runqueues,
-//! address spaces, cgroups), so the functions that model kernel functions
-//! take `&mut Kernel` and read like their C namesakes. Time is virtual
-//! nanoseconds in [`Kernel::now`]; jiffies are derived from it.
+//! [`Kernel`] holds all state in tables indexed by typed ids ([`ids`]:
+//! tasks by [`TaskId`], runqueues by [`CpuId`], address spaces by [`MmId`],
+//! cgroups by [`CgroupId`], node memory by [`NodeId`]), so the functions
+//! that model kernel functions take `&mut Kernel` and read like their C
+//! namesakes. Time is virtual nanoseconds in [`Kernel::now`]; jiffies are
+//! derived from it.
+//!
+//! Argument order, as in the kernel where `struct task_struct *p` comes
+//! first: the task, then the CPU, then the memory it concerns (mm, VMA,
+//! page index), then nodes and values, e.g. `task_tick_numa(t, cpu)`,
+//! `do_numa_page(t, cpu, vma, idx)`, `task_numa_fault(t, cpu, last_cpupid,
+//! mem_node, pages, flags)`. Functions that follow a kernel signature with
+//! two tasks or two CPUs keep the kernel's order (`migrate_swap(p, other,
+//! target_cpu, curr_cpu)`).
 //!
 //! Left out: everything not named in the submodules.
 
 pub mod cgroup;
+pub mod ids;
 pub mod mm;
 pub mod numa;
 pub mod sched;
 pub mod stats;
 pub mod sysctl;
 
-use crate::physics::Resources;
 use cgroup::Cgroups;
-use mm::mempolicy::{MemPolicy, MempolicyRules};
+pub use ids::{CgroupId, CpuId, MmId, NodeId, TaskId, VmaId};
+use ids::{CpuSetExt, TiVec};
+use mm::mempolicy::MemPolicy;
 use mm::page_alloc::NodeMem;
 use mm::Mm;
 use numalab_topology::{CpuSet, Machine, NodeMask};
@@ -28,8 +40,6 @@ use sysctl::{knob, Knobs};
 
 /// Nanoseconds per millisecond.
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
-/// Nanoseconds per second.
-pub const NSEC_PER_SEC: u64 = 1_000_000_000;
 
 /// One traced kernel event (for `--trace`).
 #[derive(Clone, Debug, PartialEq)]
@@ -42,66 +52,84 @@ pub struct TraceEvent {
     pub fields: String,
 }
 
-/// The modeled kernel.
+/// What the kernel derives from the machine at boot and never changes:
+/// scheduling domains, zonelists and the CPU masks of cores and LLCs
+/// (`sched_domain`s, `build_zonelists`, `cpu_smt_mask`, `cpu_llc_mask`).
+pub struct Topology {
+    /// Scheduling domains of each CPU, lowest first.
+    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
+    /// Zonelists: nodes by distance from each node.
+    pub zonelists: TiVec<NodeId, Vec<NodeId>>,
+    /// CPUs of each core (SMT siblings), by the machine's core id.
+    pub core_cpus: Vec<Vec<CpuId>>,
+    /// CPUs of each LLC, by the machine's LLC id.
+    pub llc_cpus: Vec<Vec<CpuId>>,
+}
+
+impl Topology {
+    fn new(m: &Machine) -> Topology {
+        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
+        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
+        let mut llc_cpus = vec![Vec::new(); nllc];
+        for c in &m.cpus {
+            core_cpus[c.core].push(CpuId::new(c.id));
+            llc_cpus[c.llc].push(CpuId::new(c.id));
+        }
+        Topology {
+            sd: sched::topology::build_sched_domains(m).into(),
+            zonelists: mm::page_alloc::zonelists(&m.distance),
+            core_cpus,
+            llc_cpus,
+        }
+    }
+}
+
+/// The modeled kernel. The engine drives it (time, the tick, task life
+/// cycles) and reads its state for the Run record; the fields it needs are
+/// public, the kernel's own bookkeeping is not.
 pub struct Kernel {
     /// The machine.
     pub m: Machine,
-    /// Shared resources of the fluid model.
-    pub res: Resources,
-    /// Zonelists: nodes by distance from each node.
-    pub zonelists: Vec<Vec<usize>>,
     /// Virtual time, ns.
     pub now: u64,
     /// Tick length, ns (1e9 / HZ).
     pub tick_ns: u64,
     /// Knobs in force.
     pub knobs: Knobs,
-    /// Mempolicy legality rules in force (proposal switches).
-    pub mpol_rules: MempolicyRules,
     /// Runqueues, by CPU.
-    pub rq: Vec<Rq>,
-    /// Scheduling domains of each CPU, lowest first.
-    pub sd: Vec<Vec<SchedDomain>>,
-    /// Tasks, by index (pid = index + first pid).
-    pub tasks: Vec<Task>,
+    pub rq: TiVec<CpuId, Rq>,
+    /// Tasks (pid = index + first pid in runs).
+    pub tasks: TiVec<TaskId, Task>,
     /// Address spaces.
-    pub mms: Vec<Mm>,
+    pub mms: TiVec<MmId, Mm>,
     /// Cgroup tree.
     pub cgroups: Cgroups,
     /// Free memory per node.
-    pub nodes: Vec<NodeMem>,
+    pub nodes: TiVec<NodeId, NodeMem>,
     /// /proc/vmstat.
     pub vmstat: VmStat,
-    /// Loaded latency seen by a CPU on node `c` reading node `m`, ns.
-    pub latency: Vec<Vec<f64>>,
-    /// Memory-controller utilisation of each node in the last tick.
-    pub mem_util: Vec<f64>,
-    /// Share of demand each resource could serve in the last tick (<= 1).
-    pub res_share: Vec<f64>,
-    /// Bytes served by each node's memory over the run.
-    pub node_traffic: Vec<f64>,
     /// Trace events, when tracing.
     pub trace: Option<Vec<TraceEvent>>,
     /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
     pub idle_kernel_ns: f64,
     /// Load-balancer state (the SD_SERIALIZE flag and counts).
     pub balance: sched::balance::BalanceState,
+    /// Derived topology, fixed at boot.
+    topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
-    pub nr_overloaded: usize,
-    /// CPUs of each core (SMT siblings), by core id.
-    pub core_cpus: Vec<Vec<usize>>,
-    /// CPUs of each LLC, by LLC id.
-    pub llc_cpus: Vec<Vec<usize>>,
+    nr_overloaded: usize,
 }
 
 impl Kernel {
     /// A booted kernel on machine `m` with knobs `knobs`, no tasks yet.
     pub fn new(m: Machine, knobs: Knobs) -> Kernel {
-        let res = Resources::new(&m);
-        let zonelists = mm::page_alloc::zonelists(&m.distance);
-        let sd = sched::topology::build_sched_domains(&m);
+        let topo = Topology::new(&m);
         let hz = knobs.get(knob::CONFIG_HZ).max(1);
-        let rq = (0..m.nr_cpus()).map(|cpu| Rq::new(cpu, &sd[cpu])).collect();
+        let rq = topo
+            .sd
+            .iter_enumerated()
+            .map(|(cpu, sds)| Rq::new(cpu, sds))
+            .collect();
         let nodes = m
             .nodes
             .iter()
@@ -111,35 +139,18 @@ impl Kernel {
             })
             .collect();
         let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
-        let nn = m.nr_nodes();
-        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
-        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
-        let mut llc_cpus = vec![Vec::new(); nllc];
-        for c in &m.cpus {
-            core_cpus[c.core].push(c.id);
-            llc_cpus[c.llc].push(c.id);
-        }
         let variant =
             sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
         Kernel {
-            core_cpus,
-            llc_cpus,
+            topo,
             balance: sched::balance::BalanceState::new(variant),
             nr_overloaded: 0,
-            latency: m.latency_ns.clone(),
-            mem_util: vec![0.0; nn],
-            res_share: vec![1.0; res.len()],
-            node_traffic: vec![0.0; nn],
-            res,
-            zonelists,
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
-            mpol_rules: MempolicyRules::default(),
             rq,
-            sd,
-            tasks: Vec::new(),
-            mms: Vec::new(),
+            tasks: TiVec::new(),
+            mms: TiVec::new(),
             cgroups,
             nodes,
             vmstat: VmStat::default(),
@@ -147,6 +158,11 @@ impl Kernel {
             idle_kernel_ns: 0.0,
             m,
         }
+    }
+
+    /// `cpu_smt_mask`: the CPUs of `cpu`'s core, `cpu` included.
+    pub fn cpu_smt_mask(&self, cpu: CpuId) -> &[CpuId] {
+        &self.topo.core_cpus[self.cpu_info(cpu).core]
     }
 
     /// `jiffies` at the current time.
@@ -161,7 +177,7 @@ impl Kernel {
 
     /// CPUs task `t` may run on: its affinity within its cgroup's effective
     /// cpuset (`p->cpus_ptr`).
-    pub fn task_allowed(&self, t: usize) -> CpuSet {
+    pub fn task_allowed(&self, t: TaskId) -> CpuSet {
         let task = &self.tasks[t];
         let eff = &self.cgroups.all[task.cgroup].effective_cpus;
         let a = task.affinity.and(eff);
@@ -175,18 +191,43 @@ impl Kernel {
     }
 
     /// Nodes task `t` may allocate from (`cpuset_current_mems_allowed`).
-    pub fn task_mems(&self, t: usize) -> NodeMask {
+    pub fn task_mems(&self, t: TaskId) -> NodeMask {
         self.cgroups.all[self.tasks[t].cgroup].effective_mems
     }
 
+    /// Every node, lowest id first.
+    pub fn node_ids(&self) -> impl DoubleEndedIterator<Item = NodeId> + Clone {
+        NodeId::range(self.m.nr_nodes())
+    }
+
+    /// CPUs of node `nid`, lowest id first.
+    pub fn node_cpus(&self, nid: NodeId) -> impl Iterator<Item = CpuId> + '_ {
+        self.m.nodes[nid.index()].cpus.cpu_ids()
+    }
+
+    /// Every CPU, lowest id first.
+    pub fn cpu_ids(&self) -> impl DoubleEndedIterator<Item = CpuId> + Clone {
+        CpuId::range(self.m.nr_cpus())
+    }
+
+    /// The machine's description of `cpu` (package, core, LLC).
+    pub fn cpu_info(&self, cpu: CpuId) -> &numalab_topology::Cpu {
+        &self.m.cpus[cpu.index()]
+    }
+
+    /// SLIT distance between nodes `a` and `b`.
+    pub fn node_distance(&self, a: NodeId, b: NodeId) -> u32 {
+        self.m.distance[a.index()][b.index()]
+    }
+
     /// Node of `cpu`.
-    pub fn cpu_node(&self, cpu: usize) -> usize {
-        self.m.cpus[cpu].node
+    pub fn cpu_node(&self, cpu: CpuId) -> NodeId {
+        NodeId::new(self.m.cpus[cpu.index()].node)
     }
 
     /// Adds a vmstat event, and to the memory.stat of the task's cgroup.
     #[inline]
-    pub fn count_memcg_event(&mut self, t: usize, item: stats::Vm, n: u64) {
+    pub fn count_memcg_event(&mut self, t: TaskId, item: stats::Vm, n: u64) {
         self.vmstat.add(item, n);
         let cg = self.tasks[t].cgroup;
         self.cgroups.all[cg].stat.add(item, n);
@@ -203,10 +244,10 @@ impl Kernel {
         }
     }
 
-    /// The policy that governs a fault at page `idx` of `vma` by task `t`:
-    /// the VMA policy, else the task policy (`get_vma_policy`).
-    pub fn vma_policy(&self, t: usize, mm: usize, vma: usize) -> MemPolicy {
-        self.mms[mm].vmas[vma]
+    /// The policy that governs a fault in `vma` of task `t`'s address
+    /// space: the VMA policy, else the task policy (`get_vma_policy`).
+    pub fn vma_policy(&self, t: TaskId, vma: VmaId) -> MemPolicy {
+        self.mms[self.tasks[t].mm].vmas[vma]
             .policy
             .unwrap_or(self.tasks[t].mempolicy)
     }
@@ -223,8 +264,7 @@ impl Kernel {
                 }
             }
         }
-        for (n, u) in used.iter().enumerate() {
-            let nm = &self.nodes[n];
+        for (nm, (n, u)) in self.nodes.iter().zip(used.iter().enumerate()) {
             if nm.total_pages - nm.free_pages != *u {
                 return Err(format!(
                     "node {n}: {} pages allocated but {} mapped",
@@ -240,7 +280,7 @@ impl Kernel {
                 self.nr_overloaded
             ));
         }
-        let mut seen = vec![false; self.tasks.len()];
+        let mut seen: TiVec<TaskId, bool> = vec![false; self.tasks.len()].into();
         for rq in &self.rq {
             for &t in rq.curr.iter().chain(rq.queue.iter()) {
                 if seen[t] {

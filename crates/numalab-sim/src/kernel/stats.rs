@@ -3,8 +3,10 @@
 //! Counters are an array indexed by [`Vm`], so the hot paths increment a
 //! slot; names are the kernel's. Per-cgroup memory.stat keeps the same array
 //! for the items memcg exports (`numa_pages_migrated`, `numa_pte_updates`,
-//! `numa_hint_faults`, and proposal 4's `numa_task_migrated` /
-//! `numa_task_swapped`). Left out: every counter numalab does not model.
+//! `numa_hint_faults`, and `numa_task_migrated` / `numa_task_swapped`,
+//! which came with the per-cgroup NUMA balancing statistics of 6.16-rc1
+//! and were reverted in 6.16-rc6). Left out: every counter numalab does not
+//! model.
 
 /// A /proc/vmstat counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,9 +42,13 @@ pub enum Vm {
     ThpMigrationSuccess,
     /// Anonymous page faults that allocated (first touch).
     PgFault,
-    /// Tasks moved by NUMA balancing (proposal 4's counter).
+    /// Tasks moved to another CPU by NUMA balancing: one per
+    /// `migrate_task_to` that passes its affinity check. 6.16-rc1 to rc5
+    /// only (reverted in 6.16-rc6).
     NumaTaskMigrated,
-    /// Tasks swapped by NUMA balancing (proposal 4's counter).
+    /// Tasks exchanged by NUMA balancing: one per task moved by
+    /// `migrate_swap`, so two per swap (`__migrate_swap_task`). 6.16-rc1 to
+    /// rc5 only (reverted in 6.16-rc6).
     NumaTaskSwapped,
 }
 
@@ -71,7 +77,7 @@ pub const VM_NAMES: [&str; NR_VM_ITEMS] = [
 ];
 
 /// Counters that memory.stat exports per cgroup (mainline has the first
-/// three; the task counters are proposal 4's and were reverted upstream).
+/// three; the task counters existed in 6.16-rc1 to rc5 only).
 pub const MEMCG_ITEMS: [Vm; 5] = [
     Vm::NumaPagesMigrated,
     Vm::NumaPteUpdates,

@@ -16,6 +16,7 @@
 
 pub mod costs;
 
+use crate::kernel::NodeId;
 use numalab_topology::Machine;
 
 /// Bytes in a cache line.
@@ -30,6 +31,38 @@ pub const LOADED_LATENCY_GAIN: f64 = 0.25;
 /// Utilisation at which the loaded-latency curve stops rising (keeps it
 /// finite at saturation).
 pub const MAX_UTILISATION: f64 = 0.95;
+
+/// The state of the fluid model between ticks: the resources, what each
+/// could serve in the last tick and the latencies that follow. The engine
+/// owns it and solves it at each tick; the kernel never reads it.
+#[derive(Clone, Debug)]
+pub struct Fluid {
+    /// Shared resources.
+    pub res: Resources,
+    /// Loaded latency seen by a CPU on node `c` reading node `m`, ns.
+    pub latency: Vec<Vec<f64>>,
+    /// Memory-controller utilisation of each node in the last tick.
+    pub mem_util: Vec<f64>,
+    /// Share of demand each resource could serve in the last tick (<= 1).
+    pub res_share: Vec<f64>,
+    /// Bytes served by each node's memory over the run.
+    pub node_traffic: Vec<f64>,
+}
+
+impl Fluid {
+    /// An idle machine: idle latencies, nothing served yet.
+    pub fn new(m: &Machine) -> Fluid {
+        let res = Resources::new(m);
+        let nn = m.nr_nodes();
+        Fluid {
+            latency: m.latency_ns.clone(),
+            mem_util: vec![0.0; nn],
+            res_share: vec![1.0; res.len()],
+            node_traffic: vec![0.0; nn],
+            res,
+        }
+    }
+}
 
 /// Index of a shared resource (memory controller or link).
 pub type ResId = usize;
@@ -91,13 +124,13 @@ impl Resources {
     }
 
     /// Resource index of node `n`'s memory controller.
-    pub fn mem(&self, n: usize) -> ResId {
-        n
+    pub fn mem(&self, n: NodeId) -> ResId {
+        n.index()
     }
 
     /// The link crossed by bytes read from `mem_node` by a CPU on `cpu_node`.
-    pub fn link(&self, mem_node: usize, cpu_node: usize) -> Option<ResId> {
-        self.link[mem_node * self.nr_nodes + cpu_node]
+    pub fn link(&self, mem_node: NodeId, cpu_node: NodeId) -> Option<ResId> {
+        self.link[mem_node.index() * self.nr_nodes + cpu_node.index()]
     }
 
     /// Number of resources.

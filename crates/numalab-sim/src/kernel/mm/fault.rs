@@ -14,7 +14,7 @@ use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
 use super::PAGE_SHIFT;
 use crate::kernel::stats::Vm;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_workload::PolicyMode;
 
@@ -28,15 +28,15 @@ impl Kernel {
     /// fault cost, in ns (charged by the caller's progress loop).
     pub fn handle_mm_fault(
         &mut self,
-        t: usize,
-        cpu: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
         idx: usize,
     ) -> Result<f64, Oom> {
         let mm = self.tasks[t].mm;
         let page = self.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
-            return self.do_anonymous_page(t, cpu, mm, vma, idx);
+            return self.do_anonymous_page(t, cpu, vma, idx);
         }
         if page.protnone {
             return Ok(self.do_numa_page(t, cpu, vma, idx));
@@ -47,13 +47,13 @@ impl Kernel {
     /// `do_anonymous_page`: allocate, zero and map page `idx`.
     fn do_anonymous_page(
         &mut self,
-        t: usize,
-        cpu: usize,
-        mm: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
         idx: usize,
     ) -> Result<f64, Oom> {
-        let pol = self.vma_policy(t, mm, vma);
+        let mm = self.tasks[t].mm;
+        let pol = self.vma_policy(t, vma);
         let local = self.cpu_node(cpu);
         let v = &self.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
@@ -72,7 +72,7 @@ impl Kernel {
             0
         };
         let mems = self.task_mems(t);
-        let order = alloc_order(&pol, local, il_index, mems, &self.zonelists);
+        let order = alloc_order(&pol, local, il_index, mems, &self.topo.zonelists);
         let intended = order.first().copied();
         let Some(nid) = alloc_pages_on(&mut self.nodes, &order, nr) else {
             return Err(Oom(format!(
@@ -82,7 +82,7 @@ impl Kernel {
                 pol.mode
             )));
         };
-        self.mms[mm].vmas[vma].set_page_node(idx, nid as u8);
+        self.mms[mm].vmas[vma].set_page_node(idx, nid);
         // zone_statistics()
         if Some(nid) == intended {
             self.vmstat.add(Vm::NumaHit, nr);

@@ -8,6 +8,8 @@
 //! balancing model. Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES /
 //! MPOL_F_RELATIVE_NODES remapping, shared-memory policies, home nodes.
 
+use crate::kernel::ids::TiSlice;
+use crate::kernel::NodeId;
 use numalab_topology::NodeMask;
 use numalab_workload::{PolicyMode, PolicySpec};
 
@@ -35,26 +37,14 @@ impl MemPolicy {
     };
 }
 
-/// Rules that proposals change: which modes accept MPOL_F_NUMA_BALANCING.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MempolicyRules {
-    /// Proposal 3 (Chen Yu 2025): MPOL_INTERLEAVE | MPOL_F_NUMA_BALANCING
-    /// is legal, and balancing moves tasks, not pages, for such memory.
-    pub interleave_numa_balancing: bool,
-}
-
 /// Why a policy was refused, as the syscall's errno would say.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Einval(pub String);
 
 /// Validates a policy request the way `set_mempolicy(2)`/`mbind(2)` do and
 /// returns the policy the kernel would store. `nr_nodes` is the number of
-/// nodes with memory; `allowed` is the caller's cpuset.mems.
-pub fn mpol_new(
-    spec: &PolicySpec,
-    nr_nodes: usize,
-    rules: &MempolicyRules,
-) -> Result<MemPolicy, Einval> {
+/// nodes with memory.
+pub fn mpol_new(spec: &PolicySpec, nr_nodes: usize) -> Result<MemPolicy, Einval> {
     let mut nodes = NodeMask::NONE;
     for &n in &spec.nodes {
         if n >= nr_nodes {
@@ -82,30 +72,14 @@ pub fn mpol_new(
         }
     }
     // sanitize_mpol_flags(): MPOL_F_NUMA_BALANCING is accepted with BIND
-    // (5.12) and PREFERRED_MANY (6.10) only; anything else is EINVAL.
-    let mut mof = false;
-    let mut moron = false;
-    if spec.numa_balancing {
-        let ok = match spec.mode {
-            PolicyMode::Bind | PolicyMode::PreferredMany => true,
-            PolicyMode::Interleave => rules.interleave_numa_balancing,
-            _ => false,
-        };
-        if !ok {
-            return Err(Einval(format!(
-                "MPOL_F_NUMA_BALANCING is only valid with MPOL_BIND or MPOL_PREFERRED_MANY, not {:?}{}",
-                spec.mode,
-                if spec.mode == PolicyMode::Interleave {
-                    " (proposal 3 allows it: set numalab.mpol_interleave_numa_balancing=1)"
-                } else {
-                    ""
-                }
-            )));
-        }
-        mof = true;
-        // Interleaved memory under proposal 3 moves tasks, not pages (MOFT);
-        // bind and preferred-many migrate towards the referencing node.
-        moron = spec.mode != PolicyMode::Interleave;
+    // (5.12) and PREFERRED_MANY (6.10) only, and sets MOF|MORON; anything
+    // else is EINVAL.
+    let mof = spec.numa_balancing;
+    if mof && !matches!(spec.mode, PolicyMode::Bind | PolicyMode::PreferredMany) {
+        return Err(Einval(format!(
+            "MPOL_F_NUMA_BALANCING is only valid with MPOL_BIND or MPOL_PREFERRED_MANY, not {:?}",
+            spec.mode
+        )));
     }
     if matches!(spec.mode, PolicyMode::Default | PolicyMode::Local) {
         return Ok(MemPolicy::DEFAULT);
@@ -114,7 +88,7 @@ pub fn mpol_new(
         mode: spec.mode,
         nodes,
         mof,
-        moron,
+        moron: mof,
     })
 }
 
@@ -125,12 +99,14 @@ pub fn mpol_new(
 /// nodes by distance from `n`.
 pub fn alloc_order(
     pol: &MemPolicy,
-    local: usize,
+    local: NodeId,
     il_index: u64,
     mems: NodeMask,
-    by_distance: &[Vec<usize>],
-) -> Vec<usize> {
-    let allowed = |n: usize| mems.contains(n);
+    by_distance: &TiSlice<NodeId, Vec<NodeId>>,
+) -> Vec<NodeId> {
+    // NodeMask (numalab-topology) numbers nodes as plain usize.
+    let has = |m: NodeMask, n: NodeId| m.contains(n.index());
+    let allowed = |n: NodeId| has(mems, n);
     let mut order = Vec::new();
     match pol.mode {
         PolicyMode::Default | PolicyMode::Local => {
@@ -138,38 +114,33 @@ pub fn alloc_order(
         }
         PolicyMode::Preferred | PolicyMode::PreferredMany => {
             let pref = pol.nodes.and(mems);
-            let start = if pref.contains(local) {
+            let start = if has(pref, local) {
                 local
             } else {
-                pref.first().unwrap_or(local)
+                pref.first().map_or(local, NodeId::new)
             };
-            let mut first: Vec<usize> = by_distance[start]
+            let mut first: Vec<NodeId> = by_distance[start]
                 .iter()
                 .copied()
-                .filter(|&n| pref.contains(n))
+                .filter(|&n| has(pref, n))
                 .collect();
             let rest = by_distance[start]
                 .iter()
                 .copied()
-                .filter(|&n| allowed(n) && !pref.contains(n));
+                .filter(|&n| allowed(n) && !has(pref, n));
             first.extend(rest);
             order = first;
         }
         PolicyMode::Bind => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
-            order.extend(
-                by_distance[local]
-                    .iter()
-                    .copied()
-                    .filter(|&n| m.contains(n)),
-            );
+            order.extend(by_distance[local].iter().copied().filter(|&n| has(m, n)));
         }
         PolicyMode::Interleave => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
             let list: Vec<usize> = m.iter().collect();
-            let target = list[(il_index % list.len() as u64) as usize];
+            let target = NodeId::new(list[(il_index % list.len() as u64) as usize]);
             order.push(target);
             order.extend(
                 by_distance[target]
@@ -185,6 +156,7 @@ pub fn alloc_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::ids::TiVec;
 
     fn spec(mode: PolicyMode, nodes: &[usize], nb: bool) -> PolicySpec {
         PolicySpec {
@@ -196,43 +168,34 @@ mod tests {
 
     #[test]
     fn numa_balancing_flag_only_with_bind_and_preferred_many() {
-        let r = MempolicyRules::default();
+        let p = mpol_new(&spec(PolicyMode::Bind, &[0], true), 2).unwrap();
+        assert!(p.mof && p.moron, "MPOL_F_NUMA_BALANCING sets MOF|MORON");
         assert!(
-            mpol_new(&spec(PolicyMode::Bind, &[0], true), 2, &r)
+            mpol_new(&spec(PolicyMode::Bind, &[0], true), 2)
                 .unwrap()
                 .mof
         );
-        assert!(mpol_new(&spec(PolicyMode::PreferredMany, &[0, 1], true), 2, &r).is_ok());
+        assert!(mpol_new(&spec(PolicyMode::PreferredMany, &[0, 1], true), 2).is_ok());
         for m in [
             PolicyMode::Interleave,
             PolicyMode::Preferred,
             PolicyMode::Default,
         ] {
             let nodes: &[usize] = if m == PolicyMode::Default { &[] } else { &[0] };
-            let e = mpol_new(&spec(m, nodes, true), 2, &r).unwrap_err();
+            let e = mpol_new(&spec(m, nodes, true), 2).unwrap_err();
             assert!(e.0.contains("MPOL_F_NUMA_BALANCING"), "{e:?}");
         }
     }
 
     #[test]
-    fn proposal_three_makes_interleave_with_balancing_legal_without_moron() {
-        let r = MempolicyRules {
-            interleave_numa_balancing: true,
-        };
-        let p = mpol_new(&spec(PolicyMode::Interleave, &[0, 1], true), 2, &r).unwrap();
-        assert!(p.mof && !p.moron);
-    }
-
-    #[test]
     fn plain_bind_and_interleave_do_not_migrate_on_fault() {
-        let r = MempolicyRules::default();
         assert!(
-            !mpol_new(&spec(PolicyMode::Bind, &[1], false), 2, &r)
+            !mpol_new(&spec(PolicyMode::Bind, &[1], false), 2)
                 .unwrap()
                 .mof
         );
         assert!(
-            !mpol_new(&spec(PolicyMode::Interleave, &[0, 1], false), 2, &r)
+            !mpol_new(&spec(PolicyMode::Interleave, &[0, 1], false), 2)
                 .unwrap()
                 .mof
         );
@@ -242,29 +205,27 @@ mod tests {
 
     #[test]
     fn bad_node_lists_are_einval() {
-        let r = MempolicyRules::default();
-        assert!(mpol_new(&spec(PolicyMode::Bind, &[], false), 2, &r).is_err());
-        assert!(mpol_new(&spec(PolicyMode::Bind, &[2], false), 2, &r).is_err());
-        assert!(mpol_new(&spec(PolicyMode::Preferred, &[0, 1], false), 2, &r).is_err());
+        assert!(mpol_new(&spec(PolicyMode::Bind, &[], false), 2).is_err());
+        assert!(mpol_new(&spec(PolicyMode::Bind, &[2], false), 2).is_err());
+        assert!(mpol_new(&spec(PolicyMode::Preferred, &[0, 1], false), 2).is_err());
     }
 
     #[test]
     fn interleave_rotates_and_bind_stays_inside_its_nodes() {
-        let d = vec![vec![0, 1, 2], vec![1, 0, 2], vec![2, 0, 1]];
+        let n = |v: &[usize]| v.iter().map(|&i| NodeId::new(i)).collect::<Vec<_>>();
+        let d: TiVec<NodeId, Vec<NodeId>> =
+            TiVec::from(vec![n(&[0, 1, 2]), n(&[1, 0, 2]), n(&[2, 0, 1])]);
         let all = NodeMask::first_n(3);
-        let il = mpol_new(
-            &spec(PolicyMode::Interleave, &[0, 2], false),
-            3,
-            &Default::default(),
-        )
-        .unwrap();
-        let firsts: Vec<usize> = (0..4).map(|i| alloc_order(&il, 1, i, all, &d)[0]).collect();
-        assert_eq!(firsts, vec![0, 2, 0, 2]);
-        let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3, &Default::default()).unwrap();
-        assert_eq!(alloc_order(&b, 0, 0, all, &d), vec![2]);
+        let il = mpol_new(&spec(PolicyMode::Interleave, &[0, 2], false), 3).unwrap();
+        let firsts: Vec<NodeId> = (0..4)
+            .map(|i| alloc_order(&il, NodeId::new(1), i, all, &d)[0])
+            .collect();
+        assert_eq!(firsts, n(&[0, 2, 0, 2]));
+        let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3).unwrap();
+        assert_eq!(alloc_order(&b, NodeId::new(0), 0, all, &d), n(&[2]));
         assert_eq!(
-            alloc_order(&MemPolicy::DEFAULT, 1, 0, all, &d),
-            vec![1, 0, 2]
+            alloc_order(&MemPolicy::DEFAULT, NodeId::new(1), 0, all, &d),
+            n(&[1, 0, 2])
         );
     }
 }

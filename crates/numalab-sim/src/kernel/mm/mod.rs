@@ -15,6 +15,8 @@ pub mod fault;
 pub mod mempolicy;
 pub mod page_alloc;
 
+use crate::kernel::ids::TiVec;
+use crate::kernel::{MmId, NodeId, VmaId};
 use mempolicy::MemPolicy;
 
 /// Base page shift (4 KiB).
@@ -51,6 +53,18 @@ impl Page {
     /// A page an access must fault on: not present, or marked.
     pub fn special(&self) -> bool {
         self.nid == NO_NODE || self.protnone
+    }
+
+    /// Node of a page known to be present (a hinting fault or a migration
+    /// only meets present pages).
+    pub fn node_id(&self) -> NodeId {
+        debug_assert!(self.nid != NO_NODE, "page not present");
+        NodeId::new(self.nid as usize)
+    }
+
+    /// Node holding the page, None when not present.
+    pub fn node(&self) -> Option<NodeId> {
+        (self.nid != NO_NODE).then(|| NodeId::new(self.nid as usize))
     }
 }
 
@@ -154,9 +168,9 @@ impl Vma {
         page / self.pages_per_chunk
     }
 
-    /// Places page `idx` on node `nid` (or removes it with [`NO_NODE`]),
-    /// keeping the chunk summaries right.
-    pub fn set_page_node(&mut self, idx: usize, nid: u8) {
+    /// Places page `idx` on node `node`, keeping the chunk summaries right.
+    pub fn set_page_node(&mut self, idx: usize, node: NodeId) {
+        let nid = node.index() as u8;
         let c = self.chunk_of(idx);
         let old = self.pages[idx];
         let was_special = old.special();
@@ -322,12 +336,12 @@ impl Vma {
 /// An address space (`struct mm_struct`).
 #[derive(Clone, Debug)]
 pub struct Mm {
-    /// Index of this mm.
-    pub id: usize,
+    /// This mm.
+    pub id: MmId,
     /// Pid of the owning process.
     pub tgid: u64,
     /// VMAs in address order.
-    pub vmas: Vec<Vma>,
+    pub vmas: TiVec<VmaId, Vma>,
     /// Threads using the mm (`mm_users`).
     pub users: u64,
     /// NUMA balancing scan state (`mm->numa_next_scan`, offset, seq).
@@ -370,14 +384,14 @@ mod tests {
         assert_eq!(v.nr_special, 768);
         assert_eq!(v.next_special(0, 768), Some(0));
         for p in 0..600 {
-            v.set_page_node(p, (p % 2) as u8);
+            v.set_page_node(p, NodeId::new(p % 2));
         }
         assert_eq!(v.next_special(0, 768), Some(600));
         assert_eq!(v.special_in(0, 768), 168);
         v.set_protnone(10, true);
         assert_eq!(v.next_special(0, 768), Some(10));
         assert_eq!(v.pages_by_node(), vec![300, 300]);
-        v.set_page_node(3, 0);
+        v.set_page_node(3, NodeId::new(0));
         assert_eq!(v.pages_by_node(), vec![301, 299]);
         v.check_invariants().unwrap();
     }

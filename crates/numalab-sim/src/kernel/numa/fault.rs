@@ -30,9 +30,10 @@ use super::{
     ACTIVE_NODE_FRACTION, MIN_FREE_KBYTES_RANGE, NUMA_CPU, NUMA_EARLY_SCAN_SEQ, NUMA_MEM,
     TNF_FAULT_LOCAL, TNF_MIGRATED, TNF_MIGRATE_FAIL, VMA_PID_HASH_BITS, WATERMARK_SCALE_FACTOR,
 };
+use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
 use crate::kernel::stats::Vm;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, NodeId, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_workload::PolicyMode;
 
@@ -54,7 +55,7 @@ impl Kernel {
     /// mapping, asks whether the folio is misplaced, migrates it if so, and
     /// accounts the fault (`task_numa_fault`). Returns the CPU time the
     /// fault cost (ns). Left out: the PTE changing under the fault.
-    pub fn do_numa_page(&mut self, t: usize, cpu: usize, vma: usize, idx: usize) -> f64 {
+    pub fn do_numa_page(&mut self, t: TaskId, cpu: CpuId, vma: VmaId, idx: usize) -> f64 {
         let mm = self.tasks[t].mm;
         let page = self.mms[mm].vmas[vma].pages[idx];
         let nr_pages = self.mms[mm].vmas[vma].nr_base_pages();
@@ -63,12 +64,12 @@ impl Kernel {
         self.mms[mm].vmas[vma].set_protnone(idx, false);
         let mut cost = costs::HINT_FAULT_NS;
         let mut flags = 0u32;
-        let mut nid = page.nid as usize;
-        let (target, last_cpupid) = self.numa_migrate_check(t, cpu, mm, vma, idx, &mut flags);
+        let mut nid = page.node_id();
+        let (target, last_cpupid) = self.numa_migrate_check(t, cpu, vma, idx, &mut flags);
         if let Some(target) = target {
             if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
                 flags |= TNF_MIGRATE_FAIL;
-            } else if let Some(c) = self.migrate_misplaced_folio(t, mm, vma, idx, target) {
+            } else if let Some(c) = self.migrate_misplaced_folio(t, vma, idx, target) {
                 nid = target;
                 flags |= TNF_MIGRATED;
                 cost += c;
@@ -87,13 +88,13 @@ impl Kernel {
     /// here is writable) and `TNF_SHARED` (no page is in two mms).
     pub fn numa_migrate_check(
         &mut self,
-        t: usize,
-        cpu: usize,
-        mm: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
         idx: usize,
         flags: &mut u32,
-    ) -> (Option<usize>, u32) {
+    ) -> (Option<NodeId>, u32) {
+        let mm = self.tasks[t].mm;
         let last_cpupid = self.mms[mm].vmas[vma].pages[idx].last_cpupid;
         // vma_set_access_pid_bit
         let bit = hash_32(self.tasks[t].pid as u32, VMA_PID_HASH_BITS);
@@ -101,11 +102,11 @@ impl Kernel {
             ns.pids_active[1] |= 1u64 << bit;
         }
         self.count_memcg_event(t, Vm::NumaHintFaults, 1);
-        if self.mms[mm].vmas[vma].pages[idx].nid as usize == self.cpu_node(cpu) {
+        if self.mms[mm].vmas[vma].pages[idx].node_id() == self.cpu_node(cpu) {
             self.vmstat.add(Vm::NumaHintFaultsLocal, 1);
             *flags |= TNF_FAULT_LOCAL;
         }
-        (self.mpol_misplaced(t, cpu, mm, vma, idx), last_cpupid)
+        (self.mpol_misplaced(t, cpu, vma, idx), last_cpupid)
     }
 
     /// `mpol_misplaced` (mm/mempolicy.c): the node page `idx` should move
@@ -114,21 +115,22 @@ impl Kernel {
     /// MOF|MORON) keeps local pages and targets the faulting node; BIND and
     /// PREFERRED_MANY with MPOL_F_NUMA_BALANCING target the faulting node
     /// only inside their nodemask; MORON passes through
-    /// `should_numa_migrate_memory`. Left out: INTERLEAVE with MOF (only
-    /// proposal 3 creates it; mainline never reaches it) answers None.
+    /// `should_numa_migrate_memory`. Left out: INTERLEAVE with MOF answers
+    /// None (`mpol_new` refuses it, as mainline does; proposal 3 would
+    /// allow it).
     pub fn mpol_misplaced(
         &mut self,
-        t: usize,
-        cpu: usize,
-        mm: usize,
-        vma: usize,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
         idx: usize,
-    ) -> Option<usize> {
-        let pol = self.vma_policy(t, mm, vma);
+    ) -> Option<NodeId> {
+        let mm = self.tasks[t].mm;
+        let pol = self.vma_policy(t, vma);
         if !pol.mof {
             return None;
         }
-        let curnid = self.mms[mm].vmas[vma].pages[idx].nid as usize;
+        let curnid = self.mms[mm].vmas[vma].pages[idx].node_id();
         let thisnid = self.cpu_node(cpu);
         let polnid = match pol.mode {
             PolicyMode::Default => {
@@ -139,30 +141,30 @@ impl Kernel {
             }
             PolicyMode::Local => thisnid,
             PolicyMode::Preferred => {
-                if pol.nodes.contains(curnid) {
+                if pol.nodes.has(curnid) {
                     return None;
                 }
-                pol.nodes.first()?
+                NodeId::new(pol.nodes.first()?)
             }
             PolicyMode::Interleave => return None,
             PolicyMode::Bind | PolicyMode::PreferredMany => {
                 if pol.moron {
-                    if !pol.nodes.contains(thisnid) {
+                    if !pol.nodes.has(thisnid) {
                         return None;
                     }
                     thisnid
                 } else {
-                    if pol.nodes.contains(curnid) {
+                    if pol.nodes.has(curnid) {
                         return None;
                     }
-                    *self.zonelists[thisnid]
+                    *self.topo.zonelists[thisnid]
                         .iter()
-                        .find(|&&n| pol.nodes.contains(n))?
+                        .find(|&&n| pol.nodes.has(n))?
                 }
             }
         };
         let polnid = if pol.moron {
-            if !self.should_numa_migrate_memory(t, mm, vma, idx, curnid, cpu) {
+            if !self.should_numa_migrate_memory(t, vma, idx, curnid, cpu) {
                 return None;
             }
             thisnid
@@ -180,13 +182,13 @@ impl Kernel {
     /// hysteresis. Left out: memory tiering's hotness test.
     pub fn should_numa_migrate_memory(
         &mut self,
-        t: usize,
-        mm: usize,
-        vma: usize,
+        t: TaskId,
+        vma: VmaId,
         idx: usize,
-        src_nid: usize,
-        dst_cpu: usize,
+        src_nid: NodeId,
+        dst_cpu: CpuId,
     ) -> bool {
+        let mm = self.tasks[t].mm;
         let dst_nid = self.cpu_node(dst_cpu);
         if self.nodes[dst_nid].total_pages == 0 {
             return false;
@@ -205,7 +207,11 @@ impl Kernel {
         // same node.
         if !cpupid_pid_unset(last_cpupid) {
             let last_cpu = cpupid_to_cpu(last_cpupid);
-            let last_nid = self.m.cpus.get(last_cpu).map(|c| c.node);
+            let last_nid = self
+                .m
+                .cpus
+                .get(last_cpu.index())
+                .map(|c| NodeId::new(c.node));
             if last_nid != Some(dst_nid) {
                 return false;
             }
@@ -217,10 +223,10 @@ impl Kernel {
             return true;
         };
         let nn = self.m.nr_nodes();
-        let cpu_f = |nid: usize| {
+        let cpu_f = |nid: NodeId| {
             g.faults[faults_idx(nn, NUMA_CPU, nid, 0)] + g.faults[faults_idx(nn, NUMA_CPU, nid, 1)]
         };
-        let mem_f = |nid: usize| {
+        let mem_f = |nid: NodeId| {
             g.faults[faults_idx(nn, NUMA_MEM, nid, 0)] + g.faults[faults_idx(nn, NUMA_MEM, nid, 1)]
         };
         if cpu_f(dst_nid) > cpu_f(src_nid) * ACTIVE_NODE_FRACTION {
@@ -233,7 +239,7 @@ impl Kernel {
     /// of 16 x memory in KiB, clamped) shared among nodes by size, plus
     /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
     /// zones, lowmem reserves, watermark boosting.
-    pub fn high_wmark_pages(&self, nid: usize) -> u64 {
+    pub fn high_wmark_pages(&self, nid: NodeId) -> u64 {
         let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
         if total_pages == 0 {
             return 0;
@@ -252,7 +258,7 @@ impl Kernel {
     /// above its high watermark (`migrate_balanced_pgdat`), without
     /// counting a migration failure. Left out: file folios, LRU isolation
     /// failing, waking kswapd (tiering only).
-    pub fn migrate_misplaced_folio_prepare(&self, nid: usize, nr: u64) -> bool {
+    pub fn migrate_misplaced_folio_prepare(&self, nid: NodeId, nr: u64) -> bool {
         self.nodes[nid].free_pages > self.high_wmark_pages(nid) + nr
     }
 
@@ -265,18 +271,18 @@ impl Kernel {
     /// migration never splits a THP), retries.
     pub fn migrate_misplaced_folio(
         &mut self,
-        t: usize,
-        mm: usize,
-        vma: usize,
+        t: TaskId,
+        vma: VmaId,
         idx: usize,
-        nid: usize,
+        nid: NodeId,
     ) -> Option<f64> {
+        let mm = self.tasks[t].mm;
         let v = &self.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
         let thp = v.is_thp();
         let bytes = v.page_size() as f64;
-        let src = v.pages[idx].nid as usize;
-        let allowed = self.task_mems(t).contains(nid);
+        let src = v.pages[idx].node_id();
+        let allowed = self.task_mems(t).has(nid);
         let ok = allowed && alloc_pages_on(&mut self.nodes, &[nid], nr).is_some();
         let thp_n = u64::from(thp);
         if !ok {
@@ -290,7 +296,7 @@ impl Kernel {
         }
         self.nodes[src].free_pages += nr;
         // folio_migrate_flags copies last_cpupid; set_page_node keeps it.
-        self.mms[mm].vmas[vma].set_page_node(idx, nid as u8);
+        self.mms[mm].vmas[vma].set_page_node(idx, nid);
         self.vmstat.add(Vm::PgmigrateSuccess, nr);
         if thp {
             self.vmstat.add(Vm::ThpMigrationSuccess, 1);
@@ -311,39 +317,45 @@ mod tests {
     use super::super::*;
     use crate::kernel::mm::mempolicy::MemPolicy;
     use crate::kernel::stats::Vm;
+    use crate::kernel::{CgroupId, MmId, TaskId};
     use numalab_topology::NodeMask;
     use numalab_workload::PolicyMode;
 
     /// tiny-2n (CPUs 0-1 on node 0, 2-3 on node 1); one task on CPU 0 and
     /// 16 pages on node 1.
-    fn setup(policy: Option<MemPolicy>) -> (Kernel, usize, usize) {
+    fn setup(policy: Option<MemPolicy>) -> (Kernel, MmId, TaskId) {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, fx::pages(16), false, policy);
-        fx::populate(&mut k, mm, 0, 16, 1);
-        let t = fx::add_task(&mut k, mm, 0);
+        fx::populate(&mut k, mm, 0, 16, fx::n(1));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
         (k, mm, t)
     }
 
-    fn node_of(k: &Kernel, mm: usize, idx: usize) -> u8 {
-        k.mms[mm].vmas[0].pages[idx].nid
+    fn node_of(k: &Kernel, mm: MmId, idx: usize) -> usize {
+        k.mms[mm].vmas[fx::V0].pages[idx].node_id().index()
     }
 
     #[test]
     fn first_fault_of_a_new_task_migrates_at_once() {
         let (mut k, mm, t) = setup(None);
         fx::mark(&mut k, mm, 0);
-        let cost = k.do_numa_page(t, 0, 0, 0);
+        let cost = k.do_numa_page(t, fx::c(0), fx::V0, 0);
         assert_eq!(
             node_of(&k, mm, 0),
             0,
             "no preferred node yet: the page follows at once"
         );
-        assert!(!k.mms[mm].vmas[0].pages[0].protnone);
+        assert!(!k.mms[mm].vmas[fx::V0].pages[0].protnone);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaultsLocal), 0);
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 1);
         assert_eq!(k.vmstat.get(Vm::PgmigrateSuccess), 1);
-        assert_eq!(k.cgroups.all[0].stat.get(Vm::NumaPagesMigrated), 1);
+        assert_eq!(
+            k.cgroups.all[CgroupId::new(0)]
+                .stat
+                .get(Vm::NumaPagesMigrated),
+            1
+        );
         assert_eq!(k.tasks[t].numa.pages_migrated, 1);
         assert!(
             cost > crate::physics::costs::HINT_FAULT_NS
@@ -351,7 +363,10 @@ mod tests {
         );
         // Accounted on the node the page went to; a first touch is private.
         let nn = k.m.nr_nodes();
-        assert_eq!(k.tasks[t].numa.faults[faults_idx(nn, NUMA_MEMBUF, 0, 1)], 1);
+        assert_eq!(
+            k.tasks[t].numa.faults[faults_idx(nn, NUMA_MEMBUF, fx::n(0), 1)],
+            1
+        );
         k.check_invariants().unwrap();
     }
 
@@ -359,20 +374,20 @@ mod tests {
     fn two_stage_filter_refuses_the_first_remote_fault_and_accepts_the_second() {
         let (mut k, mm, t) = setup(None);
         // A settled task: it has a preferred node and is past its first passes.
-        k.sched_setnuma(t, Some(0));
+        k.sched_setnuma(t, Some(fx::n(0)));
         k.tasks[t].numa.scan_seq = NUMA_EARLY_SCAN_SEQ + 1;
         // Its previous fault on this page came from node 1 (CPU 2).
         let pid = k.tasks[t].pid;
-        k.mms[mm].vmas[0].pages[3].last_cpupid = cpu_pid_to_cpupid(2, pid);
+        k.mms[mm].vmas[fx::V0].pages[3].last_cpupid = cpu_pid_to_cpupid(fx::c(2), pid);
         fx::mark(&mut k, mm, 3);
-        k.do_numa_page(t, 0, 0, 3);
+        k.do_numa_page(t, fx::c(0), fx::V0, 3);
         assert_eq!(node_of(&k, mm, 3), 1, "first fault from node 0 is refused");
         assert_eq!(
-            k.mms[mm].vmas[0].pages[3].last_cpupid,
-            cpu_pid_to_cpupid(0, pid)
+            k.mms[mm].vmas[fx::V0].pages[3].last_cpupid,
+            cpu_pid_to_cpupid(fx::c(0), pid)
         );
         fx::mark(&mut k, mm, 3);
-        k.do_numa_page(t, 0, 0, 3);
+        k.do_numa_page(t, fx::c(0), fx::V0, 3);
         assert_eq!(node_of(&k, mm, 3), 0, "second fault from node 0 migrates");
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 1);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2);
@@ -381,44 +396,44 @@ mod tests {
     #[test]
     fn a_shared_page_last_used_from_another_node_stays_put() {
         let (mut k, mm, t) = setup(None);
-        k.sched_setnuma(t, Some(0));
+        k.sched_setnuma(t, Some(fx::n(0)));
         k.tasks[t].numa.scan_seq = NUMA_EARLY_SCAN_SEQ + 1;
         // Another pid faulted it last, from node 1.
-        k.mms[mm].vmas[0].pages[5].last_cpupid = cpu_pid_to_cpupid(3, 77);
+        k.mms[mm].vmas[fx::V0].pages[5].last_cpupid = cpu_pid_to_cpupid(fx::c(3), 77);
         fx::mark(&mut k, mm, 5);
-        k.do_numa_page(t, 0, 0, 5);
+        k.do_numa_page(t, fx::c(0), fx::V0, 5);
         assert_eq!(node_of(&k, mm, 5), 1);
     }
 
     #[test]
     fn local_faults_do_not_migrate_and_count_as_local() {
         let (mut k, mm, _) = setup(None);
-        let t2 = fx::add_task(&mut k, mm, 2);
+        let t2 = fx::add_task(&mut k, mm, fx::c(2));
         fx::mark(&mut k, mm, 1);
-        k.do_numa_page(t2, 2, 0, 1);
+        k.do_numa_page(t2, fx::c(2), fx::V0, 1);
         assert_eq!(node_of(&k, mm, 1), 1);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaultsLocal), 1);
         assert_eq!(k.tasks[t2].numa.faults_locality, [0, 1, 0]);
         // mpol_misplaced returns before should_numa_migrate_memory.
-        assert!(cpupid_unset(k.mms[mm].vmas[0].pages[1].last_cpupid));
+        assert!(cpupid_unset(k.mms[mm].vmas[fx::V0].pages[1].last_cpupid));
     }
 
     #[test]
     fn migration_to_a_nearly_full_node_fails_in_prepare_without_pgmigrate_fail() {
         let (mut k, mm, t) = setup(None);
         // Node 0 has no more than its high watermark free.
-        let wm = k.high_wmark_pages(0);
+        let wm = k.high_wmark_pages(fx::n(0));
         assert!(wm > 0);
-        k.nodes[0].free_pages = wm;
+        k.nodes[fx::n(0)].free_pages = wm;
         fx::mark(&mut k, mm, 0);
-        k.do_numa_page(t, 0, 0, 0);
+        k.do_numa_page(t, fx::c(0), fx::V0, 0);
         assert_eq!(node_of(&k, mm, 0), 1);
         assert_eq!(k.tasks[t].numa.faults_locality[2], 1, "TNF_MIGRATE_FAIL");
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 0);
         // migrate_misplaced_folio_prepare refuses before migrate_pages:
         // mainline counts no pgmigrate_fail for it.
         assert_eq!(k.vmstat.get(Vm::PgmigrateFail), 0);
-        assert_eq!(k.nodes[0].free_pages, wm);
+        assert_eq!(k.nodes[fx::n(0)].free_pages, wm);
     }
 
     #[test]
@@ -430,7 +445,7 @@ mod tests {
             .unwrap();
         k.tasks[t].cgroup = cg;
         fx::mark(&mut k, mm, 0);
-        k.do_numa_page(t, 0, 0, 0);
+        k.do_numa_page(t, fx::c(0), fx::V0, 0);
         assert_eq!(node_of(&k, mm, 0), 1);
         assert_eq!(k.vmstat.get(Vm::PgmigrateFail), 1);
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 0);
@@ -442,10 +457,10 @@ mod tests {
     fn a_thp_migrates_as_one_folio_of_512_pages() {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, 4 << 20, true, None);
-        fx::populate(&mut k, mm, 0, 2, 1);
-        let t = fx::add_task(&mut k, mm, 0);
+        fx::populate(&mut k, mm, 0, 2, fx::n(1));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
         fx::mark(&mut k, mm, 1);
-        k.do_numa_page(t, 0, 0, 1);
+        k.do_numa_page(t, fx::c(0), fx::V0, 1);
         assert_eq!(node_of(&k, mm, 1), 0);
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 512);
         assert_eq!(k.vmstat.get(Vm::PgmigrateSuccess), 512);
@@ -464,12 +479,12 @@ mod tests {
         };
         let (mut k, mm, t) = setup(Some(bind0));
         fx::mark(&mut k, mm, 0);
-        k.do_numa_page(t, 0, 0, 0);
+        k.do_numa_page(t, fx::c(0), fx::V0, 0);
         assert_eq!(node_of(&k, mm, 0), 0, "node 0 is inside the mask");
         // A fault from node 1 on a node-0 page: node 1 is outside the mask.
-        let t2 = fx::add_task(&mut k, mm, 2);
+        let t2 = fx::add_task(&mut k, mm, fx::c(2));
         fx::mark(&mut k, mm, 0);
-        k.do_numa_page(t2, 2, 0, 0);
+        k.do_numa_page(t2, fx::c(2), fx::V0, 0);
         assert_eq!(node_of(&k, mm, 0), 0);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2);
         // Plain bind (no MPOL_F_NUMA_BALANCING) never migrates on fault.
@@ -480,17 +495,17 @@ mod tests {
         };
         let (mut k, mm, t) = setup(Some(plain));
         fx::mark(&mut k, mm, 0);
-        k.do_numa_page(t, 0, 0, 0);
+        k.do_numa_page(t, fx::c(0), fx::V0, 0);
         assert_eq!(node_of(&k, mm, 0), 1);
     }
 
     #[test]
     fn high_watermark_is_small_but_grows_with_the_node() {
         let k = fx::kernel("tiny-2n", &[]);
-        let w = k.high_wmark_pages(0);
+        let w = k.high_wmark_pages(fx::n(0));
         // ~5 MB of a 1 GiB node.
         assert!(w > 512 && w < 4096, "{w}");
         let big = fx::kernel("spr-4n", &[]);
-        assert!(big.high_wmark_pages(0) > 50 * w);
+        assert!(big.high_wmark_pages(fx::n(0)) > 50 * w);
     }
 }

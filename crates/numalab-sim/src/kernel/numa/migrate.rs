@@ -24,9 +24,11 @@
 //! threads and their failure races, the reverted task counters.
 
 use super::{NumaTopologyType, NICE_0_LOAD, SCHED_CAPACITY_SCALE, SMALLIMP};
+use crate::kernel::ids::CpuSetExt;
 use crate::kernel::sched::fair::adjust_numa_imbalance;
 use crate::kernel::sched::topology::lowest_numa_domain;
-use crate::kernel::Kernel;
+use crate::kernel::stats::Vm;
+use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 /// `enum numa_type` (fair.c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
@@ -58,22 +60,22 @@ pub struct NumaStats {
     /// `node_type`.
     pub node_type: NumaType,
     /// `idle_cpu`: an idle CPU the task may use (an idle core preferred).
-    pub idle_cpu: Option<usize>,
+    pub idle_cpu: Option<CpuId>,
 }
 
 /// `struct task_numa_env` (fair.c).
 #[derive(Clone, Debug)]
 pub struct TaskNumaEnv {
     /// The task being placed.
-    pub p: usize,
+    pub p: TaskId,
     /// Its CPU.
-    pub src_cpu: usize,
+    pub src_cpu: CpuId,
     /// Its node.
-    pub src_nid: usize,
+    pub src_nid: NodeId,
     /// Candidate CPU.
-    pub dst_cpu: usize,
+    pub dst_cpu: CpuId,
     /// Candidate node.
-    pub dst_nid: usize,
+    pub dst_nid: NodeId,
     /// `imb_numa_nr` of the lowest NUMA domain.
     pub imb_numa_nr: i64,
     /// Source node statistics.
@@ -85,11 +87,11 @@ pub struct TaskNumaEnv {
     /// Distance used for the weights.
     pub dist: u32,
     /// Best swap partner so far.
-    pub best_task: Option<usize>,
+    pub best_task: Option<TaskId>,
     /// Its improvement.
     pub best_imp: i64,
     /// Best CPU so far.
-    pub best_cpu: Option<usize>,
+    pub best_cpu: Option<CpuId>,
 }
 
 /// `numa_classify` (fair.c).
@@ -121,14 +123,14 @@ pub fn load_too_imbalanced(src_load: i64, dst_load: i64, env: &TaskNumaEnv) -> b
 
 impl Kernel {
     /// `task_h_load` (fair.c): every modeled task is a busy nice-0 task.
-    pub fn task_h_load(&self, _t: usize) -> i64 {
+    pub fn task_h_load(&self, _t: TaskId) -> i64 {
         NICE_0_LOAD
     }
 
     /// `numa_migrate_preferred` (fair.c): sets the retry time
     /// (`min(1 s, scan period / 16)`) and, when the task is off its
     /// preferred node, asks for `task_numa_migrate` (done at the next tick).
-    pub fn numa_migrate_preferred(&mut self, t: usize) {
+    pub fn numa_migrate_preferred(&mut self, t: TaskId) {
         let n = &self.tasks[t].numa;
         let Some(pref) = n.preferred_nid else {
             return;
@@ -148,11 +150,11 @@ impl Kernel {
 
     /// `update_numa_stats` (fair.c): load, utilisation and an idle CPU of
     /// node `nid` for placing `env.p`.
-    pub fn update_numa_stats(&self, env: &TaskNumaEnv, nid: usize, find_idle: bool) -> NumaStats {
+    pub fn update_numa_stats(&self, env: &TaskNumaEnv, nid: NodeId, find_idle: bool) -> NumaStats {
         let mut ns = NumaStats::default();
-        let mut idle_core: Option<usize> = None;
+        let mut idle_core: Option<CpuId> = None;
         let allowed = self.task_allowed(env.p);
-        for cpu in self.m.nodes[nid].cpus.iter() {
+        for cpu in self.node_cpus(nid) {
             let rq = &self.rq[cpu];
             let nr = rq.nr_running() as i64;
             ns.load += nr * NICE_0_LOAD;
@@ -161,20 +163,20 @@ impl Kernel {
             ns.nr_running += nr;
             ns.compute_capacity += SCHED_CAPACITY_SCALE;
             if find_idle && idle_core.is_none() && nr == 0 {
-                if rq.numa_migrate_on || !allowed.contains(cpu) {
+                if rq.numa_migrate_on || !allowed.has(cpu) {
                     continue;
                 }
                 if ns.idle_cpu.is_none() {
                     ns.idle_cpu = Some(cpu);
                 }
                 // numa_idle_core: prefer a CPU whose whole core is idle.
-                let core = &self.core_cpus[self.m.cpus[cpu].core];
+                let core = &self.topo.core_cpus[self.cpu_info(cpu).core];
                 if core.len() > 1 && core.iter().all(|&c| self.rq[c].is_idle()) {
                     idle_core = Some(cpu);
                 }
             }
         }
-        ns.weight = self.m.nodes[nid].cpus.len() as i64;
+        ns.weight = self.m.nodes[nid.index()].cpus.len() as i64;
         ns.node_type = numa_classify(env.imbalance_pct, &ns);
         if idle_core.is_some() {
             ns.idle_cpu = idle_core;
@@ -185,11 +187,11 @@ impl Kernel {
     /// `task_numa_assign` (fair.c): records (`cur`, `imp`) on `env.dst_cpu`
     /// as the best so far, claiming the CPU's `numa_migrate_on` (or another
     /// idle CPU of the node when it is already claimed).
-    fn task_numa_assign(&mut self, env: &mut TaskNumaEnv, cur: Option<usize>, imp: i64) {
+    fn task_numa_assign(&mut self, env: &mut TaskNumaEnv, cur: Option<TaskId>, imp: i64) {
         if env.best_cpu != Some(env.dst_cpu)
             && std::mem::replace(&mut self.rq[env.dst_cpu].numa_migrate_on, true)
         {
-            let cpus: Vec<usize> = self.m.nodes[env.dst_nid].cpus.iter().collect();
+            let cpus: Vec<CpuId> = self.node_cpus(env.dst_nid).collect();
             let allowed = self.task_allowed(env.p);
             let start = cpus
                 .iter()
@@ -198,7 +200,7 @@ impl Kernel {
             let mut found = false;
             for k in 0..cpus.len() {
                 let cpu = cpus[(start + k) % cpus.len()];
-                if Some(cpu) == env.best_cpu || !self.rq[cpu].is_idle() || !allowed.contains(cpu) {
+                if Some(cpu) == env.best_cpu || !self.rq[cpu].is_idle() || !allowed.has(cpu) {
                     continue;
                 }
                 env.dst_cpu = cpu;
@@ -242,7 +244,7 @@ impl Kernel {
         if cur == Some(env.p) {
             return true;
         }
-        let pref = |k: &Kernel, x: usize| k.tasks[x].numa.preferred_nid;
+        let pref = |k: &Kernel, x: TaskId| k.tasks[x].numa.preferred_nid;
         'assign: {
             let Some(c) = cur else {
                 if maymove && moveimp >= env.best_imp {
@@ -250,7 +252,7 @@ impl Kernel {
                 }
                 return false;
             };
-            if !self.task_allowed(c).contains(env.src_cpu) {
+            if !self.task_allowed(c).has(env.src_cpu) {
                 return false;
             }
             // Do not pick a swap partner that is not going to its preferred
@@ -368,10 +370,9 @@ impl Kernel {
             maymove = !load_too_imbalanced(src_load, dst_load, env);
         }
         let allowed = self.task_allowed(env.p);
-        let cpus: Vec<usize> = self.m.nodes[env.dst_nid]
-            .cpus
-            .iter()
-            .filter(|&c| allowed.contains(c))
+        let cpus: Vec<CpuId> = self
+            .node_cpus(env.dst_nid)
+            .filter(|&c| allowed.has(c))
             .collect();
         for cpu in cpus {
             env.dst_cpu = cpu;
@@ -385,10 +386,10 @@ impl Kernel {
     /// (and, when none is found or the group spans several active nodes,
     /// on the others) and move or swap task `t` there. The distance used
     /// for other nodes is the previous candidate's, as in the kernel.
-    pub fn task_numa_migrate(&mut self, t: usize) {
+    pub fn task_numa_migrate(&mut self, t: TaskId) {
         let src_cpu = self.tasks[t].cpu;
         let src_nid = self.cpu_node(src_cpu);
-        let Some(sd) = lowest_numa_domain(&self.sd[src_cpu]) else {
+        let Some(sd) = lowest_numa_domain(&self.topo.sd[src_cpu]) else {
             // Trapped in a domain that does not cross nodes.
             self.sched_setnuma(t, Some(src_nid));
             return;
@@ -398,7 +399,7 @@ impl Kernel {
         let Some(pref) = self.tasks[t].numa.preferred_nid else {
             return;
         };
-        let dist = self.m.distance[src_nid][pref];
+        let dist = self.node_distance(src_nid, pref);
         let mut env = TaskNumaEnv {
             p: t,
             src_cpu,
@@ -426,11 +427,11 @@ impl Kernel {
         if env.best_cpu.is_none() || multi_node_group {
             let backplane =
                 super::numa_topology_type(&self.m.distance) == NumaTopologyType::Backplane;
-            for nid in 0..self.m.nr_nodes() {
+            for nid in NodeId::range(self.m.nr_nodes()) {
                 if !self.node_has_cpus(nid) || nid == src_nid || nid == pref {
                     continue;
                 }
-                let dist = self.m.distance[src_nid][env.dst_nid];
+                let dist = self.node_distance(src_nid, env.dst_nid);
                 if backplane && dist != env.dist {
                     taskweight = self.task_weight(t, src_nid, dist);
                     groupweight = self.group_weight(t, src_nid, dist);
@@ -477,14 +478,15 @@ impl Kernel {
     }
 
     /// `migrate_task_to` (core.c): moves task `t` to `cpu` (through the
-    /// stopper in the kernel), with `sched_move_numa`. False if the task
-    /// may not run there.
-    pub fn migrate_task_to(&mut self, t: usize, cpu: usize) -> bool {
+    /// stopper in the kernel), with `sched_move_numa`, and counts
+    /// `numa_task_migrated` system wide and in the task's memory.stat (as
+    /// 6.16-rc1 to rc5 did). False if the task may not run there.
+    pub fn migrate_task_to(&mut self, t: TaskId, cpu: CpuId) -> bool {
         let curr_cpu = self.tasks[t].cpu;
         if curr_cpu == cpu {
             return true;
         }
-        if !self.task_allowed(t).contains(cpu) {
+        if !self.task_allowed(t).has(cpu) {
             return false;
         }
         let (pid, tgid, ngid) = (
@@ -493,6 +495,7 @@ impl Kernel {
             self.task_numa_group_id(t),
         );
         let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(cpu));
+        self.count_memcg_event(t, Vm::NumaTaskMigrated, 1);
         self.trace("sched_move_numa", || {
             format!(
                 "pid={pid} tgid={tgid} ngid={ngid} src_cpu={curr_cpu} src_nid={sn} dst_cpu={cpu} dst_nid={dn}"
@@ -503,24 +506,27 @@ impl Kernel {
     }
 
     /// `migrate_swap` (core.c): exchanges task `p` on `curr_cpu` with task
-    /// `other` on `target_cpu`, with `sched_swap_numa`. False if either may
-    /// not run on the other's CPU or has moved.
+    /// `other` on `target_cpu`, with `sched_swap_numa`. Each task moved
+    /// counts one `numa_task_swapped` (`__migrate_swap_task` runs once per
+    /// task, as 6.16-rc1 to rc5 counted it), so a swap counts two, each in
+    /// its own task's memory.stat. False if either may not run on the
+    /// other's CPU or has moved.
     pub fn migrate_swap(
         &mut self,
-        p: usize,
-        other: usize,
-        target_cpu: usize,
-        curr_cpu: usize,
+        p: TaskId,
+        other: TaskId,
+        target_cpu: CpuId,
+        curr_cpu: CpuId,
     ) -> bool {
         if curr_cpu == target_cpu
-            || !self.task_allowed(p).contains(target_cpu)
-            || !self.task_allowed(other).contains(curr_cpu)
+            || !self.task_allowed(p).has(target_cpu)
+            || !self.task_allowed(other).has(curr_cpu)
             || self.tasks[p].cpu != curr_cpu
             || self.tasks[other].cpu != target_cpu
         {
             return false;
         }
-        let f = |k: &Kernel, t: usize| (k.tasks[t].pid, k.tasks[t].tgid, k.task_numa_group_id(t));
+        let f = |k: &Kernel, t: TaskId| (k.tasks[t].pid, k.tasks[t].tgid, k.task_numa_group_id(t));
         let ((sp, st, sg), (dp, dt, dg)) = (f(self, p), f(self, other));
         let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(target_cpu));
         self.trace("sched_swap_numa", || {
@@ -528,8 +534,10 @@ impl Kernel {
                 "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={curr_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={target_cpu} dst_nid={dn}"
             )
         });
-        self.move_task(p, target_cpu);
-        self.move_task(other, curr_cpu);
+        for (t, cpu) in [(p, target_cpu), (other, curr_cpu)] {
+            self.count_memcg_event(t, Vm::NumaTaskSwapped, 1);
+            self.move_task(t, cpu);
+        }
         true
     }
 
@@ -537,10 +545,10 @@ impl Kernel {
     /// move or swap failed).
     fn trace_sched_stick_numa(
         &mut self,
-        t: usize,
-        src_cpu: usize,
-        dst: Option<usize>,
-        dst_cpu: Option<usize>,
+        t: TaskId,
+        src_cpu: CpuId,
+        dst: Option<TaskId>,
+        dst_cpu: Option<CpuId>,
     ) {
         let (sp, st, sg) = (
             self.tasks[t].pid,
@@ -555,8 +563,8 @@ impl Kernel {
                 self.task_numa_group_id(d),
             )
         });
-        let dc = dst_cpu.map_or(-1, |c| c as i64);
-        let dn = dst_cpu.map_or(-1, |c| self.cpu_node(c) as i64);
+        let dc = dst_cpu.map_or(-1, |c| c.index() as i64);
+        let dn = dst_cpu.map_or(-1, |c| self.cpu_node(c).index() as i64);
         self.trace("sched_stick_numa", || {
             format!(
                 "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={src_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={dc} dst_nid={dn}"
@@ -571,11 +579,13 @@ mod tests {
     use super::super::*;
     use super::{numa_classify, NumaStats, NumaType};
     use crate::kernel::sched::balance::CpuIdleType;
+    use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
+    use crate::kernel::{CgroupId, CpuId, NodeId, TaskId};
 
     /// Gives task `t` `n` private MEM faults on `nid` and makes it
     /// preferred.
-    fn faults_on(k: &mut Kernel, t: usize, nid: usize, n: i64) {
+    fn faults_on(k: &mut Kernel, t: TaskId, nid: NodeId, n: i64) {
         let nn = k.m.nr_nodes();
         let f = &mut k.tasks[t].numa;
         f.faults = vec![0; NR_NUMA_HINT_FAULT_BUCKETS * nn];
@@ -585,10 +595,10 @@ mod tests {
     }
 
     /// One single-threaded process per CPU of tiny-2n.
-    fn four_tasks() -> (Kernel, Vec<usize>) {
+    fn four_tasks() -> (Kernel, Vec<TaskId>) {
         let mut k = fx::kernel("tiny-2n", &[]);
         k.trace = Some(Vec::new());
-        let ts = (0..4)
+        let ts = CpuId::range(4)
             .map(|cpu| {
                 let mm = fx::add_mm(&mut k, 1 << 20, false, None);
                 fx::add_task(&mut k, mm, cpu)
@@ -604,14 +614,22 @@ mod tests {
         let (a, b, c) = (ts[0], ts[2], ts[3]);
         // A on node 0 uses node 1; B on node 1 uses node 0; C on node 1 is
         // at home; D has no faults. Every CPU is busy.
-        faults_on(&mut k, a, 1, 1000);
-        faults_on(&mut k, b, 0, 1000);
-        faults_on(&mut k, c, 1, 1000);
+        faults_on(&mut k, a, fx::n(1), 1000);
+        faults_on(&mut k, b, fx::n(0), 1000);
+        faults_on(&mut k, c, fx::n(1), 1000);
+        // B lives in its own cgroup: each swapped task counts in its own.
+        let cg_b = k.cgroups.mkdir("/b", None, None).unwrap();
+        k.tasks[b].cgroup = cg_b;
         k.task_numa_migrate(a);
-        assert_eq!(k.cpu_node(k.tasks[a].cpu), 1);
-        assert_eq!(k.tasks[a].cpu, 2, "took B's CPU");
-        assert_eq!(k.tasks[b].cpu, 0, "B went to A's CPU");
-        assert_eq!(k.tasks[c].cpu, 3, "C, at home, was left alone");
+        assert_eq!(k.cpu_node(k.tasks[a].cpu), fx::n(1));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 2, "one per task swapped");
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
+        let root = CgroupId::new(0);
+        assert_eq!(k.cgroups.all[root].stat.get(Vm::NumaTaskSwapped), 1);
+        assert_eq!(k.cgroups.all[cg_b].stat.get(Vm::NumaTaskSwapped), 1);
+        assert_eq!(k.tasks[a].cpu, fx::c(2), "took B's CPU");
+        assert_eq!(k.tasks[b].cpu, fx::c(0), "B went to A's CPU");
+        assert_eq!(k.tasks[c].cpu, fx::c(3), "C, at home, was left alone");
         let tr = k.trace.as_ref().unwrap();
         let ev = tr
             .iter()
@@ -638,11 +656,13 @@ mod tests {
     fn no_swap_when_the_partner_would_lose_more_than_the_task_gains() {
         let (mut k, ts) = four_tasks();
         let (a, b, c) = (ts[0], ts[2], ts[3]);
-        faults_on(&mut k, a, 1, 1000);
-        faults_on(&mut k, b, 1, 1000);
-        faults_on(&mut k, c, 1, 1000);
+        faults_on(&mut k, a, fx::n(1), 1000);
+        faults_on(&mut k, b, fx::n(1), 1000);
+        faults_on(&mut k, c, fx::n(1), 1000);
         k.task_numa_migrate(a);
-        assert_eq!(k.tasks[a].cpu, 0);
+        assert_eq!(k.tasks[a].cpu, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
         let tr = k.trace.as_ref().unwrap();
         assert!(tr
             .iter()
@@ -654,12 +674,16 @@ mod tests {
         let mut k = fx::kernel("tiny-2n", &[]);
         k.trace = Some(Vec::new());
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
-        let a = fx::add_task(&mut k, mm, 0);
-        faults_on(&mut k, a, 1, 500);
+        let a = fx::add_task(&mut k, mm, fx::c(0));
+        faults_on(&mut k, a, fx::n(1), 500);
         k.task_numa_migrate(a);
-        assert_eq!(k.cpu_node(k.tasks[a].cpu), 1);
+        assert_eq!(k.cpu_node(k.tasks[a].cpu), fx::n(1));
         assert_eq!(k.rq[k.tasks[a].cpu].nr_preferred_running, 1);
-        assert_eq!(k.rq[0].nr_numa_running, 0);
+        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 0);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
+        let root = CgroupId::new(0);
+        assert_eq!(k.cgroups.all[root].stat.get(Vm::NumaTaskMigrated), 1);
         let tr = k.trace.as_ref().unwrap();
         let ev = tr
             .iter()
@@ -677,8 +701,8 @@ mod tests {
     fn numa_migrate_preferred_retries_after_min_of_a_second_and_a_sixteenth_period() {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
-        let a = fx::add_task(&mut k, mm, 0);
-        faults_on(&mut k, a, 1, 10);
+        let a = fx::add_task(&mut k, mm, fx::c(0));
+        faults_on(&mut k, a, fx::n(1), 10);
         k.now = 4_000_000_000;
         k.tasks[a].numa.scan_period = 1000;
         k.numa_migrate_preferred(a);
@@ -690,7 +714,7 @@ mod tests {
         assert_eq!(k.tasks[a].numa.migrate_retry, k.jiffies() + k.tick_hz());
         // Already on the preferred node: nothing to do.
         k.tasks[a].numa.migrate_requested = false;
-        k.sched_setnuma(a, Some(0));
+        k.sched_setnuma(a, Some(fx::n(0)));
         k.numa_migrate_preferred(a);
         assert!(!k.tasks[a].numa.migrate_requested);
     }
@@ -699,33 +723,39 @@ mod tests {
     fn migrate_degrades_locality_guards_the_preferred_node() {
         let (mut k, ts) = four_tasks();
         let (a, b) = (ts[0], ts[2]);
-        faults_on(&mut k, a, 0, 800);
-        faults_on(&mut k, b, 0, 800);
+        faults_on(&mut k, a, fx::n(0), 800);
+        faults_on(&mut k, b, fx::n(0), 800);
         // A task without faults waits on CPU 0 too.
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
-        fx::add_task(&mut k, mm, 0);
-        let numa_level = k.sd[0]
+        fx::add_task(&mut k, mm, fx::c(0));
+        let numa_level = k.topo.sd[fx::c(0)]
             .iter()
             .position(|d| d.flags.has(crate::kernel::sched::topology::SdFlags::NUMA))
             .unwrap();
         // Leaving the preferred node while its rq runs tasks off their
         // preferred node: bad.
         assert_eq!(
-            k.migrate_degrades_locality(a, 0, 2, numa_level, CpuIdleType::NotIdle),
+            k.migrate_degrades_locality(a, fx::c(0), fx::c(2), numa_level, CpuIdleType::NotIdle),
             1
         );
         // Going to the preferred node: good.
         assert_eq!(
-            k.migrate_degrades_locality(b, 2, 0, numa_level, CpuIdleType::NotIdle),
+            k.migrate_degrades_locality(b, fx::c(2), fx::c(0), numa_level, CpuIdleType::NotIdle),
             -1
         );
         // A task with no faults is neutral; so is any move within a node.
         assert_eq!(
-            k.migrate_degrades_locality(ts[1], 1, 3, numa_level, CpuIdleType::NotIdle),
+            k.migrate_degrades_locality(
+                ts[1],
+                fx::c(1),
+                fx::c(3),
+                numa_level,
+                CpuIdleType::NotIdle
+            ),
             0
         );
         assert_eq!(
-            k.migrate_degrades_locality(a, 0, 1, numa_level, CpuIdleType::NotIdle),
+            k.migrate_degrades_locality(a, fx::c(0), fx::c(1), numa_level, CpuIdleType::NotIdle),
             0
         );
     }

@@ -37,9 +37,13 @@
 //! mapped by two address spaces, so `TNF_SHARED` never occurs, and every
 //! anonymous PTE is writable, so `TNF_NO_GROUP` never occurs either), KSM
 //! and the zero page, mmap_lock contention (the trylock always succeeds),
-//! the counters `numa_task_migrated`/`numa_task_swapped` (added in 6.16-rc1,
-//! reverted in 6.16-rc6, so mainline has none), `thp_migration_fail`/
-//! `thp_migration_split` (the model never splits a THP).
+//! `thp_migration_fail`/`thp_migration_split` (the model never splits a
+//! THP).
+//!
+//! Counters: besides mainline's, the model counts `numa_task_migrated` and
+//! `numa_task_swapped` (vmstat and memory.stat) where 6.16-rc1 did, in
+//! `migrate_task_to` and once per task in `migrate_swap`; they were
+//! reverted in 6.16-rc6, so a mainline kernel reports neither.
 
 pub mod fault;
 pub mod migrate;
@@ -49,7 +53,7 @@ pub mod scan;
 mod tests;
 
 use crate::kernel::mm::CPUPID_UNSET;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 // ---------------------------------------------------------------------------
 // Constants, with units and sources. fair.c = kernel/sched/fair.c.
@@ -212,7 +216,7 @@ pub struct TaskNumaState {
     /// `numa_migrate_retry`, jiffies.
     pub migrate_retry: u64,
     /// `numa_preferred_nid` (None = `NUMA_NO_NODE`).
-    pub preferred_nid: Option<usize>,
+    pub preferred_nid: Option<NodeId>,
     /// `numa_faults[]`: `NR_NUMA_HINT_FAULT_BUCKETS * nr_nodes` counters,
     /// `2 * (stat * nr_nodes + nid) + priv`; empty until the first fault.
     pub faults: Vec<i64>,
@@ -227,14 +231,14 @@ pub struct TaskNumaState {
     /// `last_sum_exec_runtime`, ns.
     pub last_sum_exec_runtime: u64,
     /// `numa_group`: index of the task holding the group's data.
-    pub group: Option<usize>,
+    pub group: Option<TaskId>,
     /// The data of the group this task created, while it lives.
     pub own_group: Option<NumaGroup>,
     /// A hinting fault asked for `task_numa_migrate`; done at the next tick.
     pub migrate_requested: bool,
     /// Node of the runqueue the task was last dequeued from, for
     /// `update_scan_period` on a cross-node move.
-    pub last_rq_nid: Option<usize>,
+    pub last_rq_nid: Option<NodeId>,
     /// `task_numa_free` has run (the task exited).
     pub freed: bool,
     /// The group the task was in when it exited (gid, MEM/CPU faults),
@@ -263,8 +267,8 @@ pub fn hash_32(val: u32, bits: u32) -> u32 {
 }
 
 /// `cpu_pid_to_cpupid` in the model's layout.
-pub fn cpu_pid_to_cpupid(cpu: usize, pid: u64) -> u32 {
-    (((pid as u32) & LAST_PID_MASK) << LAST_PID_SHIFT) | (cpu as u32 & LAST_CPU_MASK)
+pub fn cpu_pid_to_cpupid(cpu: CpuId, pid: u64) -> u32 {
+    (((pid as u32) & LAST_PID_MASK) << LAST_PID_SHIFT) | (cpu.index() as u32 & LAST_CPU_MASK)
 }
 
 /// `cpupid_to_pid`: the pid bits.
@@ -273,8 +277,8 @@ pub fn cpupid_to_pid(cpupid: u32) -> u32 {
 }
 
 /// `cpupid_to_cpu`.
-pub fn cpupid_to_cpu(cpupid: u32) -> usize {
-    (cpupid & LAST_CPU_MASK) as usize
+pub fn cpupid_to_cpu(cpupid: u32) -> CpuId {
+    CpuId::new((cpupid & LAST_CPU_MASK) as usize)
 }
 
 /// `cpupid_pid_unset`: the pid bits are all ones. As in the kernel, a task
@@ -296,8 +300,8 @@ pub fn cpupid_unset(cpupid: u32) -> bool {
 
 /// `task_faults_idx(stat, nid, priv)`.
 #[inline]
-pub fn faults_idx(nr_nodes: usize, stat: usize, nid: usize, private: usize) -> usize {
-    NR_NUMA_HINT_FAULT_TYPES * (stat * nr_nodes + nid) + private
+pub fn faults_idx(nr_nodes: usize, stat: usize, nid: NodeId, private: usize) -> usize {
+    NR_NUMA_HINT_FAULT_TYPES * (stat * nr_nodes + nid.index()) + private
 }
 
 /// `init_numa_topology_type` for a SLIT matrix.
@@ -355,24 +359,24 @@ impl Kernel {
     }
 
     /// True when `nid` has CPUs (`node_state(nid, N_CPU)`).
-    pub fn node_has_cpus(&self, nid: usize) -> bool {
-        !self.m.nodes[nid].cpus.is_empty()
+    pub fn node_has_cpus(&self, nid: NodeId) -> bool {
+        !self.m.nodes[nid.index()].cpus.is_empty()
     }
 
     /// `numa_nearest_node(node, N_CPU)`: `node` if it has CPUs, else the
     /// nearest node that has (lowest id on ties).
-    pub fn numa_nearest_cpu_node(&self, nid: Option<usize>) -> Option<usize> {
+    pub fn numa_nearest_cpu_node(&self, nid: Option<NodeId>) -> Option<NodeId> {
         let n = nid?;
         if self.node_has_cpus(n) {
             return Some(n);
         }
-        (0..self.m.nr_nodes())
+        self.node_ids()
             .filter(|&o| self.node_has_cpus(o))
-            .min_by_key(|&o| (self.m.distance[n][o], o))
+            .min_by_key(|&o| (self.node_distance(n, o), o))
     }
 
     /// `task_numa_group_id`: the group's gid, 0 if none.
-    pub fn task_numa_group_id(&self, t: usize) -> u64 {
+    pub fn task_numa_group_id(&self, t: TaskId) -> u64 {
         self.tasks[t]
             .numa
             .group
@@ -381,7 +385,7 @@ impl Kernel {
     }
 
     /// The numa group a task belongs to.
-    pub fn numa_group(&self, t: usize) -> Option<&NumaGroup> {
+    pub fn numa_group(&self, t: TaskId) -> Option<&NumaGroup> {
         let g = self.tasks[t].numa.group?;
         self.tasks[g].numa.own_group.as_ref()
     }
@@ -414,7 +418,7 @@ impl Kernel {
     pub(crate) fn numa_tick_housekeeping(&mut self) {
         use crate::kernel::sched::TaskState;
         debug_assert_eq!(self.check_numa_counters(), Ok(()));
-        for t in 0..self.tasks.len() {
+        for t in TaskId::range(self.tasks.len()) {
             let st = self.tasks[t].state;
             if st == TaskState::Dead && !self.tasks[t].numa.freed {
                 self.task_numa_free(t);
@@ -432,86 +436,34 @@ impl Kernel {
             }
         }
     }
-}
 
-impl crate::engine::Sim {
-    /// `task_tick_numa` for the task running on `cpu` (called from the
-    /// tick, CPU by CPU; the CPU-0 call first does the tick's deferred NUMA
-    /// work, see [`Kernel::numa_tick_housekeeping`]).
-    pub(crate) fn task_tick_numa(&mut self, cpu: usize) {
-        if !self.k.numa_balancing_enabled() {
+    /// The NUMA part of `task_tick_fair` for `cpu` (called from the tick,
+    /// CPU by CPU): `task_tick_numa` for its running task. The CPU-0 call
+    /// first does the tick's deferred NUMA work, see
+    /// [`Kernel::numa_tick_housekeeping`].
+    pub fn task_tick_fair_numa(&mut self, cpu: CpuId) {
+        if !self.numa_balancing_enabled() {
             return;
         }
-        if cpu == 0 {
-            self.k.numa_tick_housekeeping();
+        if cpu.index() == 0 {
+            self.numa_tick_housekeeping();
         }
-        if let Some(t) = self.k.rq[cpu].curr {
-            self.k.task_tick_numa(cpu, t);
+        if let Some(t) = self.rq[cpu].curr {
+            self.task_tick_numa(t, cpu);
         }
     }
 
     /// NUMA state of a new task (`init_numa_balancing`). The model has no
     /// parent task: a process's first thread gets a new mm's state, later
     /// threads inherit from the first live thread of their process.
-    pub(crate) fn numa_task_init(&mut self, t: usize) {
-        let mm = self.k.tasks[t].mm;
-        let parent = (0..self.k.tasks.len()).find(|&o| {
+    pub fn numa_task_init(&mut self, t: TaskId) {
+        use crate::kernel::sched::TaskState;
+        let mm = self.tasks[t].mm;
+        let parent = self.tasks.keys().find(|&o| {
             o != t
-                && self.k.tasks[o].mm == mm
-                && !matches!(
-                    self.k.tasks[o].state,
-                    crate::kernel::sched::TaskState::Dead | crate::kernel::sched::TaskState::New
-                )
+                && self.tasks[o].mm == mm
+                && !matches!(self.tasks[o].state, TaskState::Dead | TaskState::New)
         });
-        self.k.init_numa_balancing(t, parent);
-    }
-
-    /// The /proc/PID/sched NUMA fields of a task for the Run record
-    /// (`sched_show_numa`), or None when balancing is off.
-    pub(crate) fn task_numa_figures(
-        &self,
-        t: &crate::kernel::sched::Task,
-    ) -> Option<numalab_record::TaskNuma> {
-        if !self.k.numa_balancing_enabled() {
-            return None;
-        }
-        let k = &self.k;
-        let nn = k.m.nr_nodes();
-        let n = &t.numa;
-        let live = n.group.and_then(|g| k.tasks[g].numa.own_group.as_ref());
-        let group: Option<(u64, &[i64])> = match (&n.exit_group, live) {
-            (Some((gid, f)), _) => Some((*gid, f.as_slice())),
-            (None, Some(g)) => Some((g.gid, g.faults.as_slice())),
-            _ => None,
-        };
-        let faults = (0..nn)
-            .map(|nid| {
-                let tf = |p| {
-                    n.faults
-                        .get(faults_idx(nn, NUMA_MEM, nid, p))
-                        .map_or(0, |&x| x.max(0) as u64)
-                };
-                let gf = |p| {
-                    group.map_or(0, |(_, f)| {
-                        f[faults_idx(nn, NUMA_MEM, nid, p)].max(0) as u64
-                    })
-                };
-                numalab_record::NodeFaults {
-                    node: nid,
-                    task_private: tf(1),
-                    task_shared: tf(0),
-                    group_private: gf(1),
-                    group_shared: gf(0),
-                }
-            })
-            .collect();
-        Some(numalab_record::TaskNuma {
-            preferred_nid: n.preferred_nid.map_or(-1, |p| p as i64),
-            scan_seq: n.scan_seq,
-            scan_period_ms: n.scan_period,
-            numa_group_id: group.map(|(gid, _)| gid),
-            pages_migrated: n.pages_migrated,
-            faults,
-        })
+        self.init_numa_balancing(t, parent);
     }
 }

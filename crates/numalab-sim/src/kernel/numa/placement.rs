@@ -22,7 +22,7 @@ use super::{
     NUMA_PERIOD_THRESHOLD, TNF_MIGRATED, TNF_MIGRATE_FAIL, TNF_NO_GROUP, TNF_SHARED,
 };
 use crate::kernel::sched::TaskState;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 impl Kernel {
     /// `task_numa_fault` (fair.c): task `t` on `cpu` took a hinting fault on
@@ -33,10 +33,10 @@ impl Kernel {
     /// locality counters.
     pub fn task_numa_fault(
         &mut self,
-        t: usize,
-        cpu: usize,
+        t: TaskId,
+        cpu: CpuId,
         last_cpupid: u32,
-        mem_node: usize,
+        mem_node: NodeId,
         pages: u64,
         flags: u32,
     ) {
@@ -94,7 +94,7 @@ impl Kernel {
     /// `se.exec_start` is refreshed at every tick). Left out: the first
     /// placement's PELT `load_sum`, modeled as the share of its life the
     /// task has run, out of `LOAD_AVG_MAX`.
-    fn numa_get_avg_runtime(&mut self, t: usize) -> (u64, u64) {
+    fn numa_get_avg_runtime(&mut self, t: TaskId) -> (u64, u64) {
         let now = self.now;
         let task = &self.tasks[t];
         let runtime = task.sum_exec_runtime;
@@ -120,7 +120,7 @@ impl Kernel {
     /// window's faults (CPU faults weighted by the share of time the task
     /// ran), updates the group, chooses the preferred node (most MEM
     /// faults, the group's if grouped), and adapts the scan period.
-    pub fn task_numa_placement(&mut self, t: usize) {
+    pub fn task_numa_placement(&mut self, t: TaskId) {
         let mm = self.tasks[t].mm;
         let seq = self.mms[mm].numa.scan_seq;
         if self.tasks[t].numa.scan_seq == seq {
@@ -134,13 +134,13 @@ impl Kernel {
         let (runtime, period) = self.numa_get_avg_runtime(t);
         let gidx = self.tasks[t].numa.group;
         let mut grp: Option<NumaGroup> = gidx.and_then(|g| self.tasks[g].numa.own_group.take());
-        let mut max_nid: Option<usize> = None;
+        let mut max_nid: Option<NodeId> = None;
         let mut max_faults = 0i64;
         let mut fault_types = [0i64; NR_NUMA_HINT_FAULT_TYPES];
         let f_weight0 = ((runtime as u128) << 16) / (period as u128 + 1);
         {
             let n = &mut self.tasks[t].numa;
-            for nid in 0..nn {
+            for nid in NodeId::range(nn) {
                 let (mut faults, mut group_faults) = (0i64, 0i64);
                 for (private, fault_type) in fault_types.iter_mut().enumerate() {
                     let mem_idx = faults_idx(nn, NUMA_MEM, nid, private);
@@ -198,7 +198,7 @@ impl Kernel {
     /// locality counters: a failed migration thus slows scanning for
     /// good, as in the kernel); mostly private faults slow scanning down;
     /// mostly local ones too; otherwise scanning speeds up.
-    pub fn update_task_scan_period(&mut self, t: usize, shared: i64, private: i64) {
+    pub fn update_task_scan_period(&mut self, t: TaskId, shared: i64, private: i64) {
         let loc = self.tasks[t].numa.faults_locality;
         let (remote, local) = (loc[0] as i64, loc[1] as i64);
         let period = self.tasks[t].numa.scan_period as i64;
@@ -232,7 +232,7 @@ impl Kernel {
     /// `numa_group_count_active_nodes` (fair.c).
     fn numa_group_count_active_nodes(&self, g: &mut NumaGroup) {
         let nn = self.m.nr_nodes();
-        let cpu_nodes = (0..nn).filter(|&n| self.node_has_cpus(n));
+        let cpu_nodes = NodeId::range(nn).filter(|&n| self.node_has_cpus(n));
         let max = cpu_nodes
             .clone()
             .map(|n| group_faults_cpu(g, nn, n))
@@ -246,7 +246,7 @@ impl Kernel {
 
     /// `sched_setnuma` (core.c): sets the preferred node, keeping the rq's
     /// `nr_numa_running`/`nr_preferred_running` right while queued.
-    pub fn sched_setnuma(&mut self, t: usize, nid: Option<usize>) {
+    pub fn sched_setnuma(&mut self, t: TaskId, nid: Option<NodeId>) {
         let on_rq = matches!(
             self.tasks[t].state,
             TaskState::Runnable | TaskState::Running
@@ -266,7 +266,7 @@ impl Kernel {
     /// group on first need; joins the other task's group if it is bigger
     /// (ties by group id) and in the same mm (or the page is shared);
     /// otherwise the fault counts as private after all.
-    fn task_numa_group(&mut self, t: usize, cpupid: u32, flags: u32, private: &mut usize) {
+    fn task_numa_group(&mut self, t: TaskId, cpupid: u32, flags: u32, private: &mut usize) {
         let nn = self.m.nr_nodes();
         if self.tasks[t].numa.group.is_none() {
             let n = &self.tasks[t].numa;
@@ -337,7 +337,7 @@ impl Kernel {
     }
 
     /// `put_numa_group`: frees a group nobody belongs to any more.
-    fn put_numa_group(&mut self, g: usize) {
+    fn put_numa_group(&mut self, g: TaskId) {
         if self.tasks[g]
             .numa
             .own_group
@@ -350,7 +350,7 @@ impl Kernel {
 
     /// `task_numa_free` (fair.c): an exited task leaves its group (taking
     /// its faults out) and drops its statistics.
-    pub fn task_numa_free(&mut self, t: usize) {
+    pub fn task_numa_free(&mut self, t: TaskId) {
         self.tasks[t].numa.freed = true;
         if self.tasks[t].numa.faults.is_empty() {
             return;
@@ -374,7 +374,7 @@ impl Kernel {
     }
 
     /// `task_faults` (fair.c): MEM faults of task `t` on `nid`.
-    pub fn task_faults(&self, t: usize, nid: usize) -> i64 {
+    pub fn task_faults(&self, t: TaskId, nid: NodeId) -> i64 {
         let n = &self.tasks[t].numa;
         if n.faults.is_empty() {
             return 0;
@@ -384,7 +384,7 @@ impl Kernel {
     }
 
     /// `group_faults` (fair.c): MEM faults of task `t`'s group on `nid`.
-    pub fn group_faults(&self, t: usize, nid: usize) -> i64 {
+    pub fn group_faults(&self, t: TaskId, nid: NodeId) -> i64 {
         let nn = self.m.nr_nodes();
         self.numa_group(t).map_or(0, |g| {
             g.faults[faults_idx(nn, NUMA_MEM, nid, 0)] + g.faults[faults_idx(nn, NUMA_MEM, nid, 1)]
@@ -393,18 +393,18 @@ impl Kernel {
 
     /// `score_nearby_nodes` (fair.c): faults on nodes near `nid`, for
     /// machines whose nodes are not all one hop apart.
-    fn score_nearby_nodes(&self, t: usize, nid: usize, lim_dist: u32, task: bool) -> i64 {
+    fn score_nearby_nodes(&self, t: TaskId, nid: NodeId, lim_dist: u32, task: bool) -> i64 {
         let ty = super::numa_topology_type(&self.m.distance);
         if ty == NumaTopologyType::Direct {
             return 0;
         }
         let max_dist = self.sched_max_numa_distance();
         let mut score = 0i64;
-        for node in 0..self.m.nr_nodes() {
+        for node in NodeId::range(self.m.nr_nodes()) {
             if !self.node_has_cpus(node) {
                 continue;
             }
-            let dist = self.m.distance[nid][node];
+            let dist = self.node_distance(nid, node);
             if dist >= max_dist || node == nid {
                 continue;
             }
@@ -426,7 +426,7 @@ impl Kernel {
 
     /// `task_weight` (fair.c): share (of 1000) of task `t`'s faults on
     /// `nid`, nearby nodes included.
-    pub fn task_weight(&self, t: usize, nid: usize, dist: u32) -> i64 {
+    pub fn task_weight(&self, t: TaskId, nid: NodeId, dist: u32) -> i64 {
         let n = &self.tasks[t].numa;
         if n.faults.is_empty() || n.total_faults <= 0 {
             return 0;
@@ -437,7 +437,7 @@ impl Kernel {
 
     /// `group_weight` (fair.c): share (of 1000) of the group's faults on
     /// `nid`, nearby nodes included.
-    pub fn group_weight(&self, t: usize, nid: usize, dist: u32) -> i64 {
+    pub fn group_weight(&self, t: TaskId, nid: NodeId, dist: u32) -> i64 {
         let Some(g) = self.numa_group(t) else {
             return 0;
         };
@@ -451,7 +451,7 @@ impl Kernel {
     /// `preferred_group_nid` (fair.c): the group's node on machines that
     /// are not all one hop apart (the best-scoring node on a glueless mesh,
     /// the best node of the best group of nodes on a backplane).
-    fn preferred_group_nid(&self, t: usize, nid: usize) -> usize {
+    fn preferred_group_nid(&self, t: TaskId, nid: NodeId) -> NodeId {
         let ty = super::numa_topology_type(&self.m.distance);
         let nn = self.m.nr_nodes();
         match ty {
@@ -459,7 +459,7 @@ impl Kernel {
             NumaTopologyType::GluelessMesh => {
                 let dist = self.sched_max_numa_distance();
                 let (mut max_score, mut max_node) = (0i64, nid);
-                for node in (0..nn).filter(|&n| self.node_has_cpus(n)) {
+                for node in NodeId::range(nn).filter(|&n| self.node_has_cpus(n)) {
                     let score = self.group_weight(t, node, dist);
                     if score > max_score {
                         max_score = score;
@@ -470,7 +470,9 @@ impl Kernel {
             }
             NumaTopologyType::Backplane => {
                 let mut nid = nid;
-                let mut nodes: Vec<usize> = (0..nn).filter(|&n| self.node_has_cpus(n)).collect();
+                let mut nodes: Vec<NodeId> = NodeId::range(nn)
+                    .filter(|&n| self.node_has_cpus(n))
+                    .collect();
                 let mut dist = self.sched_max_numa_distance();
                 while dist > 10 {
                     let exists = self.m.distance.iter().flatten().any(|&d| d == dist);
@@ -479,7 +481,7 @@ impl Kernel {
                         continue;
                     }
                     let mut max_faults = 0i64;
-                    let mut max_group: Vec<usize> = Vec::new();
+                    let mut max_group: Vec<NodeId> = Vec::new();
                     let mut left = nodes.clone();
                     for &a in &nodes {
                         if !left.contains(&a) {
@@ -488,7 +490,7 @@ impl Kernel {
                         let mut faults = 0i64;
                         let mut this_group = Vec::new();
                         left.retain(|&b| {
-                            if self.m.distance[a][b] < dist {
+                            if self.node_distance(a, b) < dist {
                                 faults += self.group_faults(t, b);
                                 this_group.push(b);
                                 false
@@ -515,12 +517,12 @@ impl Kernel {
 }
 
 /// `group_faults_cpu` (fair.c): CPU faults of a group on `nid`.
-pub fn group_faults_cpu(g: &NumaGroup, nn: usize, nid: usize) -> i64 {
+pub fn group_faults_cpu(g: &NumaGroup, nn: usize, nid: NodeId) -> i64 {
     g.faults[faults_idx(nn, NUMA_CPU, nid, 0)] + g.faults[faults_idx(nn, NUMA_CPU, nid, 1)]
 }
 
 /// `numa_is_active_node` (fair.c).
-pub fn numa_is_active_node(g: &NumaGroup, nn: usize, nid: usize) -> bool {
+pub fn numa_is_active_node(g: &NumaGroup, nn: usize, nid: NodeId) -> bool {
     group_faults_cpu(g, nn, nid) * ACTIVE_NODE_FRACTION > g.max_faults_cpu
 }
 
@@ -530,63 +532,64 @@ mod tests {
     use super::super::*;
     use crate::kernel::mm::CPUPID_UNSET;
     use crate::kernel::Kernel;
+    use crate::kernel::{MmId, NodeId, TaskId};
 
     /// A task on CPU 0 of tiny-2n whose mm has 64 MB on node 1.
-    fn setup() -> (Kernel, usize, usize) {
+    fn setup() -> (Kernel, MmId, TaskId) {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, 64 << 20, false, None);
-        let n = k.mms[mm].vmas[0].pages.len();
-        fx::populate(&mut k, mm, 0, n, 1);
-        let t = fx::add_task(&mut k, mm, 0);
+        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(1));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
         k.now = 2_000_000_000;
         k.tasks[t].sum_exec_runtime = 1_000_000_000;
         (k, mm, t)
     }
 
-    fn mem(k: &Kernel, t: usize, nid: usize, private: usize) -> i64 {
+    fn mem(k: &Kernel, t: TaskId, nid: NodeId, private: usize) -> i64 {
         k.tasks[t].numa.faults[faults_idx(k.m.nr_nodes(), NUMA_MEM, nid, private)]
     }
 
     /// Ends the scan pass so the next placement runs.
-    fn next_pass(k: &mut Kernel, mm: usize) {
+    fn next_pass(k: &mut Kernel, mm: MmId) {
         k.mms[mm].numa.scan_seq += 1;
     }
 
     #[test]
     fn fault_stats_halve_per_placement_pass() {
         let (mut k, mm, t) = setup();
-        k.task_numa_fault(t, 0, CPUPID_UNSET, 1, 100, 0);
+        k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(1), 100, 0);
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
-        assert_eq!(mem(&k, t, 1, 1), 100);
+        assert_eq!(mem(&k, t, fx::n(1), 1), 100);
         assert_eq!(k.tasks[t].numa.total_faults, 100);
         for expect in [50, 25, 13, 7] {
             next_pass(&mut k, mm);
             k.task_numa_placement(t);
-            assert_eq!(mem(&k, t, 1, 1), expect);
+            assert_eq!(mem(&k, t, fx::n(1), 1), expect);
         }
         // Only once per pass.
         k.task_numa_placement(t);
-        assert_eq!(mem(&k, t, 1, 1), 7);
+        assert_eq!(mem(&k, t, fx::n(1), 1), 7);
     }
 
     #[test]
     fn preferred_node_is_the_node_with_most_faults() {
         let (mut k, mm, t) = setup();
         assert_eq!(k.tasks[t].numa.preferred_nid, None);
-        k.task_numa_fault(t, 0, CPUPID_UNSET, 0, 30, TNF_FAULT_LOCAL);
-        k.task_numa_fault(t, 0, CPUPID_UNSET, 1, 70, 0);
+        k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(0), 30, TNF_FAULT_LOCAL);
+        k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(1), 70, 0);
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
-        assert_eq!(k.tasks[t].numa.preferred_nid, Some(1));
-        assert_eq!(k.rq[0].nr_numa_running, 1);
-        assert_eq!(k.rq[0].nr_preferred_running, 0);
+        assert_eq!(k.tasks[t].numa.preferred_nid, Some(fx::n(1)));
+        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 1);
+        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 0);
         // Node 0 overtakes as the old faults decay.
-        k.task_numa_fault(t, 0, CPUPID_UNSET, 0, 200, TNF_FAULT_LOCAL);
+        k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(0), 200, TNF_FAULT_LOCAL);
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
-        assert_eq!(k.tasks[t].numa.preferred_nid, Some(0));
-        assert_eq!(k.rq[0].nr_preferred_running, 1);
+        assert_eq!(k.tasks[t].numa.preferred_nid, Some(fx::n(0)));
+        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 1);
     }
 
     #[test]
@@ -641,18 +644,39 @@ mod tests {
     #[test]
     fn shared_faults_between_threads_form_one_numa_group() {
         let (mut k, mm, t1) = setup();
-        let t2 = fx::add_task(&mut k, mm, 2);
+        let t2 = fx::add_task(&mut k, mm, fx::c(2));
         let (p1, p2) = (k.tasks[t1].pid, k.tasks[t2].pid);
         // t1 faults on a page t2 (on CPU 2) touched last: shared.
-        k.task_numa_fault(t1, 0, cpu_pid_to_cpupid(2, p2), 1, 1, 0);
+        k.task_numa_fault(
+            t1,
+            fx::c(0),
+            cpu_pid_to_cpupid(fx::c(2), p2),
+            fx::n(1),
+            1,
+            0,
+        );
         assert_eq!(k.task_numa_group_id(t1), p1, "own group made on first need");
         assert_eq!(k.task_numa_group_id(t2), 0);
         // t2 faults on t1's page: both groups have one task; t2's is the
         // "higher address", so t2 stays.
-        k.task_numa_fault(t2, 2, cpu_pid_to_cpupid(0, p1), 1, 1, 0);
+        k.task_numa_fault(
+            t2,
+            fx::c(2),
+            cpu_pid_to_cpupid(fx::c(0), p1),
+            fx::n(1),
+            1,
+            0,
+        );
         assert_eq!(k.task_numa_group_id(t2), p2);
         // t1 again: it joins t2's group.
-        k.task_numa_fault(t1, 0, cpu_pid_to_cpupid(2, p2), 1, 1, 0);
+        k.task_numa_fault(
+            t1,
+            fx::c(0),
+            cpu_pid_to_cpupid(fx::c(2), p2),
+            fx::n(1),
+            1,
+            0,
+        );
         assert_eq!(k.task_numa_group_id(t1), p2);
         assert_eq!(k.numa_group(t1).unwrap().nr_tasks, 2);
         assert!(
@@ -661,7 +685,7 @@ mod tests {
         );
         let nn = k.m.nr_nodes();
         assert_eq!(
-            k.tasks[t1].numa.faults[faults_idx(nn, NUMA_MEMBUF, 1, 0)],
+            k.tasks[t1].numa.faults[faults_idx(nn, NUMA_MEMBUF, fx::n(1), 0)],
             2,
             "shared"
         );
@@ -675,15 +699,22 @@ mod tests {
     fn a_pid_collision_with_another_process_counts_as_private() {
         let (mut k, _, t1) = setup();
         let other = fx::add_mm(&mut k, 1 << 20, false, None);
-        let t2 = fx::add_task(&mut k, other, 2);
+        let t2 = fx::add_task(&mut k, other, fx::c(2));
         let p2 = k.tasks[t2].pid;
         // t2 must be grouped for a join to be considered.
-        k.task_numa_fault(t2, 2, cpu_pid_to_cpupid(0, 5), 0, 1, 0);
+        k.task_numa_fault(t2, fx::c(2), cpu_pid_to_cpupid(fx::c(0), 5), fx::n(0), 1, 0);
         assert!(k.numa_group(t2).is_some());
-        k.task_numa_fault(t1, 0, cpu_pid_to_cpupid(2, p2), 1, 1, 0);
+        k.task_numa_fault(
+            t1,
+            fx::c(0),
+            cpu_pid_to_cpupid(fx::c(2), p2),
+            fx::n(1),
+            1,
+            0,
+        );
         let nn = k.m.nr_nodes();
         assert_eq!(
-            k.tasks[t1].numa.faults[faults_idx(nn, NUMA_MEMBUF, 1, 1)],
+            k.tasks[t1].numa.faults[faults_idx(nn, NUMA_MEMBUF, fx::n(1), 1)],
             1
         );
         assert_ne!(k.task_numa_group_id(t1), p2);

@@ -25,7 +25,7 @@ use crate::kernel::mm::{HPAGE_PMD_NR, NO_NODE, PAGE_SHIFT};
 use crate::kernel::sched::TaskState;
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 use crate::physics::costs;
 
 impl Kernel {
@@ -36,7 +36,7 @@ impl Kernel {
 
     /// `get_mm_rss`: resident base pages of address space `mm`, from the
     /// per-chunk summaries.
-    pub fn mm_rss(&self, mm: usize) -> u64 {
+    pub fn mm_rss(&self, mm: MmId) -> u64 {
         self.mms[mm]
             .vmas
             .iter()
@@ -46,7 +46,7 @@ impl Kernel {
 
     /// `task_nr_scan_windows` (fair.c): RSS in units of `scan_size_mb`,
     /// rounded up, at least 1.
-    pub fn task_nr_scan_windows(&self, t: usize) -> u64 {
+    pub fn task_nr_scan_windows(&self, t: TaskId) -> u64 {
         let nr_scan_pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB).max(1);
         let mut rss = self.mm_rss(self.tasks[t].mm);
         if rss == 0 {
@@ -58,7 +58,7 @@ impl Kernel {
     /// `task_scan_min` (fair.c), ms: `scan_period_min` spread over the
     /// scan windows, floored so no more than `MAX_SCAN_WINDOW` MB/s are
     /// scanned.
-    pub fn task_scan_min(&self, t: usize) -> u64 {
+    pub fn task_scan_min(&self, t: TaskId) -> u64 {
         let scan_size = self.knobs.get(knob::SCAN_SIZE_MB).max(1);
         let windows = if scan_size < MAX_SCAN_WINDOW_MB {
             MAX_SCAN_WINDOW_MB / scan_size
@@ -72,11 +72,11 @@ impl Kernel {
 
     /// Group scaling of a scan period (`period * refcount * (shared + 1) /
     /// (private + shared + 1)`), as `task_scan_start`/`task_scan_max` do it.
-    fn group_scaled_period(&self, t: usize, period: u64) -> Option<u64> {
+    fn group_scaled_period(&self, t: TaskId, period: u64) -> Option<u64> {
         let g = self.numa_group(t)?;
         let nn = self.m.nr_nodes();
         let (mut shared, mut private) = (0u64, 0u64);
-        for nid in 0..nn {
+        for nid in self.node_ids() {
             shared += g.faults[super::faults_idx(nn, super::NUMA_MEM, nid, 0)].max(0) as u64;
             private += g.faults[super::faults_idx(nn, super::NUMA_MEM, nid, 1)].max(0) as u64;
         }
@@ -85,7 +85,7 @@ impl Kernel {
 
     /// `task_scan_start` (fair.c), ms: the minimum, scaled up for a task in
     /// a group that shares much of its memory.
-    pub fn task_scan_start(&self, t: usize) -> u64 {
+    pub fn task_scan_start(&self, t: TaskId) -> u64 {
         let smin = self.task_scan_min(t);
         let period = self.group_scaled_period(t, smin).unwrap_or(smin);
         smin.max(period)
@@ -93,7 +93,7 @@ impl Kernel {
 
     /// `task_scan_max` (fair.c), ms: `scan_period_max` spread over the scan
     /// windows, scaled up with the group's shared faults.
-    pub fn task_scan_max(&self, t: usize) -> u64 {
+    pub fn task_scan_max(&self, t: TaskId) -> u64 {
         let smin = self.task_scan_min(t);
         let mut smax = self.knobs.get(knob::SCAN_PERIOD_MAX_MS) / self.task_nr_scan_windows(t);
         if let Some(p) = self.group_scaled_period(t, smax) {
@@ -108,7 +108,7 @@ impl Kernel {
     /// staggered, with the kernel's unit mix-up kept: `min(task_scan_max`
     /// (ms), `period * mm_users` (ns)) as ns, plus two ticks. Left out:
     /// `mm_users` counts threads, not other mm references.
-    pub fn init_numa_balancing(&mut self, t: usize, parent: Option<usize>) {
+    pub fn init_numa_balancing(&mut self, t: TaskId, parent: Option<TaskId>) {
         let mm = self.tasks[t].mm;
         let delay = self.numa_scan_delay_ms();
         // mm_users as sched_fork() sees it: the child is not counted yet.
@@ -144,7 +144,7 @@ impl Kernel {
     /// task's CPU-time clock, once `sum_exec_runtime` passes
     /// `node_stamp + period`, advance the stamp and scan if the mm is due.
     /// Left out: the pending-work check (the work runs at once here).
-    pub fn task_tick_numa(&mut self, cpu: usize, t: usize) {
+    pub fn task_tick_numa(&mut self, t: TaskId, cpu: CpuId) {
         if self.tasks[t].state == TaskState::Dead {
             return;
         }
@@ -163,13 +163,13 @@ impl Kernel {
     }
 
     /// `reset_ptenuma_scan` (fair.c): a pass is complete.
-    fn reset_ptenuma_scan(&mut self, mm: usize) {
+    fn reset_ptenuma_scan(&mut self, mm: MmId) {
         self.mms[mm].numa.scan_seq += 1;
         self.mms[mm].numa.scan_offset = 0;
     }
 
     /// `vma_is_accessed` (fair.c): should task `t` scan VMA `vi`?
-    fn vma_is_accessed(&self, t: usize, mm: usize, vi: usize) -> bool {
+    fn vma_is_accessed(&self, t: TaskId, mm: MmId, vi: VmaId) -> bool {
         let m = &self.mms[mm];
         let v = &m.vmas[vi];
         let Some(ns) = v.numab.as_ref() else {
@@ -195,7 +195,7 @@ impl Kernel {
     /// that had an update) and 8 times that of virtual space, and marks
     /// pages PROT_NONE. Left out: the cmpxchg losing (scans are serial
     /// here), the mmap_lock trylock failing.
-    pub fn task_numa_work(&mut self, t: usize, cpu: usize) {
+    pub fn task_numa_work(&mut self, t: TaskId, cpu: CpuId) {
         let now = self.jiffies();
         if self.tasks[t].state == TaskState::Dead {
             return;
@@ -234,22 +234,22 @@ impl Kernel {
         let mut pids_forced = false;
         let mut start;
         // The VMA the walk stopped in (`vma != NULL` at `out:`).
-        let mut stopped: Option<usize>;
+        let mut stopped: Option<VmaId>;
         'retry: loop {
             start = self.mms[mm].numa.scan_offset;
-            let mut vi = self.mms[mm].vmas.iter().position(|v| v.end() > start);
+            let mut vi = self.mms[mm].vmas.position(|v| v.end() > start);
             if vi.is_none() {
                 self.reset_ptenuma_scan(mm);
                 start = 0;
-                vi = (nvmas > 0).then_some(0);
+                vi = self.mms[mm].vmas.first_key();
             }
             stopped = None;
             let mut cur = vi;
             while let Some(i) = cur {
-                let next = (i + 1 < nvmas).then_some(i + 1);
+                let next = Some(VmaId::new(i.index() + 1)).filter(|n| n.index() < nvmas);
                 cur = next;
                 // vma_policy_mof: plain bind/interleave memory is not scanned.
-                if !self.vma_policy(t, mm, i).mof {
+                if !self.vma_policy(t, i).mof {
                     continue;
                 }
                 let seq = self.mms[mm].numa.scan_seq;
@@ -346,12 +346,12 @@ impl Kernel {
     /// skipped. Returns (base pages updated, present entries walked).
     pub fn change_prot_numa(
         &mut self,
-        t: usize,
-        mm: usize,
-        vi: usize,
+        t: TaskId,
+        mm: MmId,
+        vi: VmaId,
         start: u64,
         end: u64,
-        target_node: Option<usize>,
+        target_node: Option<NodeId>,
     ) -> (u64, u64) {
         let nn = self.m.nr_nodes();
         let v = &mut self.mms[mm].vmas[vi];
@@ -365,7 +365,7 @@ impl Kernel {
         let to = to.min(len);
         let thp = v.is_thp();
         let ppc = v.pages_per_chunk;
-        let target = target_node.map(|n| n as u8);
+        let target = target_node.map(|n| n.index() as u8);
         let (mut updated, mut huge, mut walked) = (0u64, 0u64, 0u64);
         let mut p = from;
         while p < to {
@@ -423,7 +423,7 @@ impl Kernel {
     /// with NUMA faults moved from node `src` to `dst` starts scanning at
     /// the start rate again; after its first pass, not when it moves to
     /// its preferred node or was already off it.
-    pub(crate) fn update_scan_period(&mut self, t: usize, src: usize, dst: usize) {
+    pub(crate) fn update_scan_period(&mut self, t: TaskId, src: NodeId, dst: NodeId) {
         if !self.numa_balancing_enabled() || src == dst {
             return;
         }
@@ -442,7 +442,7 @@ impl Kernel {
 
     /// `account_numa_enqueue` (fair.c) plus the cross-node check of
     /// `migrate_task_rq_fair` → `update_scan_period`.
-    pub(crate) fn account_numa_enqueue(&mut self, t: usize, cpu: usize) {
+    pub(crate) fn account_numa_enqueue(&mut self, t: TaskId, cpu: CpuId) {
         let nid = self.cpu_node(cpu);
         self.account_numa_counters(t, cpu, true);
         if let Some(src) = self.tasks[t].numa.last_rq_nid {
@@ -452,13 +452,13 @@ impl Kernel {
 
     /// `account_numa_dequeue` (fair.c); remembers the node for
     /// `update_scan_period`.
-    pub(crate) fn account_numa_dequeue(&mut self, t: usize, cpu: usize) {
+    pub(crate) fn account_numa_dequeue(&mut self, t: TaskId, cpu: CpuId) {
         self.account_numa_counters(t, cpu, false);
         self.tasks[t].numa.last_rq_nid = Some(self.cpu_node(cpu));
     }
 
     /// `rq->nr_numa_running` / `nr_preferred_running` bookkeeping.
-    pub(crate) fn account_numa_counters(&mut self, t: usize, cpu: usize, add: bool) {
+    pub(crate) fn account_numa_counters(&mut self, t: TaskId, cpu: CpuId, add: bool) {
         let nid = self.cpu_node(cpu);
         let pref = self.tasks[t].numa.preferred_nid;
         let numa = u32::from(pref.is_some());
@@ -480,18 +480,19 @@ mod tests {
     use crate::kernel::mm::mempolicy::MemPolicy;
     use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
+    use crate::kernel::{CgroupId, MmId, TaskId};
     use numalab_topology::NodeMask;
     use numalab_workload::PolicyMode;
 
     /// A two-thread process with `mb` MB on node 0, threads on CPUs 0 and 2,
     /// at a time when its first scan is due.
-    fn setup(mb: u64, thp: bool, policy: Option<MemPolicy>) -> (Kernel, usize, usize) {
+    fn setup(mb: u64, thp: bool, policy: Option<MemPolicy>) -> (Kernel, MmId, TaskId) {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, mb << 20, thp, policy);
-        let n = k.mms[mm].vmas[0].pages.len();
-        fx::populate(&mut k, mm, 0, n, 0);
-        let t = fx::add_task(&mut k, mm, 0);
-        fx::add_task(&mut k, mm, 2);
+        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(0));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        fx::add_task(&mut k, mm, fx::c(2));
         k.now = 2_000_000_000;
         (k, mm, t)
     }
@@ -499,22 +500,25 @@ mod tests {
     #[test]
     fn scan_budget_stops_at_256_mb_and_the_next_scan_resumes_there() {
         let (mut k, mm, t) = setup(384, false, None);
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(
             k.vmstat.get(Vm::NumaPteUpdates),
             65536,
             "256 MB of 4 KiB pages"
         );
-        assert_eq!(k.cgroups.all[0].stat.get(Vm::NumaPteUpdates), 65536);
-        let start = k.mms[mm].vmas[0].start;
+        assert_eq!(
+            k.cgroups.all[CgroupId::new(0)].stat.get(Vm::NumaPteUpdates),
+            65536
+        );
+        let start = k.mms[mm].vmas[fx::V0].start;
         assert_eq!(k.mms[mm].numa.scan_offset, start + (256 << 20));
         assert_eq!(k.mms[mm].numa.scan_seq, 0);
         assert!(k.tasks[t].sys_ns > 65536.0 * crate::physics::costs::PTE_UPDATE_NS);
         // Too early: the mm's next scan is a scan period away.
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 65536);
         k.now += 1_000_000_000;
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 98304, "the last 128 MB");
         assert_eq!(
             k.mms[mm].numa.scan_seq, 1,
@@ -527,10 +531,10 @@ mod tests {
     #[test]
     fn a_thp_pmd_counts_512_pte_updates_and_one_huge_update() {
         let (mut k, mm, t) = setup(8, true, None);
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4 * 512);
         assert_eq!(k.vmstat.get(Vm::NumaHugePteUpdates), 4);
-        assert!(k.mms[mm].vmas[0].pages.iter().all(|p| p.protnone));
+        assert!(k.mms[mm].vmas[fx::V0].pages.iter().all(|p| p.protnone));
     }
 
     #[test]
@@ -549,9 +553,9 @@ mod tests {
         };
         for pol in [il, bind] {
             let (mut k, mm, t) = setup(16, false, Some(pol));
-            k.task_numa_work(t, 0);
+            k.task_numa_work(t, fx::c(0));
             assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0, "{:?}", pol.mode);
-            assert!(k.mms[mm].vmas[0].numab.is_none());
+            assert!(k.mms[mm].vmas[fx::V0].numab.is_none());
             // The walk still reached the end of the address space.
             assert_eq!(k.mms[mm].numa.scan_seq, 1);
         }
@@ -562,7 +566,7 @@ mod tests {
             ..bind
         };
         let (mut k, _, t) = setup(16, false, Some(flagged));
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
     }
 
@@ -570,11 +574,11 @@ mod tests {
     fn a_single_threaded_scan_skips_pages_already_on_its_node() {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, fx::pages(100), false, None);
-        fx::populate(&mut k, mm, 0, 60, 0);
-        fx::populate(&mut k, mm, 60, 100, 1);
-        let t = fx::add_task(&mut k, mm, 0);
+        fx::populate(&mut k, mm, 0, 60, fx::n(0));
+        fx::populate(&mut k, mm, 60, 100, fx::n(1));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
         k.now = 2_000_000_000;
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 40);
     }
 
@@ -586,7 +590,7 @@ mod tests {
             .mkdir("/one", None, Some(NodeMask::single(0)))
             .unwrap();
         k.tasks[t].cgroup = cg;
-        k.task_numa_work(t, 0);
+        k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);
     }
 
@@ -601,7 +605,7 @@ mod tests {
         // Never more than 2560 MB/s: 256 MB windows at least 100 ms apart.
         let mut k = fx::kernel("tiny-2n", &["numa_balancing.scan_period_min_ms=10"]);
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let t = fx::add_task(&mut k, mm, 0);
+        let t = fx::add_task(&mut k, mm, fx::c(0));
         assert_eq!(k.task_scan_min(t), 100);
     }
 
@@ -609,17 +613,17 @@ mod tests {
     fn task_tick_numa_follows_cpu_time_and_waits_for_the_scan_delay() {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let n = k.mms[mm].vmas[0].pages.len();
-        fx::populate(&mut k, mm, 0, n, 1);
-        let t = fx::add_task(&mut k, mm, 0);
+        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(1));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
         assert_eq!(k.tasks[t].numa.scan_period, 1000, "starts at scan_delay");
         k.now = 3_000_000_000;
         // 0.9 s of CPU time: not yet.
         k.tasks[t].sum_exec_runtime = 900_000_000;
-        k.task_tick_numa(0, t);
+        k.task_tick_numa(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);
         k.tasks[t].sum_exec_runtime = 1_001_000_000;
-        k.task_tick_numa(0, t);
+        k.task_tick_numa(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
         assert_eq!(k.tasks[t].numa.scan_period, k.task_scan_start(t));
         let stamp = k.tasks[t].numa.node_stamp;
@@ -636,15 +640,15 @@ mod tests {
     fn a_new_thread_keeps_the_preferred_node_and_staggers_its_first_scan() {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let t0 = fx::add_task(&mut k, mm, 0);
-        k.sched_setnuma(t0, Some(1));
-        let t1 = fx::add_task(&mut k, mm, 2);
-        assert_eq!(k.tasks[t1].numa.preferred_nid, Some(1));
+        let t0 = fx::add_task(&mut k, mm, fx::c(0));
+        k.sched_setnuma(t0, Some(fx::n(1)));
+        let t1 = fx::add_task(&mut k, mm, fx::c(2));
+        assert_eq!(k.tasks[t1].numa.preferred_nid, Some(fx::n(1)));
         // min(task_scan_max in ms, period * users in ns) read as ns, + 2 ticks.
         let expect = k.task_scan_max(t0) + 2 * k.tick_ns;
         assert_eq!(k.tasks[t1].numa.node_stamp, expect);
-        assert_eq!(k.rq[2].nr_preferred_running, 1);
-        assert_eq!(k.rq[0].nr_numa_running, 1);
-        assert_eq!(k.rq[0].nr_preferred_running, 0);
+        assert_eq!(k.rq[fx::c(2)].nr_preferred_running, 1);
+        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 1);
+        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 0);
     }
 }

@@ -1,15 +1,29 @@
 //! A small hand-built kernel for the unit tests of the NUMA balancing files
-//! (`fx`), and scenario tests that run whole workloads on tiny-2n.
+//! (`fx`). Scenario tests that run whole workloads are in
+//! `tests/numa_scenarios.rs`.
 
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::mm::{Mm, Vma, PAGE_SHIFT};
 use crate::kernel::sched::Task;
 use crate::kernel::sysctl::Knobs;
-use crate::kernel::Kernel;
+use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 
 /// Fixtures: a kernel on a preset machine, address spaces, running tasks.
 pub(crate) mod fx {
     use super::*;
+
+    /// CPU `i`.
+    pub fn c(i: usize) -> CpuId {
+        CpuId::new(i)
+    }
+
+    /// Node `i`.
+    pub fn n(i: usize) -> NodeId {
+        NodeId::new(i)
+    }
+
+    /// The first (only) VMA of a fixture mm.
+    pub const V0: VmaId = VmaId::new(0);
 
     /// Pid of task index `t` in fixtures.
     pub const PID0: u64 = 2000;
@@ -23,13 +37,13 @@ pub(crate) mod fx {
 
     /// A new address space with one VMA of `bytes` (THP or 4 KiB pages)
     /// under `policy` (None: the task policy). Returns the mm index.
-    pub fn add_mm(k: &mut Kernel, bytes: u64, thp: bool, policy: Option<MemPolicy>) -> usize {
-        let id = k.mms.len();
+    pub fn add_mm(k: &mut Kernel, bytes: u64, thp: bool, policy: Option<MemPolicy>) -> MmId {
+        let id = k.mms.next_key();
         let nn = k.m.nr_nodes();
         k.mms.push(Mm {
             id,
-            tgid: PID0 + 100 * id as u64,
-            vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)],
+            tgid: PID0 + 100 * id.index() as u64,
+            vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)].into(),
             users: 0,
             numa: Default::default(),
         });
@@ -37,20 +51,28 @@ pub(crate) mod fx {
     }
 
     /// Puts pages `[from, to)` of the mm's first VMA on `nid`.
-    pub fn populate(k: &mut Kernel, mm: usize, from: usize, to: usize, nid: usize) {
-        let nr = k.mms[mm].vmas[0].nr_base_pages();
+    pub fn populate(k: &mut Kernel, mm: MmId, from: usize, to: usize, nid: NodeId) {
+        let nr = k.mms[mm].vmas[V0].nr_base_pages();
         for i in from..to {
-            k.mms[mm].vmas[0].set_page_node(i, nid as u8);
+            k.mms[mm].vmas[V0].set_page_node(i, nid);
             k.nodes[nid].free_pages -= nr;
         }
     }
 
     /// A task of `mm` running on `cpu` (or queued if the CPU is busy),
     /// with NUMA state from `init_numa_balancing`.
-    pub fn add_task(k: &mut Kernel, mm: usize, cpu: usize) -> usize {
-        let t = k.tasks.len();
+    pub fn add_task(k: &mut Kernel, mm: MmId, cpu: CpuId) -> TaskId {
+        let t = k.tasks.next_key();
         let nn = k.m.nr_nodes();
-        let mut task = Task::new(PID0 + t as u64, k.mms[mm].tgid, format!("t{t}"), mm, 0, nn);
+        let root = CgroupId::new(0);
+        let mut task = Task::new(
+            PID0 + t.index() as u64,
+            k.mms[mm].tgid,
+            format!("t{t}"),
+            mm,
+            root,
+            nn,
+        );
         task.affinity = k.m.all_cpus();
         task.cpu = cpu;
         k.tasks.push(task);
@@ -59,186 +81,18 @@ pub(crate) mod fx {
         if k.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);
         }
-        let parent = (0..t).find(|&o| k.tasks[o].mm == mm);
+        let parent = k.tasks.keys().find(|&o| o != t && k.tasks[o].mm == mm);
         k.init_numa_balancing(t, parent);
         t
     }
 
     /// Marks page `idx` of the first VMA PROT_NONE, as a scan would.
-    pub fn mark(k: &mut Kernel, mm: usize, idx: usize) {
-        k.mms[mm].vmas[0].set_protnone(idx, true);
+    pub fn mark(k: &mut Kernel, mm: MmId, idx: usize) {
+        k.mms[mm].vmas[V0].set_protnone(idx, true);
     }
 
     /// Bytes of `n` base pages.
     pub fn pages(n: u64) -> u64 {
         n << PAGE_SHIFT
-    }
-}
-
-mod scenario {
-    use crate::engine::{RunOptions, Sim};
-    use crate::kernel::sysctl::Knobs;
-    use crate::kernel::TraceEvent;
-    use numalab_record::RunRecord;
-
-    fn run_spec(
-        machine: &str,
-        spec: &numalab_workload::spec::WorkloadSpec,
-        scale: f64,
-        sets: &[&str],
-        trace: bool,
-    ) -> (RunRecord, Vec<TraceEvent>) {
-        let m = numalab_topology::presets::load(machine).expect("machine");
-        let w = numalab_workload::spec::resolve(spec, &m, 1, scale).expect("resolve");
-        let k = Knobs::from_sets(sets).expect("knobs");
-        let opts = RunOptions {
-            seed: 1,
-            scale,
-            trace,
-            check_every: 25,
-        };
-        Sim::new(m, w, k, opts)
-            .expect("sim")
-            .run_with_trace(&mut |_| {})
-            .expect("run")
-    }
-
-    fn run_preset(
-        machine: &str,
-        w: &str,
-        scale: f64,
-        sets: &[&str],
-    ) -> (RunRecord, Vec<TraceEvent>) {
-        let spec = numalab_workload::presets::load(w).expect("workload");
-        run_spec(machine, &spec, scale, sets, true)
-    }
-
-    /// Share of all task bytes that were local to the CPU that touched them
-    /// (the last node of each task; tasks here do not move after settling).
-    fn local_share(r: &RunRecord) -> f64 {
-        let (mut local, mut all) = (0u64, 0u64);
-        for t in &r.tasks {
-            all += t.bytes_by_node.iter().sum::<u64>();
-            local += t.bytes_by_node[t.last_node];
-        }
-        local as f64 / all.max(1) as f64
-    }
-
-    fn vm(r: &RunRecord, name: &str) -> u64 {
-        r.vmstat.get(name).copied().unwrap_or(0)
-    }
-
-    #[test]
-    fn numa01_threadlocal_memory_follows_its_threads_and_balancing_off_leaves_it() {
-        let (off, _) = run_preset(
-            "tiny-2n",
-            "numa01-threadlocal",
-            0.1,
-            &["kernel.numa_balancing=0"],
-        );
-        let (on, trace) = run_preset(
-            "tiny-2n",
-            "numa01-threadlocal",
-            0.1,
-            &["numalab.sample_interval_ms=100"],
-        );
-        // Off: nothing scanned, nothing faulted, memory stays misplaced.
-        for c in [
-            "numa_pte_updates",
-            "numa_hint_faults",
-            "numa_pages_migrated",
-        ] {
-            assert_eq!(vm(&off, c), 0, "{c} with balancing off");
-        }
-        // On: pages migrate, locality and time improve.
-        assert!(vm(&on, "numa_pages_migrated") > 10_000, "{:?}", on.vmstat);
-        assert_eq!(vm(&on, "numa_pages_migrated"), vm(&on, "pgmigrate_success"));
-        assert!(
-            local_share(&on) > local_share(&off) + 0.2,
-            "{} vs {}",
-            local_share(&on),
-            local_share(&off)
-        );
-        assert!(
-            on.elapsed_s < off.elapsed_s * 0.9,
-            "{} vs {}",
-            on.elapsed_s,
-            off.elapsed_s
-        );
-        assert!(on.sys_s > off.sys_s, "balancing costs system time");
-        assert!(trace.iter().any(|e| e.name == "mm_migrate_pages"));
-        // Memory and tasks end up together: each process's threads sit on
-        // the node that holds most of its memory.
-        for p in &on.processes {
-            let home = (0..p.pages_by_node.len())
-                .max_by_key(|&n| p.pages_by_node[n])
-                .unwrap();
-            assert!(
-                p.pages_by_node[home] * 10 >= p.pages_by_node.iter().sum::<u64>() * 9,
-                "{p:?}"
-            );
-            for t in on.tasks.iter().filter(|t| t.tgid == p.pid) {
-                assert_eq!(
-                    t.last_node, home,
-                    "{} ends on node {} but its memory is on {home}",
-                    t.name, t.last_node
-                );
-                let numa = t.numa.as_ref().expect("numa figures");
-                assert!(numa.preferred_nid == -1 || numa.preferred_nid == home as i64);
-            }
-        }
-        // The share of local hinting faults rises over time.
-        let ts = on.timeseries.as_ref().expect("time series");
-        let col = |n: &str| ts.columns.iter().position(|c| c == n).unwrap();
-        let (hf, hl) = (col("numa_hint_faults"), col("numa_hint_faults_local"));
-        let rows: Vec<&Vec<f64>> = ts.rows.iter().filter(|r| r[hf] > 0.0).collect();
-        assert!(rows.len() >= 2, "{:?}", ts.rows);
-        let first = rows[0][hl] / rows[0][hf];
-        let last = vm(&on, "numa_hint_faults_local") as f64 / vm(&on, "numa_hint_faults") as f64;
-        assert!(last > first, "local fault share {first} -> {last}");
-    }
-
-    #[test]
-    fn threads_move_to_memory_they_may_not_migrate() {
-        // Memory bound to node 1 with MPOL_F_NUMA_BALANCING: faults from
-        // node 0 cannot move it (node 0 is outside the mask) but make node 1
-        // preferred, so the threads on node 0 are moved there.
-        let toml = r#"
-name = "bound-memory"
-description = "two threads streaming memory bound to node 1"
-score = "elapsed"
-[[process]]
-name = "p"
-[[process.region]]
-name = "buf"
-size = "256MiB"
-policy = { mode = "bind", nodes = "1", numa_balancing = true }
-[[process.thread]]
-name = "t"
-count = 2
-phases = [
-    { stream = "buf", slice = ["i", "n"], passes = 400 },
-]
-"#;
-        let spec = numalab_workload::spec::parse(toml, "test").expect("parse");
-        let (r, trace) = run_spec("tiny-2n", &spec, 1.0, &[], true);
-        assert_eq!(r.processes[0].pages_by_node[0], 0);
-        assert_eq!(vm(&r, "numa_pages_migrated"), 0);
-        assert!(vm(&r, "numa_hint_faults") > 0);
-        for t in &r.tasks {
-            assert_eq!(t.last_node, 1, "{} stayed on node {}", t.name, t.last_node);
-            assert_eq!(t.numa.as_ref().unwrap().preferred_nid, 1);
-        }
-        // Without balancing both threads stay on node 0, where fork put them.
-        let off = run_spec("tiny-2n", &spec, 1.0, &["kernel.numa_balancing=0"], false).0;
-        assert!(off.tasks.iter().all(|t| t.last_node == 0));
-        let moves = trace.iter().filter(|e| e.name == "sched_move_numa").count();
-        assert_eq!(moves, 2, "one sched_move_numa per thread");
-        assert!(
-            r.elapsed_s < off.elapsed_s * 0.8,
-            "{} vs {}",
-            r.elapsed_s,
-            off.elapsed_s
-        );
     }
 }

@@ -45,8 +45,9 @@
 use super::fair::adjust_numa_imbalance;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
-use super::{TaskState, MIGRATION_COST_NS};
-use crate::kernel::Kernel;
+use super::MIGRATION_COST_NS;
+use crate::kernel::ids::CpuSetExt;
+use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::physics::costs;
 use numalab_topology::CpuSet;
 use std::cmp::Reverse;
@@ -86,9 +87,6 @@ pub enum FbqType {
     All,
 }
 
-/// `MAX_PINNED_INTERVAL` (ms): how far the interval may grow when all tasks
-/// are pinned.
-pub const MAX_PINNED_INTERVAL_MS: u64 = 512;
 /// `sysctl_sched_nr_migrate`: tasks examined per balance pass.
 pub const SCHED_NR_MIGRATE: usize = 32;
 
@@ -160,7 +158,7 @@ enum RqAt {
 /// One `sched_balance_rq(cpu, sd, idle)` in progress.
 #[derive(Clone, Debug)]
 pub struct RqPass {
-    cpu: usize,
+    cpu: CpuId,
     level: usize,
     idle: CpuIdleType,
     /// `env.cpus`: CPUs still eligible as source.
@@ -201,7 +199,7 @@ enum WalkAt {
 /// own clock.
 #[derive(Clone, Debug)]
 pub struct BalanceWalk {
-    cpu: usize,
+    cpu: CpuId,
     idle: CpuIdleType,
     busy: bool,
     continue_balancing: bool,
@@ -221,8 +219,8 @@ const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 
 impl Kernel {
     /// `get_sd_balance_interval` in jiffies.
-    fn sd_balance_interval(&self, cpu: usize, level: usize, busy: bool) -> u64 {
-        let sd = &self.sd[cpu][level];
+    fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
+        let sd = &self.topo.sd[cpu][level];
         let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
         if busy {
             ms *= sd.busy_factor;
@@ -239,7 +237,7 @@ impl Kernel {
     /// `sched_balance_trigger`: from the tick of `cpu`, raise SCHED_SOFTIRQ
     /// when its `next_balance` is due. The raised softirqs run in
     /// [`Kernel::run_sched_softirqs`].
-    pub fn sched_balance_trigger(&mut self, cpu: usize) {
+    pub fn sched_balance_trigger(&mut self, cpu: CpuId) {
         if self.jiffies() < self.rq[cpu].next_balance {
             return;
         }
@@ -277,7 +275,7 @@ impl Kernel {
 
     /// `sched_balance_domains` run to completion at once (tests; the tick
     /// uses [`Kernel::run_sched_softirqs`]).
-    pub fn sched_balance_domains(&mut self, cpu: usize) {
+    pub fn sched_balance_domains(&mut self, cpu: CpuId) {
         let mut w = self.walk_new(cpu);
         while !self.walk_run(&mut w) {
             self.walk_flag_op(&mut w);
@@ -285,7 +283,7 @@ impl Kernel {
         self.walk_end(&w);
     }
 
-    fn walk_new(&self, cpu: usize) -> BalanceWalk {
+    fn walk_new(&self, cpu: CpuId) -> BalanceWalk {
         let idle = if self.rq[cpu].is_idle() {
             CpuIdleType::Idle
         } else {
@@ -319,13 +317,13 @@ impl Kernel {
         loop {
             match w.at {
                 WalkAt::Level => {
-                    if w.level >= self.sd[cpu].len() || !w.continue_balancing {
+                    if w.level >= self.topo.sd[cpu].len() || !w.continue_balancing {
                         self.rq[cpu].next_balance = w.next_balance;
                         w.at = WalkAt::Done;
                         continue;
                     }
                     w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
-                    let serialize = self.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
+                    let serialize = self.topo.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
                     if serialize && self.balance.serialize.variant.in_domains_walk() {
                         // Pre-6.19: the flag before the interval check.
                         w.at = WalkAt::LegacyTryLock;
@@ -421,7 +419,7 @@ impl Kernel {
 
     /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
     /// CPU cannot start one before then.
-    fn kernel_time_until(&mut self, cpu: usize, t: f64) {
+    fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
         if self.rq[cpu].curr.is_none() {
             let until = t.ceil() as u64;
             let rq = &mut self.rq[cpu];
@@ -430,7 +428,7 @@ impl Kernel {
     }
 
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
-    fn charge_walk(&mut self, cpu: usize, t: &mut f64, ns: f64) {
+    fn charge_walk(&mut self, cpu: CpuId, t: &mut f64, ns: f64) {
         self.charge_cpu(cpu, ns);
         *t += ns;
     }
@@ -444,32 +442,34 @@ impl Kernel {
     /// domain `level` now?
     pub fn should_we_balance(
         &self,
-        cpu: usize,
+        cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         cpus: &CpuSet,
     ) -> bool {
-        if !cpus.contains(cpu) {
+        if !cpus.has(cpu) {
             return false;
         }
         if idle == CpuIdleType::NewlyIdle {
             return self.rq[cpu].nr_running() == 0;
         }
-        let sd = &self.sd[cpu][level];
+        let sd = &self.topo.sd[cpu][level];
         let group = &sd.groups[0];
         let smt_level = sd.flags.has(SdFlags::SHARE_CPUCAPACITY);
         let mut idle_smt = None;
         let mut skip = CpuSet::new();
-        for c in group.iter() {
-            if !cpus.contains(c) || skip.contains(c) || !self.rq[c].is_idle() {
+        for c in group.cpu_ids() {
+            if !cpus.has(c) || skip.has(c) || !self.rq[c].is_idle() {
                 continue;
             }
-            let core = self.m.cpus[c].core;
-            let core_idle = self.core_cpus[core].iter().all(|&o| self.rq[o].is_idle());
+            let core = self.cpu_info(c).core;
+            let core_idle = self.topo.core_cpus[core]
+                .iter()
+                .all(|&o| self.rq[o].is_idle());
             if !smt_level && !core_idle {
                 idle_smt.get_or_insert(c);
-                for &o in &self.core_cpus[core] {
-                    skip.insert(o);
+                for &o in &self.topo.core_cpus[core] {
+                    skip.insert(o.index());
                 }
                 continue;
             }
@@ -478,12 +478,12 @@ impl Kernel {
         if let Some(c) = idle_smt {
             return c == cpu;
         }
-        group.first() == Some(cpu)
+        group.first() == Some(cpu.index())
     }
 
     fn sg_stats(&self, group: &CpuSet, cpus: &CpuSet) -> SgStats {
         let mut s = SgStats::default();
-        for c in group.iter().filter(|c| cpus.contains(*c)) {
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
             let n = self.rq[c].nr_running() as i64;
             s.nr_running += n;
@@ -498,12 +498,12 @@ impl Kernel {
     /// group's index and the number of tasks to move, or `None` if balanced.
     fn find_busiest_group(
         &self,
-        cpu: usize,
+        cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         cpus: &CpuSet,
     ) -> Option<(usize, i64)> {
-        let sd = &self.sd[cpu][level];
+        let sd = &self.topo.sd[cpu][level];
         let local = self.sg_stats(&sd.groups[0], cpus);
         let mut busiest: Option<(usize, SgStats)> = None;
         let mut total = SgStats::default();
@@ -546,8 +546,10 @@ impl Kernel {
             }
         }
         // calculate_imbalance, in tasks.
-        let prefer_sibling =
-            level > 0 && self.sd[cpu][level - 1].flags.has(SdFlags::PREFER_SIBLING);
+        let prefer_sibling = level > 0
+            && self.topo.sd[cpu][level - 1]
+                .flags
+                .has(SdFlags::PREFER_SIBLING);
         let mut imb = if lt == GroupType::HasSpare {
             let n = if bt == GroupType::Overloaded {
                 local.idle_cpus.min(busiest.nr_running - busiest.weight)
@@ -583,9 +585,9 @@ impl Kernel {
 
     /// `sched_balance_find_src_rq`: the runqueue with most tasks in `group`,
     /// skipping runqueues classed above `fbq` (NUMA balancing).
-    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet, fbq: FbqType) -> Option<usize> {
-        let mut best: Option<(usize, usize)> = None;
-        for c in group.iter().filter(|c| cpus.contains(*c)) {
+    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet, fbq: FbqType) -> Option<CpuId> {
+        let mut best: Option<(usize, CpuId)> = None;
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             let n = self.rq[c].nr_running();
             if n == 0 {
                 continue;
@@ -609,7 +611,7 @@ impl Kernel {
     /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
     fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
         let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
-        for c in group.iter().filter(|c| cpus.contains(*c)) {
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             let rq = &self.rq[c];
             if rq.nr_running() == 0 {
                 continue;
@@ -628,7 +630,7 @@ impl Kernel {
     }
 
     /// `fbq_classify_rq`: the same classes for one runqueue.
-    fn fbq_classify_rq(&self, cpu: usize) -> FbqType {
+    fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
         let rq = &self.rq[cpu];
         let nr = rq.nr_running() as u32;
         if nr > rq.nr_numa_running {
@@ -648,16 +650,18 @@ impl Kernel {
     /// fault weights decide.
     pub(crate) fn migrate_degrades_locality(
         &self,
-        t: usize,
-        src: usize,
-        dst: usize,
+        t: TaskId,
+        src: CpuId,
+        dst: CpuId,
         level: usize,
         idle: CpuIdleType,
     ) -> i64 {
         if !self.numa_balancing_enabled() {
             return 0;
         }
-        if self.tasks[t].numa.faults.is_empty() || !self.sd[dst][level].flags.has(SdFlags::NUMA) {
+        if self.tasks[t].numa.faults.is_empty()
+            || !self.topo.sd[dst][level].flags.has(SdFlags::NUMA)
+        {
             return 0;
         }
         let (src_nid, dst_nid) = (self.cpu_node(src), self.cpu_node(dst));
@@ -675,7 +679,7 @@ impl Kernel {
         if idle == CpuIdleType::Idle {
             return 0;
         }
-        let dist = self.m.distance[src_nid][dst_nid];
+        let dist = self.node_distance(src_nid, dst_nid);
         if self.tasks[t].numa.group.is_some() {
             self.group_weight(t, src_nid, dist) - self.group_weight(t, dst_nid, dist)
         } else {
@@ -685,14 +689,14 @@ impl Kernel {
 
     /// `can_migrate_task` without the pinning test: not running, not cache
     /// hot unless balancing keeps failing.
-    fn task_hot(&self, t: usize, failed: u32, cache_nice_tries: u32) -> bool {
+    fn task_hot(&self, t: TaskId, failed: u32, cache_nice_tries: u32) -> bool {
         let hot = self.now.saturating_sub(self.tasks[t].exec_start) < MIGRATION_COST_NS;
         hot && failed <= cache_nice_tries
     }
 
     /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
-    pub fn rq_pass_new(&self, cpu: usize, level: usize, idle: CpuIdleType) -> RqPass {
-        let sd = &self.sd[cpu][level];
+    pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
+        let sd = &self.topo.sd[cpu][level];
         RqPass {
             cpu,
             level,
@@ -713,7 +717,7 @@ impl Kernel {
     /// of tasks moved here.
     pub fn sched_balance_rq(
         &mut self,
-        cpu: usize,
+        cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         continue_balancing: &mut bool,
@@ -787,8 +791,8 @@ impl Kernel {
     /// pinned. Leaves `p` at its next stop.
     fn rq_pass_body(&mut self, p: &mut RqPass, t: &mut f64) {
         let (cpu, level, idle) = (p.cpu, p.level, p.idle);
-        let span_w = self.sd[cpu][level].span_weight() as f64;
-        let cache_nice_tries = self.sd[cpu][level].cache_nice_tries;
+        let span_w = self.topo.sd[cpu][level].span_weight() as f64;
+        let cache_nice_tries = self.topo.sd[cpu][level].cache_nice_tries;
         self.balance.stats.lb_count += 1;
         self.charge_walk(
             cpu,
@@ -800,10 +804,10 @@ impl Kernel {
             self.rq_pass_out(p);
             return;
         };
-        let group = self.sd[cpu][level].groups[bi].clone();
+        let group = self.topo.sd[cpu][level].groups[bi].clone();
         // NUMA balancing: classify the busiest group on NUMA levels
         // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
-        let fbq = if self.sd[cpu][level].flags.has(SdFlags::NUMA) {
+        let fbq = if self.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
             self.fbq_classify_group(&group, &p.cpus)
         } else {
             FbqType::All
@@ -818,7 +822,7 @@ impl Kernel {
             let failed = self.rq[cpu].sd[level].nr_balance_failed;
             let mut moved = 0i64;
             let mut all_pinned = true;
-            let cands: Vec<usize> = self.rq[src]
+            let cands: Vec<TaskId> = self.rq[src]
                 .queue
                 .iter()
                 .copied()
@@ -828,7 +832,7 @@ impl Kernel {
                 if moved >= imb {
                     break;
                 }
-                if !self.task_allowed(tk).contains(cpu) {
+                if !self.task_allowed(tk).has(cpu) {
                     continue;
                 }
                 all_pinned = false;
@@ -848,8 +852,8 @@ impl Kernel {
             self.balance.stats.lb_gained += moved as u64;
             if all_pinned {
                 // LBF_ALL_PINNED: try again without that CPU.
-                p.cpus.remove(src);
-                let dst_group = &self.sd[cpu][level].groups[0];
+                p.cpus.remove(src.index());
+                let dst_group = &self.topo.sd[cpu][level].groups[0];
                 if !p.cpus.is_subset(dst_group) {
                     self.balance.stats.lb_redo += 1;
                     let redo = self.balance.serialize.variant.redo();
@@ -882,8 +886,8 @@ impl Kernel {
     fn rq_pass_out(&mut self, p: &mut RqPass) {
         let (cpu, level) = (p.cpu, p.level);
         let (min_iv, max_iv) = (
-            self.sd[cpu][level].min_interval_ms,
-            self.sd[cpu][level].max_interval_ms,
+            self.topo.sd[cpu][level].min_interval_ms,
+            self.topo.sd[cpu][level].max_interval_ms,
         );
         let st = &mut self.rq[cpu].sd[level];
         if p.ld_moved > 0 {
@@ -909,12 +913,12 @@ impl Kernel {
     /// `active_load_balance_cpu_stop`: push the running task of `src` to
     /// `dst` if it may run there. Only called at tick time, when every
     /// running task's progress is accounted up to now.
-    fn active_load_balance(&mut self, src: usize, dst: usize) -> bool {
+    fn active_load_balance(&mut self, src: CpuId, dst: CpuId) -> bool {
         let Some(t) = self.rq[src].curr else {
             return false;
         };
         if !self.rq[dst].is_idle()
-            || !self.task_allowed(t).contains(dst)
+            || !self.task_allowed(t).has(dst)
             || self.rq[src].nr_running() != 1
         {
             return false;
@@ -929,21 +933,21 @@ impl Kernel {
     /// Runs to completion at once; the CPU is in kernel until its clock.
     /// Either way the CPU's `next_balance` moves forward to its domains'
     /// idle intervals, so an idle CPU balances at its next due tick.
-    pub fn sched_balance_newidle(&mut self, cpu: usize) -> bool {
+    pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> bool {
         let jiffies = self.jiffies();
         let mut next_balance = jiffies + self.tick_hz();
         let mut pulled = false;
         if self.nr_overloaded == 0 || self.rq[cpu].avg_idle < MIGRATION_COST_NS {
-            if !self.sd[cpu].is_empty() {
+            if !self.topo.sd[cpu].is_empty() {
                 self.update_next_balance(cpu, 0, &mut next_balance);
             }
         } else {
             let mut t = (self.now.max(self.rq[cpu].kernel_busy_until)) as f64;
             let mut curr_cost = 0.0;
             let mut continue_balancing = true;
-            for level in 0..self.sd[cpu].len() {
+            for level in 0..self.topo.sd[cpu].len() {
                 self.update_next_balance(cpu, level, &mut next_balance);
-                let sd = &self.sd[cpu][level];
+                let sd = &self.topo.sd[cpu][level];
                 let cost =
                     costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
                 if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
@@ -979,21 +983,12 @@ impl Kernel {
 
     /// `update_next_balance`: pull `*next_balance` forward to when domain
     /// `level` of `cpu` is next due at its idle interval.
-    fn update_next_balance(&self, cpu: usize, level: usize, next_balance: &mut u64) {
+    fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut u64) {
         let interval = self.sd_balance_interval(cpu, level, false);
         let next = self.rq[cpu].sd[level].last_balance + interval;
         if *next_balance > next {
             *next_balance = next;
         }
-    }
-
-    /// Tasks waiting on `cpu` that are not running (for tests).
-    pub fn nr_queued(&self, cpu: usize) -> usize {
-        self.rq[cpu]
-            .queue
-            .iter()
-            .filter(|&&t| self.tasks[t].state == TaskState::Runnable)
-            .count()
     }
 }
 
@@ -1005,7 +1000,7 @@ pub struct BalanceState {
     /// What the balancer did.
     pub stats: BalanceStats,
     /// CPUs whose SCHED_SOFTIRQ was raised at the current tick.
-    pub raised: Vec<usize>,
+    pub raised: Vec<CpuId>,
 }
 
 impl BalanceState {
@@ -1021,6 +1016,11 @@ impl BalanceState {
 
 #[cfg(test)]
 mod tests {
+    use crate::kernel::{CgroupId, CpuId, MmId, TaskId};
+
+    fn c(i: usize) -> CpuId {
+        CpuId::new(i)
+    }
     use super::*;
     use crate::kernel::mm::Mm;
     use crate::kernel::sched::Task;
@@ -1036,9 +1036,9 @@ mod tests {
             .expect("knob");
         let mut k = Kernel::new(m, knobs);
         k.mms.push(Mm {
-            id: 0,
+            id: MmId::new(0),
             tgid: 100,
-            vmas: Vec::new(),
+            vmas: Default::default(),
             users: 0,
             numa: Default::default(),
         });
@@ -1047,10 +1047,12 @@ mod tests {
 
     /// A runnable task on `cpu` allowed on `allowed` (running if the CPU
     /// was idle).
-    fn add_task(k: &mut Kernel, cpu: usize, allowed: CpuSet) -> usize {
-        let t = k.tasks.len();
+    fn add_task(k: &mut Kernel, cpu: usize, allowed: CpuSet) -> TaskId {
+        let cpu = c(cpu);
+        let t = k.tasks.next_key();
         let nn = k.m.nr_nodes();
-        let mut task = Task::new(101 + t as u64, 100, format!("t{t}"), 0, 0, nn);
+        let (mm, root) = (MmId::new(0), CgroupId::new(0));
+        let mut task = Task::new(101 + t.index() as u64, 100, format!("t{t}"), mm, root, nn);
         task.affinity = allowed;
         task.cpu = cpu;
         k.tasks.push(task);
@@ -1067,7 +1069,7 @@ mod tests {
 
     /// Index of the lowest SD_SERIALIZE domain of `cpu`.
     fn numa_level(k: &Kernel, cpu: usize) -> usize {
-        k.sd[cpu]
+        k.topo.sd[c(cpu)]
             .iter()
             .position(|d| d.flags.has(SdFlags::SERIALIZE))
             .expect("a NUMA level")
@@ -1077,7 +1079,7 @@ mod tests {
     /// every CPU, as the engine does.
     fn tick(k: &mut Kernel) {
         k.now += k.tick_ns;
-        for cpu in 0..k.m.nr_cpus() {
+        for cpu in k.cpu_ids() {
             k.sched_balance_trigger(cpu);
         }
         k.run_sched_softirqs();
@@ -1088,12 +1090,12 @@ mod tests {
         // 4s-48: node 0 is cores 0-5, CPU c's SMT sibling is c + 24.
         let mut k = kernel("4s-48", "fixed");
         let lvl = numa_level(&k, 0);
-        let span = k.sd[0][lvl].span.clone();
+        let span = k.topo.sd[c(0)][lvl].span.clone();
         // CPU 0 runs a task: its core is not idle, so its idle sibling 24
         // is only an idle SMT sibling; core 1 (CPUs 1, 25) is fully idle.
         let all = k.m.all_cpus();
         add_task(&mut k, 0, all);
-        let swb = |k: &Kernel, cpu| k.should_we_balance(cpu, lvl, CpuIdleType::Idle, &span);
+        let swb = |k: &Kernel, cpu| k.should_we_balance(c(cpu), lvl, CpuIdleType::Idle, &span);
         assert!(swb(&k, 1), "CPU 1 is the first CPU of the first idle core");
         assert!(!swb(&k, 24), "an idle sibling of a busy core is not chosen");
         assert!(!swb(&k, 25) && !swb(&k, 2));
@@ -1114,17 +1116,18 @@ mod tests {
         let mut k = kernel("4s-48", "fixed");
         let all = k.m.all_cpus();
         add_task(&mut k, 0, all);
-        assert!(k.should_we_balance(3, lvl, CpuIdleType::NewlyIdle, &span));
-        assert!(!k.should_we_balance(0, lvl, CpuIdleType::NewlyIdle, &span));
+        assert!(k.should_we_balance(c(3), lvl, CpuIdleType::NewlyIdle, &span));
+        assert!(!k.should_we_balance(c(0), lvl, CpuIdleType::NewlyIdle, &span));
     }
 
     /// Runs `cpu`'s `sched_balance_domains` with every level's interval
     /// expired or not, and returns the flag attempts it made.
     fn walk_attempts(variant: &str, cpu: usize, due: bool) -> u64 {
+        let cpu = c(cpu);
         let mut k = kernel("gnr-2s-snc3", variant);
         k.now = 100_000 * k.tick_ns;
         let j = k.jiffies();
-        for l in 0..k.sd[cpu].len() {
+        for l in 0..k.topo.sd[cpu].len() {
             k.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
         }
         k.sched_balance_domains(cpu);
@@ -1218,10 +1221,10 @@ mod tests {
         k.now = 1_000_000_000;
         if let Some(h) = holder {
             let mut t = k.now as f64;
-            assert!(k.sched_balance_running_trylock(h, &mut t));
+            assert!(k.sched_balance_running_trylock(c(h), &mut t));
         }
         let before = k.balance.serialize.stats.attempts;
-        let pulled = k.sched_balance_newidle(6);
+        let pulled = k.sched_balance_newidle(c(6));
         (pulled, k.balance.serialize.stats.attempts - before)
     }
 
@@ -1243,12 +1246,12 @@ mod tests {
     fn newly_idle_cpus_pull_their_next_balance_forward() {
         let mut k = kernel("4s-48", "fixed");
         k.now = 1000 * k.tick_ns;
-        k.rq[6].next_balance = k.jiffies() + 500;
+        k.rq[c(6)].next_balance = k.jiffies() + 500;
         // Nothing is overloaded: no balance, but the next one is due at
         // the lowest domain's idle interval.
-        assert!(!k.sched_balance_newidle(6));
-        let iv = k.sd_balance_interval(6, 0, false);
-        assert_eq!(k.rq[6].next_balance, k.rq[6].sd[0].last_balance + iv);
+        assert!(!k.sched_balance_newidle(c(6)));
+        let iv = k.sd_balance_interval(c(6), 0, false);
+        assert_eq!(k.rq[c(6)].next_balance, k.rq[c(6)].sd[0].last_balance + iv);
     }
 
     #[test]
@@ -1258,7 +1261,7 @@ mod tests {
         // Softirq raised on every CPU, no domain due: each walk only
         // checks the intervals, and takes the flag at both NUMA levels.
         let j = k.jiffies();
-        for cpu in 0..k.m.nr_cpus() {
+        for cpu in k.cpu_ids() {
             k.rq[cpu].sd.iter_mut().for_each(|d| d.last_balance = j);
             k.sched_balance_trigger(cpu);
         }

@@ -14,7 +14,8 @@
 //! shortcut of `find_idlest_group` is modeled; the state is numa/'s.)
 
 use super::topology::SdFlags;
-use crate::kernel::Kernel;
+use crate::kernel::ids::CpuSetExt;
+use crate::kernel::{CpuId, Kernel, TaskId};
 use numalab_topology::CpuSet;
 
 /// `NUMA_IMBALANCE_MIN`: imbalances this small are ignored while the
@@ -55,8 +56,8 @@ impl Kernel {
     /// Statistics of the CPUs in `group` that are also in `allowed`.
     pub fn group_stats(&self, group: &CpuSet, allowed: Option<&CpuSet>) -> GroupStats {
         let mut s = GroupStats::default();
-        for c in group.iter() {
-            if allowed.is_some_and(|a| !a.contains(c)) {
+        for c in group.cpu_ids() {
+            if allowed.is_some_and(|a| !a.has(c)) {
                 continue;
             }
             s.weight += 1;
@@ -71,21 +72,21 @@ impl Kernel {
 
     /// Placement of a new task (`wake_up_new_task` → `select_task_rq_fair`
     /// with WF_FORK): start from the parent's CPU and descend.
-    pub fn select_task_rq_fork(&self, t: usize, parent_cpu: usize) -> usize {
+    pub fn select_task_rq_fork(&self, t: TaskId, parent_cpu: CpuId) -> CpuId {
         let allowed = self.task_allowed(t);
-        let mut cpu = if allowed.contains(parent_cpu) {
+        let mut cpu = if allowed.has(parent_cpu) {
             parent_cpu
         } else {
-            allowed.first().unwrap_or(0)
+            CpuId::new(allowed.first().unwrap_or(0))
         };
-        let sds = &self.sd[cpu];
+        let sds = &self.topo.sd[cpu];
         // Highest domain that balances on fork.
         let Some(top) = sds.iter().rposition(|d| d.flags.has(SdFlags::BALANCE_FORK)) else {
             return self.idlest_cpu_in(&allowed, cpu);
         };
         let mut level = top as isize;
         while level >= 0 {
-            let sd = &self.sd[cpu][level as usize];
+            let sd = &self.topo.sd[cpu][level as usize];
             if let Some(g) = self.find_idlest_group(sd, t, cpu, &allowed) {
                 let cand = self.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
                 cpu = cand;
@@ -93,7 +94,7 @@ impl Kernel {
             level -= 1;
         }
         self.idlest_cpu_in(
-            &self.sd[cpu]
+            &self.topo.sd[cpu]
                 .first()
                 .map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)),
             cpu,
@@ -105,8 +106,8 @@ impl Kernel {
     fn find_idlest_group(
         &self,
         sd: &super::topology::SchedDomain,
-        t: usize,
-        cpu: usize,
+        t: TaskId,
+        cpu: CpuId,
         allowed: &CpuSet,
     ) -> Option<usize> {
         let local = self.group_stats(&sd.groups[0], Some(allowed));
@@ -140,7 +141,7 @@ impl Kernel {
                     if self.cpu_node(cpu) == pref {
                         return None;
                     }
-                    if sd.groups[idlest].first().map(|c| self.cpu_node(c)) == Some(pref) {
+                    if sd.groups[idlest].cpu_ids().next().map(|c| self.cpu_node(c)) == Some(pref) {
                         return Some(idlest);
                     }
                 }
@@ -167,9 +168,9 @@ impl Kernel {
 
     /// The least loaded CPU of `set`, preferring `prefer` on ties, then the
     /// lowest id (`find_idlest_group_cpu`).
-    pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: usize) -> usize {
+    pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: CpuId) -> CpuId {
         let mut best = None;
-        for c in set.iter() {
+        for c in set.cpu_ids() {
             let key = (self.rq[c].nr_running(), c != prefer, c);
             if best.is_none_or(|(k, _)| key < k) {
                 best = Some((key, c));
@@ -180,24 +181,27 @@ impl Kernel {
 
     /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
     /// `select_idle_sibling`).
-    pub fn select_task_rq_wake(&self, t: usize) -> usize {
+    pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
         let allowed = self.task_allowed(t);
         let prev = self.tasks[t].cpu;
-        if !allowed.contains(prev) {
+        if !allowed.has(prev) {
             return self.select_task_rq_fork(t, prev);
         }
         if self.rq[prev].is_idle() {
             return prev;
         }
         // LLC of prev: an idle core first, then any idle CPU.
-        let llc = self.m.cpus[prev].llc;
+        let llc = self.cpu_info(prev).llc;
         let mut idle_cpu = None;
-        for &c in &self.llc_cpus[llc] {
-            if !allowed.contains(c) || !self.rq[c].is_idle() {
+        for &c in &self.topo.llc_cpus[llc] {
+            if !allowed.has(c) || !self.rq[c].is_idle() {
                 continue;
             }
-            let core = self.m.cpus[c].core;
-            if self.core_cpus[core].iter().all(|&o| self.rq[o].is_idle()) {
+            let core = self.cpu_info(c).core;
+            if self.topo.core_cpus[core]
+                .iter()
+                .all(|&o| self.rq[o].is_idle())
+            {
                 return c;
             }
             idle_cpu.get_or_insert(c);

@@ -19,7 +19,7 @@ pub mod topology;
 
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::numa::TaskNumaState;
-use crate::kernel::Kernel;
+use crate::kernel::{CgroupId, CpuId, Kernel, MmId, TaskId};
 use numalab_topology::CpuSet;
 use topology::SchedDomain;
 
@@ -54,14 +54,14 @@ pub struct Task {
     pub tgid: u64,
     /// Name (`comm`).
     pub name: String,
-    /// Address space index.
-    pub mm: usize,
-    /// Cgroup index.
-    pub cgroup: usize,
+    /// Address space.
+    pub mm: MmId,
+    /// Cgroup.
+    pub cgroup: CgroupId,
     /// State.
     pub state: TaskState,
     /// CPU the task is on or last ran on.
-    pub cpu: usize,
+    pub cpu: CpuId,
     /// Requested affinity (`cpus_mask`).
     pub affinity: CpuSet,
     /// Task memory policy.
@@ -102,8 +102,8 @@ impl Task {
         pid: u64,
         tgid: u64,
         name: String,
-        mm: usize,
-        cgroup: usize,
+        mm: MmId,
+        cgroup: CgroupId,
         nr_nodes: usize,
     ) -> Task {
         Task {
@@ -113,7 +113,7 @@ impl Task {
             mm,
             cgroup,
             state: TaskState::New,
-            cpu: 0,
+            cpu: CpuId::new(0),
             affinity: CpuSet::new(),
             mempolicy: MemPolicy::DEFAULT,
             il_prev: 0,
@@ -150,11 +150,11 @@ pub struct SdRuntime {
 #[derive(Clone, Debug)]
 pub struct Rq {
     /// CPU.
-    pub cpu: usize,
+    pub cpu: CpuId,
     /// Running task.
-    pub curr: Option<usize>,
+    pub curr: Option<TaskId>,
     /// Runnable tasks waiting (not running).
-    pub queue: Vec<usize>,
+    pub queue: Vec<TaskId>,
     /// `cfs_rq->min_vruntime`.
     pub min_vruntime: u64,
     /// `rq->next_balance` in jiffies.
@@ -185,7 +185,7 @@ pub struct Rq {
 
 impl Rq {
     /// An idle runqueue for `cpu` with balancing state for its domains.
-    pub fn new(cpu: usize, sds: &[SchedDomain]) -> Rq {
+    pub fn new(cpu: CpuId, sds: &[SchedDomain]) -> Rq {
         Rq {
             cpu,
             curr: None,
@@ -226,7 +226,7 @@ impl Rq {
 impl Kernel {
     /// Puts runnable task `t` on `cpu`'s queue (`enqueue_task_fair`), placing
     /// its vruntime no further back than one slice behind the queue.
-    pub fn enqueue_task(&mut self, t: usize, cpu: usize) {
+    pub fn enqueue_task(&mut self, t: TaskId, cpu: CpuId) {
         let minv = self.rq[cpu].min_vruntime;
         let task = &mut self.tasks[t];
         task.vruntime = task.vruntime.max(minv.saturating_sub(BASE_SLICE_NS));
@@ -245,7 +245,7 @@ impl Kernel {
 
     /// Takes task `t` off its runqueue, running or waiting
     /// (`dequeue_task_fair`). A running task's CPU becomes free.
-    pub fn dequeue_task(&mut self, t: usize) {
+    pub fn dequeue_task(&mut self, t: TaskId) {
         let cpu = self.tasks[t].cpu;
         let rq = &mut self.rq[cpu];
         let was_overloaded = rq.nr_running() > 1;
@@ -265,7 +265,7 @@ impl Kernel {
 
     /// Picks the waiting task with the least vruntime and makes it current
     /// (`pick_next_task_fair` + `set_next_entity`). Returns it.
-    pub fn pick_next_task(&mut self, cpu: usize) -> Option<usize> {
+    pub fn pick_next_task(&mut self, cpu: CpuId) -> Option<TaskId> {
         if self.rq[cpu].curr.is_some() {
             return self.rq[cpu].curr;
         }
@@ -288,7 +288,7 @@ impl Kernel {
     }
 
     /// Puts the running task of `cpu` back in the queue (`put_prev_task`).
-    pub fn put_prev_task(&mut self, cpu: usize) {
+    pub fn put_prev_task(&mut self, cpu: CpuId) {
         if let Some(t) = self.rq[cpu].curr.take() {
             self.rq[cpu].gen += 1;
             let now = self.now;
@@ -300,7 +300,7 @@ impl Kernel {
     }
 
     /// Charges `ns` of execution to the running task `t` (`update_curr`).
-    pub fn update_curr(&mut self, t: usize, ns: u64) {
+    pub fn update_curr(&mut self, t: TaskId, ns: u64) {
         let cpu = self.tasks[t].cpu;
         let task = &mut self.tasks[t];
         task.sum_exec_runtime += ns;
@@ -315,7 +315,7 @@ impl Kernel {
 
     /// Moves waiting or running task `t` to `dst` (`move_queued_task` /
     /// `__migrate_swap_task`): off its queue, onto `dst`'s.
-    pub fn move_task(&mut self, t: usize, dst: usize) {
+    pub fn move_task(&mut self, t: TaskId, dst: CpuId) {
         let src = self.tasks[t].cpu;
         if src == dst {
             return;
@@ -331,7 +331,7 @@ impl Kernel {
 
     /// Charges kernel work to task `t` as system time it still has to pay
     /// (it delays the task's next progress).
-    pub fn charge_sys(&mut self, t: usize, ns: f64) {
+    pub fn charge_sys(&mut self, t: TaskId, ns: f64) {
         let task = &mut self.tasks[t];
         task.sys_ns += ns;
         task.debt_ns += ns;
@@ -341,7 +341,7 @@ impl Kernel {
 
     /// Charges kernel work done on `cpu`: to its running task if any,
     /// otherwise as idle-CPU kernel time.
-    pub fn charge_cpu(&mut self, cpu: usize, ns: f64) {
+    pub fn charge_cpu(&mut self, cpu: CpuId, ns: f64) {
         match self.rq[cpu].curr {
             Some(t) => self.charge_sys(t, ns),
             None => self.idle_kernel_ns += ns,

@@ -83,7 +83,7 @@
 //! on one CPU; here every idle CPU ticks and walks its own).
 
 use super::balance::CpuIdleType;
-use crate::kernel::Kernel;
+use crate::kernel::{CpuId, Kernel};
 use crate::physics::costs;
 use numalab_topology::Machine;
 
@@ -206,12 +206,12 @@ pub struct SerializeState {
     /// Ordering in force.
     pub variant: SerializeVariant,
     /// CPU whose cmpxchg last set the flag while it stays set, if any.
-    pub holder: Option<usize>,
+    pub holder: Option<CpuId>,
     /// CPUs that acquired the flag and have not released it yet, with the
     /// time they acquired it (more than one only after a bad release).
-    pub owners: Vec<(usize, f64)>,
+    pub owners: Vec<(CpuId, f64)>,
     /// Last CPU to own the line.
-    line_owner: Option<usize>,
+    line_owner: Option<CpuId>,
     /// When the line finishes the last request queued on it (ns).
     line_free_at: f64,
     /// Seed of the per-CPU softirq spread.
@@ -243,11 +243,11 @@ impl SerializeState {
 
 /// Latency of moving a cache line from `from` (its last owner, if any) to
 /// `to` for a locked operation (ns), by where the two CPUs sit.
-pub fn c2c_latency_ns(m: &Machine, from: Option<usize>, to: usize) -> f64 {
+pub fn c2c_latency_ns(m: &Machine, from: Option<CpuId>, to: CpuId) -> f64 {
     let Some(from) = from else {
         return costs::C2C_SAME_LLC_NS;
     };
-    let (a, b) = (&m.cpus[from], &m.cpus[to]);
+    let (a, b) = (&m.cpus[from.index()], &m.cpus[to.index()]);
     if a.core == b.core {
         costs::C2C_SAME_CORE_NS
     } else if a.llc == b.llc {
@@ -276,7 +276,7 @@ impl Kernel {
     /// Queues `cpu`'s request for the flag's cache line arriving at `t`
     /// (ns): returns when the operation completes and how long of that was
     /// spent waiting behind other requests.
-    fn serialize_line(&mut self, cpu: usize, t: f64) -> (f64, f64) {
+    fn serialize_line(&mut self, cpu: CpuId, t: f64) -> (f64, f64) {
         let lat = c2c_latency_ns(&self.m, self.balance.serialize.line_owner, cpu);
         let s = &mut self.balance.serialize;
         let start = t.max(s.line_free_at);
@@ -284,7 +284,7 @@ impl Kernel {
         if s.line_owner != Some(cpu) {
             s.stats.transfers += 1;
             if let Some(o) = s.line_owner {
-                if self.m.cpus[o].package != self.m.cpus[cpu].package {
+                if self.m.cpus[o.index()].package != self.m.cpus[cpu.index()].package {
                     s.stats.transfers_remote += 1;
                 }
             }
@@ -298,7 +298,7 @@ impl Kernel {
     /// whose clock reads `*t` (ns). The CPU stalls until its request is
     /// served (charged to it, counted as contention); `*t` moves to the
     /// completion. True when the flag was free and is now held by `cpu`.
-    pub fn sched_balance_running_trylock(&mut self, cpu: usize, t: &mut f64) -> bool {
+    pub fn sched_balance_running_trylock(&mut self, cpu: CpuId, t: &mut f64) -> bool {
         let (done, queued) = self.serialize_line(cpu, *t);
         let stall = done - *t;
         self.charge_cpu(cpu, stall);
@@ -324,7 +324,7 @@ impl Kernel {
     /// (ns): a store the CPU does not wait for; the flag reads 0 from its
     /// completion. A release by a CPU that does not hold the flag is
     /// counted as a bad release (and frees the flag under its holder).
-    pub fn sched_balance_running_unlock(&mut self, cpu: usize, t: f64) {
+    pub fn sched_balance_running_unlock(&mut self, cpu: CpuId, t: f64) {
         self.serialize_line(cpu, t);
         let s = &mut self.balance.serialize;
         s.stats.releases += 1;
@@ -336,14 +336,23 @@ impl Kernel {
     }
 
     /// When `cpu`'s SCHED_SOFTIRQ of the current tick starts (ns).
-    pub fn softirq_start(&self, cpu: usize) -> f64 {
-        let u = spread_hash(self.balance.serialize.seed, cpu as u64, self.jiffies());
+    pub fn softirq_start(&self, cpu: CpuId) -> f64 {
+        let u = spread_hash(
+            self.balance.serialize.seed,
+            cpu.index() as u64,
+            self.jiffies(),
+        );
         self.now as f64 + u * costs::TICK_SOFTIRQ_SPREAD_NS
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::kernel::CpuId;
+
+    fn c(i: usize) -> CpuId {
+        CpuId::new(i)
+    }
     use super::*;
     use crate::kernel::sysctl::Knobs;
 
@@ -397,11 +406,17 @@ mod tests {
         let m = &k.m;
         // gnr-2s-snc3: CPU 240 is CPU 0's SMT sibling, 1 shares its LLC,
         // 40 is on the next SNC node of package 0, 120 on package 1.
-        assert_eq!(c2c_latency_ns(m, Some(0), 240), costs::C2C_SAME_CORE_NS);
-        assert_eq!(c2c_latency_ns(m, Some(0), 1), costs::C2C_SAME_LLC_NS);
-        assert_eq!(c2c_latency_ns(m, Some(0), 40), costs::C2C_SAME_PACKAGE_NS);
         assert_eq!(
-            c2c_latency_ns(m, Some(0), 120),
+            c2c_latency_ns(m, Some(c(0)), c(240)),
+            costs::C2C_SAME_CORE_NS
+        );
+        assert_eq!(c2c_latency_ns(m, Some(c(0)), c(1)), costs::C2C_SAME_LLC_NS);
+        assert_eq!(
+            c2c_latency_ns(m, Some(c(0)), c(40)),
+            costs::C2C_SAME_PACKAGE_NS
+        );
+        assert_eq!(
+            c2c_latency_ns(m, Some(c(0)), c(120)),
             costs::C2C_REMOTE_PACKAGE_NS
         );
     }
@@ -414,7 +429,7 @@ mod tests {
         let mut stalls = Vec::new();
         for cpu in 0..n {
             let mut t = 1000.0;
-            if k.sched_balance_running_trylock(cpu * 60, &mut t) {
+            if k.sched_balance_running_trylock(c(cpu * 60), &mut t) {
                 won += 1;
             }
             stalls.push(t - 1000.0);
@@ -434,10 +449,10 @@ mod tests {
     fn the_flag_is_free_again_once_the_release_completes() {
         let mut k = kernel("fixed");
         let mut t = 0.0;
-        assert!(k.sched_balance_running_trylock(0, &mut t));
-        k.sched_balance_running_unlock(0, t + 5000.0);
+        assert!(k.sched_balance_running_trylock(c(0), &mut t));
+        k.sched_balance_running_unlock(c(0), t + 5000.0);
         let mut t2 = t + 6000.0;
-        assert!(k.sched_balance_running_trylock(1, &mut t2));
+        assert!(k.sched_balance_running_trylock(c(1), &mut t2));
         let s = &k.balance.serialize.stats;
         assert_eq!((s.bad_releases, s.overlaps), (0, 0));
     }
@@ -446,14 +461,14 @@ mod tests {
     fn releasing_someone_elses_flag_is_counted_and_lets_a_third_cpu_overlap() {
         let mut k = kernel("v3");
         let (mut ta, mut tb, mut tc) = (0.0, 200.0, 400.0);
-        assert!(k.sched_balance_running_trylock(0, &mut ta));
-        k.sched_balance_running_unlock(0, ta + 10.0);
-        assert!(k.sched_balance_running_trylock(1, &mut tb));
+        assert!(k.sched_balance_running_trylock(c(0), &mut ta));
+        k.sched_balance_running_unlock(c(0), ta + 10.0);
+        assert!(k.sched_balance_running_trylock(c(1), &mut tb));
         // CPU 0 retries, fails, and releases at out: CPU 1's flag.
         let mut ta2 = tb + 1.0;
-        assert!(!k.sched_balance_running_trylock(0, &mut ta2));
-        k.sched_balance_running_unlock(0, ta2);
-        assert!(k.sched_balance_running_trylock(2, &mut tc));
+        assert!(!k.sched_balance_running_trylock(c(0), &mut ta2));
+        k.sched_balance_running_unlock(c(0), ta2);
+        assert!(k.sched_balance_running_trylock(c(2), &mut tc));
         let s = &k.balance.serialize.stats;
         assert_eq!(s.bad_releases, 1);
         assert_eq!(s.overlaps, 1, "CPU 2 balances while CPU 1 still does");

@@ -127,32 +127,16 @@ pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
 
     let span_of = |cpu: usize, level: Level| -> CpuSet {
         let c = &m.cpus[cpu];
-        match level {
-            Level::Smt => m
-                .cpus
-                .iter()
-                .filter(|o| o.core == c.core)
-                .map(|o| o.id)
-                .collect(),
-            Level::Mc => m
-                .cpus
-                .iter()
-                .filter(|o| o.llc == c.llc)
-                .map(|o| o.id)
-                .collect(),
-            Level::Pkg => m
-                .cpus
-                .iter()
-                .filter(|o| o.package == c.package)
-                .map(|o| o.id)
-                .collect(),
-            Level::Numa(d) => m
-                .cpus
-                .iter()
-                .filter(|o| m.distance[c.node][o.node] <= d)
-                .map(|o| o.id)
-                .collect(),
-        }
+        m.cpus
+            .iter()
+            .filter(|o| match level {
+                Level::Smt => o.core == c.core,
+                Level::Mc => o.llc == c.llc,
+                Level::Pkg => o.package == c.package,
+                Level::Numa(d) => m.distance[c.node][o.node] <= d,
+            })
+            .map(|o| o.id)
+            .collect()
     };
     let mut levels = vec![Level::Smt, Level::Mc];
     if !numa_in_package {
