@@ -1,5 +1,6 @@
-//! The pinned first-touch smoke test: a workload and its deterministic
-//! checks, used by the CI's QEMU stage and the host integration test.
+//! The pinned first-touch smoke test's deterministic checks, used by the
+//! CI's QEMU stage (`numalab validate --check`) and the host integration
+//! test. The workload itself is `crates/numalab/validate/pinned-4k.toml`.
 //!
 //! One process in cgroup `/pinned`: an `init` thread pinned to the first
 //! CPU of node 0 first-touches one chunk per node (all pages land on node
@@ -19,7 +20,6 @@
 
 use numalab_record::{Column, RunKind, RunRecord};
 use numalab_topology::{Bandwidth, Cpu, CpuSet, Machine, Node};
-use numalab_workload::model::{Cgroup, PageSize, Phase, Process, Region, Score, Thread, Workload};
 
 /// A small symmetric machine: `nodes` nodes of `cpus_per_node` CPUs and
 /// `mem_per_node` bytes, SLIT `remote` between different nodes. Physics
@@ -93,83 +93,6 @@ pub const PROCESS: &str = "pft";
 /// The CI guest: 4 nodes x 1 CPU x 1 GiB, SLIT 20.
 pub fn ci_machine() -> Machine {
     small_machine(4, 1, 1 << 30, 20)
-}
-
-/// The pinned first-touch workload on `m` (every node needs a CPU), with
-/// `chunk_bytes` per node, stopped `secs` seconds after the start.
-pub fn pinned_first_touch(m: &Machine, chunk_bytes: u64, secs: f64) -> Result<Workload, String> {
-    let mut first_cpu = Vec::new();
-    for n in &m.nodes {
-        first_cpu.push(
-            n.cpus
-                .first()
-                .ok_or_else(|| format!("node {} has no CPU to pin a worker to", n.id))?,
-        );
-    }
-    let one = |c: usize| -> CpuSet { std::iter::once(c).collect() };
-    let nodes = m.nr_nodes();
-    let regions = (0..nodes)
-        .map(|i| Region {
-            name: format!("chunk{i}"),
-            bytes: chunk_bytes,
-            page_size: PageSize::Base4K,
-            policy: None,
-        })
-        .collect();
-    let mut threads = vec![Thread {
-        name: "init".into(),
-        affinity: Some(one(first_cpu[0])),
-        policy: None,
-        start_after: vec![],
-        phases: (0..nodes)
-            .map(|i| Phase::Stream {
-                region: i,
-                offset: 0,
-                len: chunk_bytes,
-                passes: 1,
-                write: true,
-            })
-            .collect(),
-    }];
-    for (i, &cpu) in first_cpu.iter().enumerate() {
-        threads.push(Thread {
-            name: format!("worker.{i}"),
-            affinity: Some(one(cpu)),
-            policy: None,
-            start_after: vec![0],
-            phases: vec![Phase::Repeat {
-                times: u64::MAX,
-                body: vec![Phase::Stream {
-                    region: i,
-                    offset: 0,
-                    len: chunk_bytes,
-                    passes: 1,
-                    write: true,
-                }],
-                request: true,
-            }],
-        });
-    }
-    Ok(Workload {
-        name: "pinned-first-touch".into(),
-        test: "PINNED_FIRST_TOUCH".into(),
-        description: "chunks first-touched on node 0, then written by one pinned thread per node"
-            .into(),
-        cgroups: vec![Cgroup {
-            path: "/pinned".into(),
-            cpuset_cpus: None,
-            cpuset_mems: None,
-            files: Default::default(),
-        }],
-        processes: vec![Process {
-            name: PROCESS.into(),
-            cgroup: "/pinned".into(),
-            regions,
-            threads,
-        }],
-        score: Score::Throughput,
-        duration_ns: Some((secs * 1e9) as u64),
-    })
 }
 
 /// One assertion of the smoke test.
@@ -473,27 +396,5 @@ mod tests {
             failed.iter().any(|n| n.starts_with("pages_migrated <=")),
             "{failed:?}"
         );
-    }
-
-    #[test]
-    fn the_workload_pins_one_worker_per_node() {
-        let m = ci_machine();
-        let w = pinned_first_touch(&m, 64 << 20, 20.0).unwrap();
-        let p = &w.processes[0];
-        assert_eq!(p.regions.len(), 4);
-        assert_eq!(p.threads.len(), 5);
-        assert_eq!(p.threads[3].affinity.as_ref().unwrap().to_string(), "2");
-        assert_eq!(p.threads[3].start_after, vec![0]);
-        assert_eq!(w.duration_ns, Some(20_000_000_000));
-        let memoryless = Machine {
-            nodes: vec![Node {
-                id: 0,
-                package: 0,
-                cpus: CpuSet::new(),
-                mem_bytes: 1,
-            }],
-            ..m
-        };
-        assert!(pinned_first_touch(&memoryless, 4096, 1.0).is_err());
     }
 }
