@@ -115,3 +115,28 @@ fn zero_time_repeats_are_refused_by_the_harness() {
     let o = run_case(&case, &Limits::SUITE);
     assert!(matches!(o, Outcome::Refused { .. }), "{o}");
 }
+
+/// Regression (fuzz seed 101916): an asymmetric SLIT matrix, which
+/// docs/machines.md allows, gives CPUs domain stacks of different depths,
+/// and placing a forked task indexed the new CPU's stack at the old CPU's
+/// level: index out of bounds in `select_task_rq_fork`.
+#[test]
+fn asymmetric_distances_place_forked_tasks() {
+    let base = numalab_topology::presets::preset_toml("4s-48").unwrap_or("");
+    let machine_text = base.replacen("[10, 21, 21, 21],", "[10, 22, 20, 21],", 1);
+    assert_ne!(machine_text, base);
+    for w in ["numa01", "oltp"] {
+        let case = Case {
+            seed: 101916,
+            machine_base: "4s-48",
+            machine_text: machine_text.clone(),
+            workload_base: w,
+            workload_text: numalab_workload::presets::text(w).unwrap_or("").into(),
+            sets: Vec::new(),
+            run_seed: 1,
+            scale: 0.01,
+        };
+        let o = run_case(&case, &Limits::SUITE);
+        assert_eq!(o, Outcome::Result, "{w}: {o}");
+    }
+}

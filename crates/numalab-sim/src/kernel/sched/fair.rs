@@ -87,11 +87,22 @@ impl Kernel {
         let mut level = top as isize;
         while level >= 0 {
             let sd = &self.topo.sd[cpu][level as usize];
+            let mut next = level - 1;
             if let Some(g) = self.find_idlest_group(sd, t, cpu, &allowed) {
                 let cand = self.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
+                if cand != cpu {
+                    // As find_idlest_cpu(): go on in the new CPU's highest
+                    // domain smaller than this one. Its domain stack may
+                    // differ from this CPU's (asymmetric SLIT distances).
+                    let weight = sd.span_weight();
+                    next = self.topo.sd[cand]
+                        .iter()
+                        .rposition(|d| d.span_weight() < weight)
+                        .map_or(-1, |i| i as isize);
+                }
                 cpu = cand;
             }
-            level -= 1;
+            level = next;
         }
         self.idlest_cpu_in(
             &self.topo.sd[cpu]
