@@ -391,7 +391,7 @@ fn run(
                 &m,
                 w,
                 &knobs,
-                seed + i as u64,
+                seed.wrapping_add(u64::from(i)),
                 scale,
                 trace.is_some(),
                 !json_stdout,

@@ -238,8 +238,15 @@ pub fn reproduce(
         let mut runs = Vec::new();
         for w in r.workloads {
             for i in 0..iterations {
-                let (rec, _) =
-                    runner::run_model(&m, w, &knobs, seed + i as u64, scale, false, true)?;
+                let (rec, _) = runner::run_model(
+                    &m,
+                    w,
+                    &knobs,
+                    seed.wrapping_add(u64::from(i)),
+                    scale,
+                    false,
+                    true,
+                )?;
                 runs.push(rec);
             }
         }

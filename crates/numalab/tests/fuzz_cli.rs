@@ -125,3 +125,40 @@ fn mutated_spec_files_get_the_pipelines_error_as_one_line() {
     }
     assert!(tried.get() >= 12, "only {} spec files tried", tried.get());
 }
+
+/// Regression (CLI fuzz): `--seed 18446744073709551615 --iterations 2`
+/// overflowed `seed + 1` (a panic where overflow is checked); the seeds
+/// wrap, as `u64` seeds do, to 18446744073709551615 and 0.
+#[test]
+fn the_last_seed_with_iterations_wraps() {
+    let args: Vec<String> = [
+        "run",
+        "-m",
+        "tiny-2n",
+        "-w",
+        "numa02",
+        "--scale",
+        "0.001",
+        "--seed",
+        "18446744073709551615",
+        "--iterations",
+        "2",
+        "--json",
+        "-",
+    ]
+    .map(String::from)
+    .to_vec();
+    let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
+        .args(&args)
+        .output()
+        .expect("run numalab");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&out).expect("a RunSet");
+    let seeds: Vec<u64> = v["runs"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|r| r["seed"].as_u64()).collect())
+        .unwrap_or_default();
+    assert_eq!(seeds, [u64::MAX, 0], "{out}");
+}
