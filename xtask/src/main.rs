@@ -1,5 +1,7 @@
 //! Developer tasks, run with `cargo run -p xtask -- TASK` (not a default
-//! member: `cargo build` does not build it).
+//! member: `cargo build` does not build it). For fuzzing, prefer
+//! `cargo run --profile test -p xtask -- fuzz N`: optimized, with overflow
+//! checks and debug assertions on.
 //!
 //! `fuzz N [--seed S] [--jobs J] [--show-errors]`: runs N mutation-fuzz
 //! cases (seeds S, S+1, ..., S+N-1; S defaults to 1) through the model

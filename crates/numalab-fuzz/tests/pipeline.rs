@@ -8,7 +8,7 @@
 //! tries the same cases. Work per case is bounded by
 //! `numalab_fuzz::Limits::SUITE` (see numalab_fuzz::pipeline); the whole
 //! file takes a few seconds. The developers' long run is
-//! `cargo run --release -p xtask -- fuzz N`.
+//! `cargo run --profile test -p xtask -- fuzz N`.
 
 use numalab_fuzz::{run_case, Case, Counts, Limits, Outcome};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
