@@ -422,7 +422,7 @@ fn pipeline(case: &Case, limits: &Limits) -> Outcome {
     let opts = RunOptions {
         seed: case.run_seed,
         scale: case.scale,
-        trace: case.seed % 4 == 0,
+        trace: case.seed.is_multiple_of(4),
         check_every: 1,
     };
     let sim = match Sim::new(m, w, knobs, opts) {
