@@ -17,6 +17,7 @@ pub mod cpuset;
 pub mod import;
 pub mod machine;
 pub mod presets;
+pub mod ranges;
 pub mod spec;
 
 pub use cpuset::{CpuSet, NodeMask, MAX_NUMNODES};

@@ -14,6 +14,7 @@
 //! than the LLC, heterogeneous (hybrid) cores, per-pair interconnect topology
 //! beyond what latency and a single link bandwidth express, CPU hotplug.
 
+use crate::ranges;
 use crate::{Bandwidth, Cpu, CpuSet, Machine, Node, TopologyError, MAX_NUMNODES};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -251,6 +252,43 @@ impl Ctx<'_> {
         }
     }
 
+    /// `v` checked against the plausible range declared for `key`
+    /// ([`ranges::MACHINE_RANGES`]), the error naming `field`.
+    fn ranged(&self, key: &str, field: &str, v: f64) -> Result<f64, TopologyError> {
+        ranges::range(key)
+            .check(v)
+            .map(|()| v)
+            .map_err(|m| self.field(field, m))
+    }
+
+    /// A finite positive number within the plausible range of `key`.
+    fn positive_in(&self, key: &str, field: &str, v: f64) -> Result<f64, TopologyError> {
+        let v = self.positive(field, v)?;
+        self.ranged(key, field, v)
+    }
+
+    /// A count (as [`Ctx::count`]) within the plausible range of `key`.
+    fn count_in(
+        &self,
+        key: &str,
+        field: &str,
+        v: Option<i64>,
+        max: usize,
+    ) -> Result<usize, TopologyError> {
+        let v = self.count(field, v, max)?;
+        self.ranged(key, field, v as f64)?;
+        Ok(v)
+    }
+
+    /// A value the parser derived (a default or a formula) within the
+    /// plausible range of `key`: the error says how it was derived.
+    fn derived_in(&self, key: &str, how: &str, v: f64) -> Result<f64, TopologyError> {
+        ranges::range(key)
+            .check(v)
+            .map(|()| v)
+            .map_err(|m| self.field(key, format!("{how}: {m}")))
+    }
+
     /// A count of at least 1, at most `max`.
     fn count(&self, field: &str, v: Option<i64>, max: usize) -> Result<usize, TopologyError> {
         let v = v.ok_or_else(|| self.field(field, "missing"))?;
@@ -463,15 +501,16 @@ fn uniform_layout(
     t: &TopologySpec,
     memory: Option<&MemorySpec>,
 ) -> Result<Layout, TopologyError> {
-    let packages = ctx.count("topology.packages", t.packages, MAX_NUMNODES)?;
-    let npp = ctx.count(
+    let c = |field: &str, v: Option<i64>, max: usize| ctx.count_in(field, field, v, max);
+    let packages = c("topology.packages", t.packages, MAX_NUMNODES)?;
+    let npp = c(
         "topology.nodes_per_package",
         t.nodes_per_package,
         MAX_NUMNODES,
     )?;
-    let cpn = ctx.count("topology.cores_per_node", t.cores_per_node, MAX_CPUS)?;
-    let tpc = ctx.count("topology.threads_per_core", t.threads_per_core, MAX_CPUS)?;
-    let lpn = ctx.count(
+    let cpn = c("topology.cores_per_node", t.cores_per_node, MAX_CPUS)?;
+    let tpc = c("topology.threads_per_core", t.threads_per_core, MAX_CPUS)?;
+    let lpn = c(
         "topology.llcs_per_node",
         t.llcs_per_node.or(Some(1)),
         MAX_CPUS,
@@ -565,7 +604,12 @@ fn memory_per_node(
                 return Err(ctx.field(field, "missing: memory per node in GiB"));
             }
         };
-        let gib = ctx.positive(&field, gib)?;
+        let key = if own.is_some() {
+            "nodes[i].mem_gib"
+        } else {
+            "memory.per_node_gib"
+        };
+        let gib = ctx.positive_in(key, &field, gib)?;
         if gib > MAX_NODE_GIB {
             return Err(ctx.field(
                 &field,
@@ -673,7 +717,8 @@ fn explicit_layout(
     // SMT cores: per-node threads_per_core, or explicit [[smt]] groups.
     let mut tpcs = Vec::with_capacity(specs.len());
     for (i, n) in specs.iter().enumerate() {
-        let tpc = ctx.count(
+        let tpc = ctx.count_in(
+            "nodes[i].threads_per_core",
             &format!("nodes[{i}].threads_per_core"),
             n.threads_per_core.or(Some(1)),
             MAX_CPUS,
@@ -930,14 +975,9 @@ fn resolve_distance(
                     format!("a node's distance to itself must be {LOCAL_DISTANCE}, got {d}"),
                 ));
             }
-            if a != b && (d <= LOCAL_DISTANCE as i64 || d > MAX_DISTANCE as i64) {
-                return Err(ctx.field(
-                    field,
-                    format!(
-                        "distance between two nodes must be between {} and {MAX_DISTANCE} (SLIT), got {d}",
-                        LOCAL_DISTANCE + 1
-                    ),
-                ));
+            if a != b {
+                // The range is LOCAL_DISTANCE + 1 ..= MAX_DISTANCE, as slit_valid().
+                ctx.ranged("distance.matrix[a][b]", &field, d as f64)?;
             }
             r.push(d as u32);
         }
@@ -1028,7 +1068,11 @@ fn resolve_latency(
                 ));
             }
             for (b, &v) in row.iter().enumerate() {
-                ctx.positive(&format!("latency.matrix[{a}][{b}]"), v)?;
+                ctx.positive_in(
+                    "latency.matrix[a][b]",
+                    &format!("latency.matrix[{a}][{b}]"),
+                    v,
+                )?;
             }
         }
         let local = (0..n)
@@ -1037,13 +1081,14 @@ fn resolve_latency(
             .fold(f64::INFINITY, f64::min);
         return Ok((m.clone(), local));
     }
-    let local = ctx.positive(
+    let local = ctx.positive_in(
+        "latency.local_ns",
         "latency.local_ns",
         spec.local_ns
             .ok_or_else(|| ctx.field("latency.local_ns", "missing"))?,
     )?;
     let same = match spec.same_package_ns {
-        Some(v) => ctx.positive("latency.same_package_ns", v)?,
+        Some(v) => ctx.positive_in("latency.same_package_ns", "latency.same_package_ns", v)?,
         None => {
             let v = local * DEFAULT_SAME_PACKAGE_LATENCY_FACTOR;
             // Noted only where it is used: a package with several nodes.
@@ -1064,7 +1109,7 @@ fn resolve_latency(
     }
     let multi_package = packages.iter().any(|&p| p != packages[0]);
     let remote = match spec.remote_ns {
-        Some(v) => ctx.positive("latency.remote_ns", v)?,
+        Some(v) => ctx.positive_in("latency.remote_ns", "latency.remote_ns", v)?,
         None if multi_package => {
             return Err(ctx.field(
                 "latency.remote_ns",
@@ -1092,10 +1137,20 @@ fn resolve_latency(
             ));
         }
     }
-    Ok((
-        latency_from_scalars(local, same, remote, distance, packages, has_cpus),
-        local,
-    ))
+    let matrix = latency_from_scalars(local, same, remote, distance, packages, has_cpus);
+    for (a, row) in matrix.iter().enumerate() {
+        for (b, &v) in row.iter().enumerate() {
+            ctx.derived_in(
+                "latency.matrix[a][b]",
+                &format!(
+                    "latency[{a}][{b}] scaled with SLIT distance {}",
+                    distance[a][b]
+                ),
+                v,
+            )?;
+        }
+    }
+    Ok((matrix, local))
 }
 
 fn resolve_bandwidth(
@@ -1109,7 +1164,10 @@ fn resolve_bandwidth(
         spec.ok_or_else(|| ctx.field("bandwidth", "missing: give node_gbps and link_gbps"))?;
     let node_gbps = match &spec.node_gbps {
         None => return Err(ctx.field("bandwidth.node_gbps", "missing")),
-        Some(Scalars::One(v)) => vec![ctx.positive("bandwidth.node_gbps", *v)?; nr_nodes],
+        Some(Scalars::One(v)) => {
+            let k = "bandwidth.node_gbps";
+            vec![ctx.positive_in(k, k, *v)?; nr_nodes]
+        }
         Some(Scalars::Many(v)) => {
             if v.len() != nr_nodes {
                 return Err(ctx.field(
@@ -1119,14 +1177,20 @@ fn resolve_bandwidth(
             }
             v.iter()
                 .enumerate()
-                .map(|(i, &x)| ctx.positive(&format!("bandwidth.node_gbps[{i}]"), x))
+                .map(|(i, &x)| {
+                    ctx.positive_in(
+                        "bandwidth.node_gbps",
+                        &format!("bandwidth.node_gbps[{i}]"),
+                        x,
+                    )
+                })
                 .collect::<Result<_, _>>()?
         }
     };
     let max_node = node_gbps.iter().copied().fold(0.0, f64::max);
     let multi_package = packages.iter().any(|&p| p != packages[0]);
     let link_gbps = match spec.link_gbps {
-        Some(v) => ctx.positive("bandwidth.link_gbps", v)?,
+        Some(v) => ctx.positive_in("bandwidth.link_gbps", "bandwidth.link_gbps", v)?,
         None if multi_package => {
             return Err(ctx.field(
                 "bandwidth.link_gbps",
@@ -1141,9 +1205,17 @@ fn resolve_bandwidth(
         }
     };
     let same_package_link_gbps = match spec.same_package_link_gbps {
-        Some(v) => ctx.positive("bandwidth.same_package_link_gbps", v)?,
+        Some(v) => ctx.positive_in(
+            "bandwidth.same_package_link_gbps",
+            "bandwidth.same_package_link_gbps",
+            v,
+        )?,
         None => {
-            let v = 2.0 * max_node;
+            let v = ctx.derived_in(
+                "bandwidth.same_package_link_gbps",
+                "defaulted to 2*node_gbps",
+                2.0 * max_node,
+            )?;
             ctx.note(format!(
                 "bandwidth.same_package_link_gbps defaulted to 2*node_gbps = {v} GB/s"
             ));
@@ -1157,14 +1229,21 @@ fn resolve_bandwidth(
                 "only used to derive core_gbps; give one or the other",
             ))
         }
-        (Some(v), None) => ctx.positive("bandwidth.core_gbps", v)?,
+        (Some(v), None) => ctx.positive_in("bandwidth.core_gbps", "bandwidth.core_gbps", v)?,
         (None, lfb) => {
-            let lfb = ctx.count(
+            let lfb = ctx.count_in(
+                "bandwidth.line_fill_buffers",
                 "bandwidth.line_fill_buffers",
                 lfb.or(Some(DEFAULT_LINE_FILL_BUFFERS as i64)),
                 1024,
             )?;
-            let v = (lfb as f64 * CACHE_LINE_BYTES as f64) / local_ns;
+            let v = ctx.derived_in(
+                "bandwidth.core_gbps",
+                &format!(
+                    "derived as line_fill_buffers {lfb} x {CACHE_LINE_BYTES} B / local_ns {local_ns} ns"
+                ),
+                (lfb as f64 * CACHE_LINE_BYTES as f64) / local_ns,
+            )?;
             let how = if spec.line_fill_buffers.is_some() {
                 ""
             } else {
@@ -1177,7 +1256,7 @@ fn resolve_bandwidth(
         }
     };
     let smt_throughput = match spec.smt_throughput {
-        Some(v) => ctx.positive("bandwidth.smt_throughput", v)?,
+        Some(v) => ctx.positive_in("bandwidth.smt_throughput", "bandwidth.smt_throughput", v)?,
         None => {
             ctx.note(format!(
                 "bandwidth.smt_throughput defaulted to {DEFAULT_SMT_THROUGHPUT} (a busy SMT pair does 1.25x one thread)"

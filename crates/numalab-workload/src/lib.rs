@@ -17,6 +17,7 @@
 pub mod expr;
 pub mod model;
 pub mod presets;
+pub mod ranges;
 pub mod spec;
 
 pub use model::*;

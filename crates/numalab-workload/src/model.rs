@@ -179,7 +179,10 @@ pub struct Cgroup {
     pub cpuset_cpus: Option<CpuSet>,
     /// `cpuset.mems`, if set (node list).
     pub cpuset_mems: Option<Vec<NodeId>>,
-    /// Other cgroup files to write, e.g. `cpu.numa_load_balance = "1"`.
+    /// Other cgroup files to write, by kernel name. Empty for a parsed spec
+    /// (its declared files become `cpuset_cpus`/`cpuset_mems`); a workload
+    /// built in code may set files the model does not declare, which the
+    /// model keeps without effect and a real run writes.
     pub files: BTreeMap<String, String>,
 }
 

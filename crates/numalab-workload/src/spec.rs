@@ -22,7 +22,9 @@ use crate::model::{
     Cgroup, Distribution, PageSize, Phase, PolicyMode, PolicySpec, Process, Region, Score, Thread,
     Workload,
 };
-use numalab_topology::{CpuSet, Machine};
+use crate::ranges;
+use numalab_knobs::cgroup::CgroupValue;
+use numalab_topology::{CpuSet, Machine, NodeMask};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -233,7 +235,9 @@ pub struct CgroupSpec {
     pub cpuset_cpus: Option<String>,
     /// `cpuset.mems` as a node list string.
     pub cpuset_mems: Option<String>,
-    /// Other files to write.
+    /// Other files to write. [`parse`] leaves it empty: every file the
+    /// model declares has its own key above, and a spec's `files` entries
+    /// are checked and folded into those keys.
     pub files: BTreeMap<String, String>,
 }
 
@@ -588,6 +592,15 @@ impl Checker<'_> {
         }
     }
 
+    /// `v` checked against the plausible range of `key`
+    /// ([`ranges::WORKLOAD_RANGES`]), the error naming `field`.
+    fn ranged(&self, key: &str, field: &str, v: f64) -> Result<f64> {
+        ranges::range(key)
+            .check(v)
+            .map(|()| v)
+            .map_err(|m| self.err(field, m))
+    }
+
     fn num(&self, n: &Num, field: &str) -> Result<()> {
         if let Num::Expr(s) = n {
             expr::parse(s).map_err(|m| self.err(field, format!("in \"{s}\": {m}")))?;
@@ -680,6 +693,7 @@ impl Checker<'_> {
                     if !(s.is_finite() && s > 0.0) {
                         return Err(self.err(format!("{field}.zipf"), format!("{s}: must be > 0")));
                     }
+                    let s = self.ranged("random.distribution.zipf", &format!("{field}.zipf"), s)?;
                     Ok(Distribution::Zipf { s })
                 }
                 (None, Some(h), Some(p)) => {
@@ -692,6 +706,12 @@ impl Checker<'_> {
                             format!("{p}: must be in [0, 1]"),
                         ));
                     }
+                    let h = self.ranged("random.distribution.hot", &format!("{field}.hot"), h)?;
+                    let p = self.ranged(
+                        "random.distribution.probability",
+                        &format!("{field}.probability"),
+                        p,
+                    )?;
                     Ok(Distribution::Hot {
                         fraction: h,
                         probability: p,
@@ -847,10 +867,16 @@ impl Checker<'_> {
                         format!("{write_fraction}: must be in [0, 1]"),
                     ));
                 }
+                let write_fraction = self.ranged(
+                    "random.write_fraction",
+                    &format!("{field}.write_fraction"),
+                    write_fraction,
+                )?;
                 let mlp = ph.mlp.unwrap_or(1.0);
                 if !(mlp.is_finite() && mlp >= 1.0) {
                     return Err(self.err(format!("{field}.mlp"), format!("{mlp}: must be >= 1")));
                 }
+                let mlp = self.ranged("random.mlp", &format!("{field}.mlp"), mlp)?;
                 PhaseSpec::Random {
                     region,
                     accesses,
@@ -959,6 +985,50 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// Checks a cgroup's `files` against the knob registry's declared
+    /// cgroup files (`numalab_knobs::cgroup::CGROUP_FILES`): an unknown file,
+    /// a value of the wrong kind, or a file also set by its own key is an
+    /// error. Every declared file has its own key, so the values are folded
+    /// into `cpuset_cpus` / `cpuset_mems`, which the model and the real
+    /// runner both apply; `files` is left empty. Returns the two keys.
+    fn cgroup_files(&self, c: &RawCgroup, f: &str) -> Result<(Option<String>, Option<String>)> {
+        let mut cpus = c.cpuset_cpus.clone();
+        let mut mems = c.cpuset_mems.clone();
+        for (name, Text(value)) in &c.files {
+            let ff = format!("{f}.files.\"{name}\"");
+            let Some(decl) = numalab_knobs::cgroup::cgroup_file(name) else {
+                let known: Vec<String> = numalab_knobs::cgroup::CGROUP_FILES
+                    .iter()
+                    .map(|d| format!("{} ({})", d.name, d.value.as_str()))
+                    .collect();
+                return Err(self.err(
+                    ff,
+                    format!(
+                        "unknown cgroup file '{name}': the model knows {}",
+                        known.join(", ")
+                    ),
+                ));
+            };
+            let (slot, key) = match decl.value {
+                CgroupValue::CpuList => {
+                    CpuSet::parse_list(value)
+                        .map_err(|e| self.err(&ff, format!("'{value}' is not a cpu list: {e}")))?;
+                    (&mut cpus, "cpuset_cpus")
+                }
+                CgroupValue::NodeList => {
+                    NodeMask::parse_list(value)
+                        .map_err(|e| self.err(&ff, format!("'{value}' is not a node list: {e}")))?;
+                    (&mut mems, "cpuset_mems")
+                }
+            };
+            if slot.is_some() {
+                return Err(self.err(ff, format!("{name} is also given as `{key}`: give it once")));
+            }
+            *slot = Some(value.clone());
+        }
+        Ok((cpus, mems))
+    }
+
     fn spec(&self, raw: RawSpec) -> Result<WorkloadSpec> {
         let name = match raw.name {
             Some(n) => {
@@ -996,17 +1066,18 @@ impl Checker<'_> {
                     format!("cgroup '{}' is declared twice", c.path),
                 ));
             }
-            if let Some(s) = &c.cpuset_cpus {
+            let (cpuset_cpus, cpuset_mems) = self.cgroup_files(&c, &f)?;
+            if let Some(s) = &cpuset_cpus {
                 self.cpuset(s, &format!("{f}.cpuset_cpus"))?;
             }
-            if let Some(s) = &c.cpuset_mems {
+            if let Some(s) = &cpuset_mems {
                 self.nodes(s, &format!("{f}.cpuset_mems"))?;
             }
             cgroups.push(CgroupSpec {
                 path: c.path,
-                cpuset_cpus: c.cpuset_cpus,
-                cpuset_mems: c.cpuset_mems,
-                files: c.files.into_iter().map(|(k, v)| (k, v.0)).collect(),
+                cpuset_cpus,
+                cpuset_mems,
+                files: BTreeMap::new(),
             });
         }
         let mut processes = Vec::new();
@@ -1274,6 +1345,16 @@ impl Resolver<'_> {
         u64::try_from(v).map_err(|_| self.err(field, format!("{n} is {v}: must not be negative")))
     }
 
+    /// A non-negative count (as [`Resolver::count`]) within the plausible
+    /// range of `key` ([`ranges::WORKLOAD_RANGES`]), checked before scaling.
+    fn count_in(&self, key: &str, n: &Num, env: &Env, kind: Kind, field: &str) -> Result<u64> {
+        let v = self.count(n, env, kind, field)?;
+        ranges::range(key)
+            .check(v as f64)
+            .map_err(|m| self.err(field, m))?;
+        Ok(v)
+    }
+
     fn charge(&mut self, units: u64, field: &str) -> Result<()> {
         self.work += units;
         if self.work > MAX_PHASES {
@@ -1424,7 +1505,13 @@ impl Resolver<'_> {
                     range,
                 } => {
                     let ri = self.region(region, regions, &format!("{f}.stream"))?;
-                    let passes = self.count(passes, env, Kind::Count, &format!("{f}.passes"))?;
+                    let passes = self.count_in(
+                        "stream.passes",
+                        passes,
+                        env,
+                        Kind::Count,
+                        &format!("{f}.passes"),
+                    )?;
                     let (rname, rsize) = &mut regions[ri];
                     let range = self.range(range, env, rsize, rname, &f)?;
                     out.push(IPhase::Stream {
@@ -1443,8 +1530,13 @@ impl Resolver<'_> {
                     range,
                 } => {
                     let ri = self.region(region, regions, &format!("{f}.random"))?;
-                    let accesses =
-                        self.count(accesses, env, Kind::Count, &format!("{f}.accesses"))?;
+                    let accesses = self.count_in(
+                        "random.accesses",
+                        accesses,
+                        env,
+                        Kind::Count,
+                        &format!("{f}.accesses"),
+                    )?;
                     let (rname, rsize) = &mut regions[ri];
                     let range = self.range(range, env, rsize, rname, &f)?;
                     out.push(IPhase::Random {
@@ -1457,11 +1549,12 @@ impl Resolver<'_> {
                     });
                 }
                 PhaseSpec::Compute(t) => {
-                    let ns = self.count(t, env, Kind::Time, &format!("{f}.compute"))?;
+                    let ns =
+                        self.count_in("compute", t, env, Kind::Time, &format!("{f}.compute"))?;
                     out.push(IPhase::Done(Phase::Compute { ns }));
                 }
                 PhaseSpec::Sleep(t) => {
-                    let ns = self.count(t, env, Kind::Time, &format!("{f}.sleep"))?;
+                    let ns = self.count_in("sleep", t, env, Kind::Time, &format!("{f}.sleep"))?;
                     out.push(IPhase::Done(Phase::Sleep { ns }));
                 }
                 PhaseSpec::SetMempolicy(pv) => {
@@ -1477,7 +1570,8 @@ impl Resolver<'_> {
                     request,
                     body,
                 } => {
-                    let times = self.count(times, env, Kind::Count, &format!("{f}.repeat"))?;
+                    let times =
+                        self.count_in("repeat", times, env, Kind::Count, &format!("{f}.repeat"))?;
                     let body = self.phases(body, &format!("{f}.body"), env, regions)?;
                     out.push(IPhase::Repeat {
                         times: scale_up(times, self.scale),
@@ -1526,6 +1620,9 @@ impl Resolver<'_> {
             if size == 0 {
                 return Err(self.err(format!("{rf}.size"), "a region must not be empty"));
             }
+            ranges::range("process.region.size")
+                .check(size as f64)
+                .map_err(|m| self.err(format!("{rf}.size"), m))?;
             let bytes = size
                 .checked_next_multiple_of(PAGE)
                 .ok_or_else(|| self.err(format!("{rf}.size"), "size overflows"))?;
@@ -1550,7 +1647,13 @@ impl Resolver<'_> {
         let mut groups: Vec<(String, std::ops::Range<usize>)> = Vec::new();
         for (ti, ts) in ps.threads.iter().enumerate() {
             let tf = format!("{pf}.thread[{ti}]");
-            let n = self.count(&ts.count, env, Kind::Count, &format!("{tf}.count"))?;
+            let n = self.count_in(
+                "process.thread.count",
+                &ts.count,
+                env,
+                Kind::Count,
+                &format!("{tf}.count"),
+            )?;
             self.threads = self.threads.saturating_add(n);
             if self.threads > MAX_THREADS {
                 return Err(self.err(
@@ -1838,6 +1941,9 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
             if ns <= 0 {
                 return Err(r.err("duration", format!("{d} is {ns} ns: must be positive")));
             }
+            ranges::range("duration")
+                .check(ns as f64)
+                .map_err(|m| r.err("duration", format!("{d} is {ns} ns: {m}")))?;
             Some(scale_down(ns as u64, scale).max(1))
         }
         None => None,
@@ -1855,7 +1961,13 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
                 format!("no cgroup '{}' is declared", ps.cgroup),
             ));
         }
-        let np = r.count(&ps.count, &env, Kind::Count, &format!("{pf}.count"))?;
+        let np = r.count_in(
+            "process.count",
+            &ps.count,
+            &env,
+            Kind::Count,
+            &format!("{pf}.count"),
+        )?;
         instances = instances.saturating_add(np);
         if instances > MAX_PROCESSES {
             return Err(r.err(

@@ -295,7 +295,7 @@ fn process_region_and_thread_fields() {
     resolve_err(
         &spec("count = 70000", ""),
         "process[0].thread[0].count",
-        "more than 65536 threads",
+        "outside the plausible range [0, 65536] threads",
     );
     resolve_err(
         &spec("affinity = \"nodes:1..1\"", ""),

@@ -22,7 +22,6 @@ duration = "2s"
 [[cgroup]]
 path = "/batch"
 cpuset_mems = "all"
-files = { "cpu.numa_load_balance" = "1" }
 
 [[cgroup]]
 path = "/svc"
@@ -85,7 +84,6 @@ fn the_documented_example_resolves_as_described() {
     assert_eq!(w.cgroups.len(), 2);
     assert_eq!(w.cgroups[0].path, "/batch");
     assert_eq!(w.cgroups[0].cpuset_mems, Some(vec![0, 1]));
-    assert_eq!(w.cgroups[0].files["cpu.numa_load_balance"], "1");
     assert_eq!(
         w.cgroups[1].cpuset_cpus,
         Some(CpuSet::parse_list("2-3").unwrap())
@@ -270,7 +268,7 @@ fn cgroups_get_their_parents_first() {
     let w = go(r#"
 [[cgroup]]
 path = "/a/b/c"
-files = { "cpu.numa_load_balance" = 1 }
+files = { "cpuset.mems" = 1 }
 [[cgroup]]
 path = "/a"
 cpuset_cpus = "all"
@@ -284,7 +282,9 @@ name = "t"
     assert_eq!(paths, ["/a", "/a/b", "/a/b/c"]);
     assert_eq!(w.cgroups[0].cpuset_cpus, Some(CpuSet::first_n(4)));
     assert_eq!(w.cgroups[1].files.len(), 0);
-    assert_eq!(w.cgroups[2].files["cpu.numa_load_balance"], "1");
+    // A declared file in `files` acts as its key.
+    assert_eq!(w.cgroups[2].cpuset_mems, Some(vec![1]));
+    assert!(w.cgroups[2].files.is_empty());
     assert_eq!(w.processes[0].cgroup, "/a/b");
 }
 

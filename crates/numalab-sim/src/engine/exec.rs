@@ -363,6 +363,9 @@ impl Sim {
         // Kernel work owed from before is paid first.
         let mut paid = 0.0;
         let stop = loop {
+            // Each turn is an engine step (budget.rs): a storm of tiny
+            // phases shows up here, not as queue events.
+            self.steps += 1;
             let debt = self.k.tasks[t].debt_ns;
             if debt > 0.0 {
                 let p = debt.min(left.max(0.0));

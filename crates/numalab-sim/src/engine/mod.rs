@@ -16,6 +16,7 @@
 //!
 //! Left out: sub-tick preemption, wakeup preemption.
 
+pub mod budget;
 pub mod exec;
 mod numa;
 pub mod record;
@@ -27,6 +28,7 @@ use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 use crate::physics::{loaded_latency, max_min_fair, Fluid};
+use budget::StepBudget;
 use exec::{Op, Stop, ThreadExec};
 use numalab_record::RunRecord;
 use numalab_topology::{CpuSet, Machine, NodeMask};
@@ -77,6 +79,20 @@ pub enum SimError {
     /// An internal invariant broke (a bug in numalab).
     #[error("model invariant violated: {0}")]
     Invariant(String),
+    /// The run broke its step budget ([`budget::StepBudget`]): one line
+    /// saying what ran away, the steps taken and the budget.
+    #[error("{0}")]
+    Runaway(String),
+}
+
+/// What a run cost the engine, for tests and fuzzing (not part of the Run
+/// record, whose bytes must not depend on it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunStats {
+    /// Engine steps taken ([`Sim::steps`]).
+    pub steps: u64,
+    /// The budget the run had ([`Sim::budget`]).
+    pub budget: StepBudget,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -137,6 +153,9 @@ pub struct Sim {
     next_sample: u64,
     ticks: u64,
     pending_stop: TiVec<CpuId, Option<Stop>>,
+    /// Engine steps so far (see [`budget`]).
+    steps: u64,
+    budget: StepBudget,
 }
 
 impl Sim {
@@ -192,6 +211,7 @@ impl Sim {
             .map(|p| p.threads.iter().map(|t| t.phases.clone()).collect())
             .collect();
         let fluid = Fluid::new(&k.m);
+        let budget = StepBudget::for_run(&k.m, &w);
         let mut sim = Sim {
             k,
             exec: TiVec::new(),
@@ -215,6 +235,8 @@ impl Sim {
             next_sample: 0,
             ticks: 0,
             pending_stop: TiVec::new(),
+            steps: 0,
+            budget,
             w,
         };
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
@@ -363,6 +385,39 @@ impl Sim {
         self.events.push(Reverse((at, self.seq, ev)));
     }
 
+    /// Engine steps taken so far: events handled plus turns of the tasks'
+    /// run loops. A run stops with [`SimError::Runaway`] before this passes
+    /// [`Sim::budget`]'s `max_steps()`.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// The run's step budget, fixed when the Sim is made.
+    pub fn budget(&self) -> &StepBudget {
+        &self.budget
+    }
+
+    /// Replaces the step budget, e.g. a smaller one in a test of the guard.
+    pub fn with_budget(mut self, budget: StepBudget) -> Sim {
+        self.budget = budget;
+        self
+    }
+
+    /// Like [`Sim::run_with_trace`], also returning the engine's
+    /// [`RunStats`] (steps taken and the budget).
+    pub fn run_with_stats(
+        mut self,
+        progress: &mut dyn FnMut(f64),
+    ) -> Result<(RunRecord, Vec<crate::kernel::TraceEvent>, RunStats), SimError> {
+        let end = self.drive(progress)?;
+        let stats = RunStats {
+            steps: self.steps,
+            budget: self.budget.clone(),
+        };
+        let trace = self.k.trace.take().unwrap_or_default();
+        Ok((self.finish(end), trace, stats))
+    }
+
     /// Runs to completion (or the workload's duration) and returns the
     /// Run record. `progress` is called with the fraction of virtual time
     /// done when it can be estimated, else with the virtual seconds elapsed.
@@ -373,9 +428,15 @@ impl Sim {
     /// Like [`Sim::run`], also returning the trace events recorded when
     /// [`RunOptions::trace`] was set.
     pub fn run_with_trace(
-        mut self,
+        self,
         progress: &mut dyn FnMut(f64),
     ) -> Result<(RunRecord, Vec<crate::kernel::TraceEvent>), SimError> {
+        self.run_with_stats(progress)
+            .map(|(rec, trace, _)| (rec, trace))
+    }
+
+    /// Runs the event loop to the end; returns the end time.
+    fn drive(&mut self, progress: &mut dyn FnMut(f64)) -> Result<u64, SimError> {
         self.push(0, Ev::Tick);
         let duration = self.w.duration_ns;
         while let Some(Reverse((at, _, ev))) = self.events.pop() {
@@ -388,6 +449,10 @@ impl Sim {
             if at > MAX_VIRTUAL_NS {
                 return Err(SimError::TooLong(MAX_VIRTUAL_NS / 1_000_000_000));
             }
+            self.steps += 1;
+            self.budget
+                .check(self.steps, at)
+                .map_err(SimError::Runaway)?;
             self.k.now = at;
             match ev {
                 Ev::Tick => {
@@ -415,8 +480,7 @@ impl Sim {
         }
         let end = self.end_ns.unwrap_or(self.k.now);
         self.k.now = end;
-        let trace = self.k.trace.take().unwrap_or_default();
-        Ok((self.finish(end), trace))
+        Ok(end)
     }
 
     fn tick(&mut self) -> Result<(), SimError> {
