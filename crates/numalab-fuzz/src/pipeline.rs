@@ -23,6 +23,7 @@
 use crate::cli;
 use crate::mutate::{mutate, mutate_numbers, Lang};
 use numalab_record::RunRecord;
+use numalab_sim::engine::RunStats;
 use numalab_sim::{Knobs, RunOptions, Sim, SimError};
 use numalab_topology::Machine;
 use numalab_workload::{Phase, Workload};
@@ -285,24 +286,30 @@ fn error(stage: Stage, message: String) -> Outcome {
 }
 
 /// Whether `e` is the engine stopping a runaway run rather than refusing
-/// the input or breaking. Today that is the 24-hour virtual-time limit;
-/// the engine's work budget (issue 18, item 2) joins it here.
+/// the input or breaking: its step budget (`SimError::Runaway`) or the
+/// 24-hour virtual-time limit.
 pub fn is_budget_stop(e: &SimError) -> bool {
-    matches!(e, SimError::TooLong(_))
+    matches!(e, SimError::TooLong(_) | SimError::Runaway(_))
 }
 
 /// The engine-work check of one run that ended (the issue's "within a
-/// bounded step count").
-///
-/// The engine does not report how many model events a run took, so this
-/// checks what its API shows: the run ended at all (it returned, so it did
-/// not grind), and a run that returned a record stopped within the modeled
-/// time the harness allowed (so it took a bounded number of ticks). Once
-/// the engine reports its step count, this is where `steps` is compared
-/// with its budget.
-pub fn check_engine_work(run: &Result<RunRecord, SimError>, limits: &Limits) -> Result<(), String> {
+/// bounded step count"): a run that returned a record took no more engine
+/// steps than its budget allows for the whole run
+/// (`StepBudget::max_steps`), and stopped
+/// within the modeled time the harness allowed.
+pub fn check_engine_work(
+    run: &Result<(RunRecord, RunStats), SimError>,
+    limits: &Limits,
+) -> Result<(), String> {
     match run {
-        Ok(rec) => {
+        Ok((rec, stats)) => {
+            let max = stats.budget.max_steps();
+            if stats.steps > max {
+                return Err(format!(
+                    "the run took {} engine steps, over its budget of {max}",
+                    stats.steps
+                ));
+            }
             let cap_s = limits.cap_ns as f64 / 1e9;
             if rec.elapsed_s <= cap_s * (1.0 + 1e-9) {
                 Ok(())
@@ -435,7 +442,9 @@ fn pipeline(case: &Case, limits: &Limits) -> Outcome {
         Err(SimError::Invariant(message)) => return Outcome::Invariant { message },
         Err(e) => return error(Stage::Setup, e.to_string()),
     };
-    let run = sim.run(&mut |_| {});
+    let run = sim
+        .run_with_stats(&mut |_| {})
+        .map(|(rec, _, stats)| (rec, stats));
     if let Err(message) = check_engine_work(&run, limits) {
         return Outcome::Invariant { message };
     }

@@ -106,7 +106,7 @@ fn zero_time_repeats_are_refused_by_the_harness() {
         workload_base: "-",
         workload_text:
             "name = \"spin\"\n[[process]]\nname = \"p\"\n[[process.thread]]\nname = \"t\"\n\
-                        phases = [{ repeat = 1_000_000_000_000, body = [{ compute = \"0\" }] }]\n"
+                        phases = [{ repeat = 1_000_000_000, body = [{ compute = \"0\" }] }]\n"
                 .into(),
         sets: Vec::new(),
         run_seed: 1,
