@@ -66,12 +66,9 @@ pub fn resolve(
 /// summary.
 fn output(rec: &RunRecord, json: Option<&str>) -> Result<(), Failure> {
     match json {
-        Some("-") => print!("{}", rec.to_json()),
-        Some(path) => {
-            std::fs::write(path, rec.to_json())
-                .map_err(|e| Failure::from(format!("--json {path}: {e}")))?;
-        }
-        None => print!("{}", numalab_report::run_summary(rec)),
+        Some("-") => crate::out::print(&rec.to_json())?,
+        Some(path) => crate::out::write_file("--json", std::path::Path::new(path), &rec.to_json())?,
+        None => crate::out::print(&numalab_report::run_summary(rec))?,
     }
     Ok(())
 }

@@ -233,3 +233,37 @@ fn closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.is_empty(), "nothing on stderr expected: {err}");
 }
+
+/// Stdout on a full device (`numalab list workloads > /dev/full`): one
+/// clear error and exit 2 from every printing command, never a panic.
+#[test]
+fn stdout_on_a_full_device_is_one_error_not_a_panic() {
+    let full = std::path::Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("no /dev/full here: skipped");
+        return;
+    }
+    for args in [
+        vec!["list", "workloads"],
+        vec!["list", "knobs"],
+        vec!["schema", "run"],
+        vec!["machine", "show", "tiny-2n"],
+        [TINY_RUN, &["--json", "-"]].concat(),
+        TINY_RUN.to_vec(),
+    ] {
+        let f = std::fs::File::options().write(true).open(full).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args(&args)
+            .stdout(f)
+            .output()
+            .expect("run numalab");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            "numalab: error: writing stdout: No space left on device",
+            "{args:?}"
+        );
+    }
+}
