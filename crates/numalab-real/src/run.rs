@@ -205,21 +205,42 @@ pub fn real_run(
             eprintln!("numalab real: note: {w}");
         }
     }
-    run_planned(workload, host, opts, &facts, &plan, &roots)
+    run_planned(&RunCtx {
+        workload,
+        host,
+        opts,
+        facts: &facts,
+        plan: &plan,
+        roots: &roots,
+    })
+}
+
+/// The run's fixed inputs, which every step reads: the resolved workload,
+/// the machine it was resolved against, the options, the host's facts, the
+/// checked plan and where the knob files are.
+#[derive(Clone, Copy)]
+struct RunCtx<'a> {
+    workload: &'a Workload,
+    host: &'a Machine,
+    opts: &'a RealOptions,
+    facts: &'a HostFacts,
+    plan: &'a Plan,
+    roots: &'a KnobRoots,
 }
 
 /// Runs a plan whose checks passed: each numbered step of the module
 /// documentation is one function below. Whatever it changed is undone
 /// when it returns, on success, error or signal alike (through
 /// [`Changes`]' drop when it returns early).
-fn run_planned(
-    workload: &Workload,
-    host: &Machine,
-    opts: &RealOptions,
-    facts: &HostFacts,
-    plan: &Plan,
-    roots: &KnobRoots,
-) -> Result<RunRecord, RealError> {
+fn run_planned(r: &RunCtx) -> Result<RunRecord, RealError> {
+    let RunCtx {
+        host,
+        opts,
+        facts,
+        plan,
+        roots,
+        ..
+    } = *r;
     let interval = plan.interval.unwrap_or(opts.interval);
     let signals =
         SignalGuard::install().map_err(|e| RealError::Failed(format!("sigaction: {e}")))?;
@@ -239,18 +260,16 @@ fn run_planned(
     interrupted(&signals)?;
     // 4. Fork the processes; they wait for "go".
     let shared = SharedPage::new().map_err(|e| RealError::Failed(format!("mmap: {e}")))?;
-    fork_children(&mut ch, workload, host, opts, facts, &shared, my_pid)?;
+    fork_children(&mut ch, r, &shared, my_pid)?;
     // 5. Counters and baselines.
     let mut settings = settings_now;
-    let base = Baseline::read(workload, host, opts, facts, &ch, &mut settings);
+    let base = Baseline::read(r, &ch, &mut settings);
     interrupted(&signals)?;
     // 6. Go.
-    let start = release(&ch, &shared, workload, opts);
+    let start = release(&ch, &shared, r);
     // 7. The loop.
     let ctx = SampleCtx { host, base: &base };
-    let rows = sample_loop(
-        &mut ch, workload, host, &signals, &shared, &ctx, start, interval,
-    )?;
+    let rows = sample_loop(&mut ch, r, &signals, &shared, &ctx, start, interval)?;
     let wall_s = start.elapsed().as_secs_f64();
     // 8. Final counters, then undo.
     let fin = FinalCounters::read(&base);
@@ -281,9 +300,7 @@ fn run_planned(
         interval,
         settings,
     };
-    Ok(build_record(
-        workload, host, opts, facts, plan, roots, my_pid, collected,
-    ))
+    Ok(build_record(r, my_pid, collected))
 }
 
 /// `Err` with the caught signal once SIGINT/SIGTERM/SIGHUP arrived.
@@ -325,13 +342,17 @@ fn create_cgroups(
 /// `ch` as they are made, so an error kills those already forked.
 fn fork_children(
     ch: &mut Changes,
-    workload: &Workload,
-    host: &Machine,
-    opts: &RealOptions,
-    facts: &HostFacts,
+    r: &RunCtx,
     shared: &SharedPage,
     my_pid: i32,
 ) -> Result<(), RealError> {
+    let RunCtx {
+        workload,
+        host,
+        opts,
+        facts,
+        ..
+    } = *r;
     let node_of_cpu: Vec<usize> = host.cpus.iter().map(|c| c.node).collect();
     let all_cpus = facts.allowed_cpus.clone();
     for (pi, p) in workload.processes.iter().enumerate() {
@@ -429,14 +450,14 @@ struct Baseline {
 impl Baseline {
     /// Opens the counters and reads the baseline; records in `settings`
     /// whether tracepoints are counted and, if not, why.
-    fn read(
-        workload: &Workload,
-        host: &Machine,
-        opts: &RealOptions,
-        facts: &HostFacts,
-        ch: &Changes,
-        settings: &mut BTreeMap<String, String>,
-    ) -> Baseline {
+    fn read(r: &RunCtx, ch: &Changes, settings: &mut BTreeMap<String, String>) -> Baseline {
+        let RunCtx {
+            workload,
+            host,
+            opts,
+            facts,
+            ..
+        } = *r;
         let trace = match &facts.tracefs {
             Some(t) => {
                 match TraceCounters::open(t, &facts.online_cpus.iter().collect::<Vec<_>>()) {
@@ -506,7 +527,8 @@ fn read_cgroups(
 
 /// Step 6: stamps the start time the workers measure from and writes
 /// "go" to every child at once; returns the coordinator's start instant.
-fn release(ch: &Changes, shared: &SharedPage, workload: &Workload, opts: &RealOptions) -> Instant {
+fn release(ch: &Changes, shared: &SharedPage, r: &RunCtx) -> Instant {
+    let RunCtx { workload, opts, .. } = *r;
     shared
         .get()
         .t0_ns
@@ -531,17 +553,16 @@ fn release(ch: &Changes, shared: &SharedPage, workload: &Workload, opts: &RealOp
 /// [`STOP_GRACE`]), samples at `interval` and once more when a process
 /// is done ([`release_done`]), and reaps children ([`reap`]). Returns
 /// the time-series rows.
-#[allow(clippy::too_many_arguments)]
 fn sample_loop(
     ch: &mut Changes,
-    workload: &Workload,
-    host: &Machine,
+    r: &RunCtx,
     signals: &SignalGuard,
     shared: &SharedPage,
     ctx: &SampleCtx,
     start: Instant,
     interval: Duration,
 ) -> Result<Vec<Vec<f64>>, RealError> {
+    let RunCtx { workload, host, .. } = *r;
     let deadline = workload
         .duration_ns
         .map(|ns| start + Duration::from_nanos(ns));
@@ -719,17 +740,15 @@ struct Collected<'a> {
 /// Step 9: the Run record of a finished run. Times come from the workers'
 /// reports (the run lasts until the last thread exits), counters are
 /// deltas between [`Baseline`] and [`FinalCounters`].
-#[allow(clippy::too_many_arguments)]
-fn build_record(
-    workload: &Workload,
-    host: &Machine,
-    opts: &RealOptions,
-    facts: &HostFacts,
-    plan: &Plan,
-    roots: &KnobRoots,
-    my_pid: i32,
-    c: Collected,
-) -> RunRecord {
+fn build_record(r: &RunCtx, my_pid: i32, c: Collected) -> RunRecord {
+    let RunCtx {
+        workload,
+        host,
+        opts,
+        facts,
+        plan,
+        roots,
+    } = *r;
     let (processes, tasks, requests) = process_and_task_figures(workload, c.children);
     let elapsed_s = processes.iter().fold(0.0f64, |e, p| e.max(p.elapsed_s));
     let user_s: f64 = tasks.iter().map(|t| t.user_s).sum();
