@@ -32,14 +32,18 @@
 //! Tasks are named `PROCESS/THREAD` as in the model
 //! ([`numalab_record::task_name`]).
 //!
+//! A SIGKILL of numalab itself cannot be caught: its children die with it
+//! (PR_SET_PDEATHSIG), and the knobs and the cgroup, journaled before
+//! they were changed ([`crate::journal`]), are put back by the next
+//! `real run` or by `numalab real restore`.
+//!
 //! Left out: per-node memory bandwidth (the kernel gives none without a
-//! PMU), NodeFigures traffic beyond the per-task estimate, and surviving a
-//! SIGKILL of numalab itself (its children die with it through
-//! PR_SET_PDEATHSIG, but knobs and cgroups stay).
+//! PMU) and NodeFigures traffic beyond the per-task estimate.
 
 use crate::cgroup::CgroupTree;
 use crate::check::{self, Plan};
 use crate::host::HostFacts;
+use crate::journal::{self, Journal};
 use crate::knobs::{self, KnobGuard, KnobRoots};
 use crate::sample::{self, TraceCounters};
 use crate::sys::{self, SignalGuard};
@@ -109,11 +113,13 @@ fn read_keyed(dir: &Path, file: &str) -> BTreeMap<String, u64> {
         .unwrap_or_default()
 }
 
-/// Everything that must be undone, undone in reverse order on drop.
+/// Everything that must be undone, undone in reverse order on drop; the
+/// journal records the knobs and the cgroup until they are undone.
 struct Changes {
     children: Vec<Child>,
     knobs: Option<KnobGuard>,
     cgroups: Option<CgroupTree>,
+    journal: Option<Journal>,
 }
 
 impl Changes {
@@ -141,9 +147,23 @@ impl Changes {
                 errs.push(e);
             }
         }
+        if let Some(j) = &mut self.journal {
+            // Gone, whether removed just now or never made (a failed create
+            // cleans up after itself).
+            if j.state().cgroup.as_ref().is_some_and(|d| !d.exists()) {
+                if let Err(e) = j.cgroup_removed() {
+                    errs.push(e);
+                }
+            }
+        }
         if let Some(mut k) = self.knobs.take() {
-            if let Err(e) = k.restore() {
-                errs.push(e);
+            match k.restore() {
+                Ok(()) => {
+                    if let Some(Err(e)) = self.journal.as_mut().map(Journal::knobs_restored) {
+                        errs.push(e);
+                    }
+                }
+                Err(e) => errs.push(e),
             }
         }
         if errs.is_empty() {
@@ -188,6 +208,12 @@ pub fn real_run(
             facts.online_cpus.len()
         )));
     }
+    // Before the first change: the journal, and what a run that died
+    // left changed put back.
+    let (journal, recovered) = Journal::open(&journal::state_dir(), &roots)?;
+    if let Some(r) = recovered {
+        eprintln!("numalab real: {}", r.describe());
+    }
     if let (true, Some(cg)) = (plan.use_cgroups, &facts.cgroup2) {
         // SAFETY: no arguments.
         let dir = cg
@@ -205,14 +231,15 @@ pub fn real_run(
             eprintln!("numalab real: note: {w}");
         }
     }
-    run_planned(&RunCtx {
+    let r = RunCtx {
         workload,
         host,
         opts,
         facts: &facts,
         plan: &plan,
         roots: &roots,
-    })
+    };
+    run_planned(&r, journal)
 }
 
 /// The run's fixed inputs, which every step reads: the resolved workload,
@@ -232,7 +259,7 @@ struct RunCtx<'a> {
 /// documentation is one function below. Whatever it changed is undone
 /// when it returns, on success, error or signal alike (through
 /// [`Changes`]' drop when it returns early).
-fn run_planned(r: &RunCtx) -> Result<RunRecord, RealError> {
+fn run_planned(r: &RunCtx, journal: Journal) -> Result<RunRecord, RealError> {
     let RunCtx {
         host,
         opts,
@@ -248,15 +275,19 @@ fn run_planned(r: &RunCtx) -> Result<RunRecord, RealError> {
         children: Vec::new(),
         knobs: None,
         cgroups: None,
+        journal: Some(journal),
     };
-    // 2. Knobs.
-    ch.knobs = Some(KnobGuard::apply(&plan.file_knobs).map_err(RealError::Failed)?);
+    // 2. Knobs, each journaled before it is written.
+    ch.knobs = Some(
+        KnobGuard::apply_journaled(&plan.file_knobs, ch.journal.as_mut())
+            .map_err(RealError::Failed)?,
+    );
     interrupted(&signals)?;
     let settings_now = knobs::snapshot_settings(roots);
     // 3. Cgroups.
     // SAFETY: no arguments.
     let my_pid = unsafe { libc::getpid() };
-    ch.cgroups = create_cgroups(facts, plan, my_pid)?;
+    ch.cgroups = create_cgroups(facts, plan, my_pid, ch.journal.as_mut())?;
     interrupted(&signals)?;
     // 4. Fork the processes; they wait for "go".
     let shared = SharedPage::new().map_err(|e| RealError::Failed(format!("mmap: {e}")))?;
@@ -312,11 +343,13 @@ fn interrupted(s: &SignalGuard) -> Result<(), RealError> {
 }
 
 /// Step 3: the run's cgroup tree `numalab-PID` under the cgroup2 mount,
-/// when the plan uses cgroups (removed again by [`Changes::undo`]).
+/// when the plan uses cgroups (removed again by [`Changes::undo`]),
+/// journaled before it is created.
 fn create_cgroups(
     facts: &HostFacts,
     plan: &Plan,
     my_pid: i32,
+    journal: Option<&mut Journal>,
 ) -> Result<Option<CgroupTree>, RealError> {
     if !plan.use_cgroups {
         return Ok(None);
@@ -326,6 +359,10 @@ fn create_cgroups(
         .as_ref()
         .map(|c| c.mount.clone())
         .ok_or_else(|| RealError::Failed("cgroup2 vanished".into()))?;
+    if let Some(j) = journal {
+        j.set_cgroup(&mount.join(format!("numalab-{my_pid}")))
+            .map_err(RealError::Failed)?;
+    }
     CgroupTree::create(
         &mount,
         &format!("numalab-{my_pid}"),
