@@ -215,6 +215,10 @@ enum RealCmd {
         #[arg(long)]
         verbose: bool,
     },
+    /// Put back the knobs and remove the cgroup a `real run` that did not
+    /// finish (SIGKILL, crash) left changed, from its journal in the state
+    /// directory; `real run` does this itself when it starts.
+    Restore,
 }
 
 #[derive(Subcommand, Debug)]
@@ -273,6 +277,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                     verbose,
                 },
         } => real::real_run(&run.args(), allow_sysctl, verbose),
+        Cmd::Real {
+            cmd: RealCmd::Restore,
+        } => real::real_restore(),
         Cmd::Vm {
             cmd:
                 VmCmd::Run {
