@@ -30,9 +30,11 @@
 //!
 //! [`KnobGuard`] writes values in order and restores the saved ones in
 //! reverse order, on [`KnobGuard::restore`] or on drop (an early return, an
-//! error, a caught signal). Left out: restoring after SIGKILL of numalab
-//! itself, which nothing can catch.
+//! error, a caught signal). A SIGKILL of numalab itself cannot be caught:
+//! [`KnobGuard::apply_journaled`] writes each old value to the real-run
+//! journal ([`crate::journal`]) first, and the next run restores it.
 
+use crate::journal::Journal;
 use numalab_knobs::{knob, Def, Location};
 use std::collections::BTreeMap;
 use std::fs;
@@ -316,28 +318,49 @@ impl KnobGuard {
     /// first. On a failed write, restores what it already changed and
     /// returns the error.
     pub fn apply(changes: &[(String, PathBuf, String)]) -> Result<KnobGuard, String> {
+        Self::apply_journaled(changes, None)
+    }
+
+    /// [`KnobGuard::apply`], recording each old value in `journal` (and
+    /// so on disk) before the knob is written. When a write fails and the
+    /// earlier ones are undone, the journal's knobs are cleared again.
+    pub fn apply_journaled(
+        changes: &[(String, PathBuf, String)],
+        mut journal: Option<&mut Journal>,
+    ) -> Result<KnobGuard, String> {
         let mut g = KnobGuard::default();
         for (key, path, value) in changes {
-            let old = match fs::read_to_string(path) {
-                Ok(t) => knob_value(&t),
-                Err(e) => {
-                    let undo = g.restore();
-                    return Err(format!(
-                        "knob '{key}': cannot read {}: {e}{}",
-                        path.display(),
-                        undo.err().map(|u| format!("; {u}")).unwrap_or_default()
-                    ));
+            let failure = match fs::read_to_string(path) {
+                Err(e) => Some(format!("knob '{key}': cannot read {}: {e}", path.display())),
+                Ok(t) => {
+                    let old = knob_value(&t);
+                    let journaled = match journal.as_deref_mut() {
+                        Some(j) => j.add_knob(key, path, &old),
+                        None => Ok(()),
+                    };
+                    match journaled.map(|()| fs::write(path, value)) {
+                        Err(e) => Some(format!("knob '{key}': not changed: {e}")),
+                        Ok(Err(e)) => Some(format!(
+                            "knob '{key}': the kernel refused '{value}' for {}: {e}",
+                            path.display()
+                        )),
+                        Ok(Ok(())) => {
+                            g.saved.push((key.clone(), path.clone(), old));
+                            None
+                        }
+                    }
                 }
             };
-            if let Err(e) = fs::write(path, value) {
-                let undo = g.restore();
+            if let Some(msg) = failure {
+                let undo = g.restore().and_then(|()| match journal {
+                    Some(j) => j.knobs_restored(),
+                    None => Ok(()),
+                });
                 return Err(format!(
-                    "knob '{key}': the kernel refused '{value}' for {}: {e}{}",
-                    path.display(),
+                    "{msg}{}",
                     undo.err().map(|u| format!("; {u}")).unwrap_or_default()
                 ));
             }
-            g.saved.push((key.clone(), path.clone(), old));
         }
         Ok(g)
     }

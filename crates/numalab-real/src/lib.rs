@@ -26,6 +26,7 @@ pub mod access;
 pub mod cgroup;
 pub mod check;
 pub mod host;
+pub mod journal;
 pub mod knobs;
 mod run;
 pub mod sample;

@@ -32,14 +32,18 @@
 //! Tasks are named `PROCESS/THREAD` as in the model
 //! ([`numalab_record::task_name`]).
 //!
+//! A SIGKILL of numalab itself cannot be caught: its children die with it
+//! (PR_SET_PDEATHSIG), and the knobs and the cgroup, journaled before
+//! they were changed ([`crate::journal`]), are put back by the next
+//! `real run` or by `numalab real restore`.
+//!
 //! Left out: per-node memory bandwidth (the kernel gives none without a
-//! PMU), NodeFigures traffic beyond the per-task estimate, and surviving a
-//! SIGKILL of numalab itself (its children die with it through
-//! PR_SET_PDEATHSIG, but knobs and cgroups stay).
+//! PMU) and NodeFigures traffic beyond the per-task estimate.
 
 use crate::cgroup::CgroupTree;
 use crate::check::{self, Plan};
 use crate::host::HostFacts;
+use crate::journal::{self, Journal};
 use crate::knobs::{self, KnobGuard, KnobRoots};
 use crate::sample::{self, TraceCounters};
 use crate::sys::{self, SignalGuard};
@@ -109,11 +113,13 @@ fn read_keyed(dir: &Path, file: &str) -> BTreeMap<String, u64> {
         .unwrap_or_default()
 }
 
-/// Everything that must be undone, undone in reverse order on drop.
+/// Everything that must be undone, undone in reverse order on drop; the
+/// journal records the knobs and the cgroup until they are undone.
 struct Changes {
     children: Vec<Child>,
     knobs: Option<KnobGuard>,
     cgroups: Option<CgroupTree>,
+    journal: Option<Journal>,
 }
 
 impl Changes {
@@ -141,9 +147,23 @@ impl Changes {
                 errs.push(e);
             }
         }
+        if let Some(j) = &mut self.journal {
+            // Gone, whether removed just now or never made (a failed create
+            // cleans up after itself).
+            if j.state().cgroup.as_ref().is_some_and(|d| !d.exists()) {
+                if let Err(e) = j.cgroup_removed() {
+                    errs.push(e);
+                }
+            }
+        }
         if let Some(mut k) = self.knobs.take() {
-            if let Err(e) = k.restore() {
-                errs.push(e);
+            match k.restore() {
+                Ok(()) => {
+                    if let Some(Err(e)) = self.journal.as_mut().map(Journal::knobs_restored) {
+                        errs.push(e);
+                    }
+                }
+                Err(e) => errs.push(e),
             }
         }
         if errs.is_empty() {
@@ -188,6 +208,12 @@ pub fn real_run(
             facts.online_cpus.len()
         )));
     }
+    // Before the first change: the journal, and what a run that died
+    // left changed put back.
+    let (journal, recovered) = Journal::open(&journal::state_dir(), &roots)?;
+    if let Some(r) = recovered {
+        eprintln!("numalab real: {}", r.describe());
+    }
     if let (true, Some(cg)) = (plan.use_cgroups, &facts.cgroup2) {
         // SAFETY: no arguments.
         let dir = cg
@@ -205,21 +231,43 @@ pub fn real_run(
             eprintln!("numalab real: note: {w}");
         }
     }
-    run_planned(workload, host, opts, &facts, &plan, &roots)
+    let r = RunCtx {
+        workload,
+        host,
+        opts,
+        facts: &facts,
+        plan: &plan,
+        roots: &roots,
+    };
+    run_planned(&r, journal)
+}
+
+/// The run's fixed inputs, which every step reads: the resolved workload,
+/// the machine it was resolved against, the options, the host's facts, the
+/// checked plan and where the knob files are.
+#[derive(Clone, Copy)]
+struct RunCtx<'a> {
+    workload: &'a Workload,
+    host: &'a Machine,
+    opts: &'a RealOptions,
+    facts: &'a HostFacts,
+    plan: &'a Plan,
+    roots: &'a KnobRoots,
 }
 
 /// Runs a plan whose checks passed: each numbered step of the module
 /// documentation is one function below. Whatever it changed is undone
 /// when it returns, on success, error or signal alike (through
 /// [`Changes`]' drop when it returns early).
-fn run_planned(
-    workload: &Workload,
-    host: &Machine,
-    opts: &RealOptions,
-    facts: &HostFacts,
-    plan: &Plan,
-    roots: &KnobRoots,
-) -> Result<RunRecord, RealError> {
+fn run_planned(r: &RunCtx, journal: Journal) -> Result<RunRecord, RealError> {
+    let RunCtx {
+        host,
+        opts,
+        facts,
+        plan,
+        roots,
+        ..
+    } = *r;
     let interval = plan.interval.unwrap_or(opts.interval);
     let signals =
         SignalGuard::install().map_err(|e| RealError::Failed(format!("sigaction: {e}")))?;
@@ -227,30 +275,32 @@ fn run_planned(
         children: Vec::new(),
         knobs: None,
         cgroups: None,
+        journal: Some(journal),
     };
-    // 2. Knobs.
-    ch.knobs = Some(KnobGuard::apply(&plan.file_knobs).map_err(RealError::Failed)?);
+    // 2. Knobs, each journaled before it is written.
+    ch.knobs = Some(
+        KnobGuard::apply_journaled(&plan.file_knobs, ch.journal.as_mut())
+            .map_err(RealError::Failed)?,
+    );
     interrupted(&signals)?;
     let settings_now = knobs::snapshot_settings(roots);
     // 3. Cgroups.
     // SAFETY: no arguments.
     let my_pid = unsafe { libc::getpid() };
-    ch.cgroups = create_cgroups(facts, plan, my_pid)?;
+    ch.cgroups = create_cgroups(facts, plan, my_pid, ch.journal.as_mut())?;
     interrupted(&signals)?;
     // 4. Fork the processes; they wait for "go".
     let shared = SharedPage::new().map_err(|e| RealError::Failed(format!("mmap: {e}")))?;
-    fork_children(&mut ch, workload, host, opts, facts, &shared, my_pid)?;
+    fork_children(&mut ch, r, &shared, my_pid)?;
     // 5. Counters and baselines.
     let mut settings = settings_now;
-    let base = Baseline::read(workload, host, opts, facts, &ch, &mut settings);
+    let base = Baseline::read(r, &ch, &mut settings);
     interrupted(&signals)?;
     // 6. Go.
-    let start = release(&ch, &shared, workload, opts);
+    let start = release(&ch, &shared, r);
     // 7. The loop.
     let ctx = SampleCtx { host, base: &base };
-    let rows = sample_loop(
-        &mut ch, workload, host, &signals, &shared, &ctx, start, interval,
-    )?;
+    let rows = sample_loop(&mut ch, r, &signals, &shared, &ctx, start, interval)?;
     let wall_s = start.elapsed().as_secs_f64();
     // 8. Final counters, then undo.
     let fin = FinalCounters::read(&base);
@@ -281,9 +331,7 @@ fn run_planned(
         interval,
         settings,
     };
-    Ok(build_record(
-        workload, host, opts, facts, plan, roots, my_pid, collected,
-    ))
+    Ok(build_record(r, my_pid, collected))
 }
 
 /// `Err` with the caught signal once SIGINT/SIGTERM/SIGHUP arrived.
@@ -295,11 +343,13 @@ fn interrupted(s: &SignalGuard) -> Result<(), RealError> {
 }
 
 /// Step 3: the run's cgroup tree `numalab-PID` under the cgroup2 mount,
-/// when the plan uses cgroups (removed again by [`Changes::undo`]).
+/// when the plan uses cgroups (removed again by [`Changes::undo`]),
+/// journaled before it is created.
 fn create_cgroups(
     facts: &HostFacts,
     plan: &Plan,
     my_pid: i32,
+    journal: Option<&mut Journal>,
 ) -> Result<Option<CgroupTree>, RealError> {
     if !plan.use_cgroups {
         return Ok(None);
@@ -309,6 +359,10 @@ fn create_cgroups(
         .as_ref()
         .map(|c| c.mount.clone())
         .ok_or_else(|| RealError::Failed("cgroup2 vanished".into()))?;
+    if let Some(j) = journal {
+        j.set_cgroup(&mount.join(format!("numalab-{my_pid}")))
+            .map_err(RealError::Failed)?;
+    }
     CgroupTree::create(
         &mount,
         &format!("numalab-{my_pid}"),
@@ -325,13 +379,17 @@ fn create_cgroups(
 /// `ch` as they are made, so an error kills those already forked.
 fn fork_children(
     ch: &mut Changes,
-    workload: &Workload,
-    host: &Machine,
-    opts: &RealOptions,
-    facts: &HostFacts,
+    r: &RunCtx,
     shared: &SharedPage,
     my_pid: i32,
 ) -> Result<(), RealError> {
+    let RunCtx {
+        workload,
+        host,
+        opts,
+        facts,
+        ..
+    } = *r;
     let node_of_cpu: Vec<usize> = host.cpus.iter().map(|c| c.node).collect();
     let all_cpus = facts.allowed_cpus.clone();
     for (pi, p) in workload.processes.iter().enumerate() {
@@ -429,14 +487,14 @@ struct Baseline {
 impl Baseline {
     /// Opens the counters and reads the baseline; records in `settings`
     /// whether tracepoints are counted and, if not, why.
-    fn read(
-        workload: &Workload,
-        host: &Machine,
-        opts: &RealOptions,
-        facts: &HostFacts,
-        ch: &Changes,
-        settings: &mut BTreeMap<String, String>,
-    ) -> Baseline {
+    fn read(r: &RunCtx, ch: &Changes, settings: &mut BTreeMap<String, String>) -> Baseline {
+        let RunCtx {
+            workload,
+            host,
+            opts,
+            facts,
+            ..
+        } = *r;
         let trace = match &facts.tracefs {
             Some(t) => {
                 match TraceCounters::open(t, &facts.online_cpus.iter().collect::<Vec<_>>()) {
@@ -506,7 +564,8 @@ fn read_cgroups(
 
 /// Step 6: stamps the start time the workers measure from and writes
 /// "go" to every child at once; returns the coordinator's start instant.
-fn release(ch: &Changes, shared: &SharedPage, workload: &Workload, opts: &RealOptions) -> Instant {
+fn release(ch: &Changes, shared: &SharedPage, r: &RunCtx) -> Instant {
+    let RunCtx { workload, opts, .. } = *r;
     shared
         .get()
         .t0_ns
@@ -531,17 +590,16 @@ fn release(ch: &Changes, shared: &SharedPage, workload: &Workload, opts: &RealOp
 /// [`STOP_GRACE`]), samples at `interval` and once more when a process
 /// is done ([`release_done`]), and reaps children ([`reap`]). Returns
 /// the time-series rows.
-#[allow(clippy::too_many_arguments)]
 fn sample_loop(
     ch: &mut Changes,
-    workload: &Workload,
-    host: &Machine,
+    r: &RunCtx,
     signals: &SignalGuard,
     shared: &SharedPage,
     ctx: &SampleCtx,
     start: Instant,
     interval: Duration,
 ) -> Result<Vec<Vec<f64>>, RealError> {
+    let RunCtx { workload, host, .. } = *r;
     let deadline = workload
         .duration_ns
         .map(|ns| start + Duration::from_nanos(ns));
@@ -719,17 +777,15 @@ struct Collected<'a> {
 /// Step 9: the Run record of a finished run. Times come from the workers'
 /// reports (the run lasts until the last thread exits), counters are
 /// deltas between [`Baseline`] and [`FinalCounters`].
-#[allow(clippy::too_many_arguments)]
-fn build_record(
-    workload: &Workload,
-    host: &Machine,
-    opts: &RealOptions,
-    facts: &HostFacts,
-    plan: &Plan,
-    roots: &KnobRoots,
-    my_pid: i32,
-    c: Collected,
-) -> RunRecord {
+fn build_record(r: &RunCtx, my_pid: i32, c: Collected) -> RunRecord {
+    let RunCtx {
+        workload,
+        host,
+        opts,
+        facts,
+        plan,
+        roots,
+    } = *r;
     let (processes, tasks, requests) = process_and_task_figures(workload, c.children);
     let elapsed_s = processes.iter().fold(0.0f64, |e, p| e.max(p.elapsed_s));
     let user_s: f64 = tasks.iter().map(|t| t.user_s).sum();

@@ -17,6 +17,7 @@
 //! generated from the types. `machine` and `workload` are the resolved
 //! specs as JSON and stay "any" in the schema: their crates own them.
 
+pub mod atomic;
 pub mod column;
 pub mod counters;
 
@@ -24,6 +25,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use atomic::{write_atomic, write_atomic_with};
 pub use column::{task_name, Column};
 
 /// Version of the Run JSON format written by this build.

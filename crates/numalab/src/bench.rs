@@ -36,18 +36,14 @@ pub fn bench(
     let peak = peak_rss_bytes().map_or("unknown".to_string(), |b| {
         format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
     });
-    println!(
-        "bench: machine {} workload {} scale {} seed {}",
+    crate::out::print(&format!(
+        "bench: machine {} workload {} scale {} seed {}\n  modeled elapsed {:.2} s, user {:.1} s, sys {:.1} s\n  wall time       {wall:.2} s\n  peak memory     {peak}\n",
         m.name,
         rec.test_name(),
         scale,
-        seed
-    );
-    println!(
-        "  modeled elapsed {:.2} s, user {:.1} s, sys {:.1} s",
-        rec.elapsed_s, rec.user_s, rec.sys_s
-    );
-    println!("  wall time       {wall:.2} s");
-    println!("  peak memory     {peak}");
-    Ok(())
+        seed,
+        rec.elapsed_s,
+        rec.user_s,
+        rec.sys_s
+    ))
 }

@@ -1,10 +1,11 @@
 //! Argument definitions and the subcommands.
 
 use crate::failure::Failure;
-use crate::{bench, real, reproduce, runner, validate};
+use crate::{bench, out, real, reproduce, runner, validate};
 use clap::{Args, Parser, Subcommand};
 use numalab_record::RunSet;
-use std::io::{Read, Write};
+use std::io::Read;
+use std::path::Path;
 
 /// A laboratory for Linux automatic NUMA balancing.
 #[derive(Parser, Debug)]
@@ -214,6 +215,10 @@ enum RealCmd {
         #[arg(long)]
         verbose: bool,
     },
+    /// Put back the knobs and remove the cgroup a `real run` that did not
+    /// finish (SIGKILL, crash) left changed, from its journal in the state
+    /// directory; `real run` does this itself when it starts.
+    Restore,
 }
 
 #[derive(Subcommand, Debug)]
@@ -272,6 +277,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                     verbose,
                 },
         } => real::real_run(&run.args(), allow_sysctl, verbose),
+        Cmd::Real {
+            cmd: RealCmd::Restore,
+        } => real::real_restore(),
         Cmd::Vm {
             cmd:
                 VmCmd::Run {
@@ -407,13 +415,13 @@ fn run(
                 ));
             }
             if json.is_none() {
-                print!("{}", numalab_report::run_summary(&rec));
+                out::print(&numalab_report::run_summary(&rec))?;
             }
             runs.push(rec);
         }
     }
     if let Some(path) = trace {
-        std::fs::write(&path, trace_text).map_err(|e| format!("--trace {path}: {e}"))?;
+        out::write_file("--trace", Path::new(&path), &trace_text)?;
     }
     if let Some(path) = json {
         let text = if runs.len() == 1 {
@@ -423,9 +431,9 @@ fn run(
             RunSet::new(label, runs).to_json()
         };
         if path == "-" {
-            print!("{text}");
+            out::print(&text)?;
         } else {
-            std::fs::write(&path, text).map_err(|e| format!("--json {path}: {e}"))?;
+            out::write_file("--json", Path::new(&path), &text)?;
         }
     }
     Ok(())
@@ -449,10 +457,7 @@ fn list(what: &str) -> Result<(), String> {
             .into_iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect(),
-        "knobs" => {
-            print!("{}", list_knobs());
-            return Ok(());
-        }
+        "knobs" => return out::print(&list_knobs()),
         "reproductions" => reproduce::all()
             .into_iter()
             .map(|r| (r.name.to_string(), r.description.to_string()))
@@ -464,10 +469,11 @@ fn list(what: &str) -> Result<(), String> {
         }
     };
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    for (a, b) in rows {
-        println!("{a:<w$}  {b}");
-    }
-    Ok(())
+    let text: String = rows
+        .iter()
+        .map(|(a, b)| format!("{a:<w$}  {b}\n"))
+        .collect();
+    out::print(&text)
 }
 
 /// `numalab list knobs`, generated from the registry: each knob as
@@ -509,9 +515,7 @@ fn schema(what: &str) -> Result<(), String> {
     };
     let mut text = serde_json::to_string_pretty(&schema).map_err(|e| format!("schema: {e}"))?;
     text.push('\n');
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(|e| format!("schema: writing stdout: {e}"))
+    out::print(&text)
 }
 
 fn machine(cmd: MachineCmd) -> Result<(), String> {
@@ -533,13 +537,11 @@ fn machine(cmd: MachineCmd) -> Result<(), String> {
                 };
                 numalab_topology::import::from_numactl(&input).map_err(|e| e.to_string())?
             };
-            print!("{text}");
-            Ok(())
+            out::print(&text)
         }
         MachineCmd::Show { machine } => {
             let m = runner::load_machine(&machine)?;
-            print!("{}", numalab_topology::spec::to_toml(&m));
-            Ok(())
+            out::print(&numalab_topology::spec::to_toml(&m))
         }
     }
 }
@@ -554,14 +556,13 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
         sets.push(RunSet::from_json(&text, f, &label)?);
     }
     if csv {
-        print!("{}", numalab_report::runs_csv(&sets));
-        return Ok(());
+        return out::print(&numalab_report::runs_csv(&sets));
     }
-    print!("{}", numalab_report::compare_table(&sets));
+    let mut text = numalab_report::compare_table(&sets);
     if let Some(cg) = cgroup {
-        print!("{}", numalab_report::compare_cgroups(&sets, cg));
+        text.push_str(&numalab_report::compare_cgroups(&sets, cg));
     }
-    Ok(())
+    out::print(&text)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 mod bench;
 mod cli;
 mod failure;
+mod out;
 mod progress;
 mod real;
 mod reproduce;
@@ -16,6 +17,7 @@ mod runner;
 mod validate;
 
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -31,10 +33,13 @@ fn main() -> ExitCode {
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // Not eprintln!: it panics when stderr cannot be written, and
+            // the exit code still tells what happened.
+            let mut err = std::io::stderr().lock();
             if let Some(d) = &e.detail {
-                eprintln!("{d}");
+                let _ = writeln!(err, "{d}");
             }
-            eprintln!("numalab: error: {}", e.message);
+            let _ = writeln!(err, "numalab: error: {}", e.message);
             ExitCode::from(e.code)
         }
     }

@@ -1,5 +1,6 @@
 //! `numalab real run` and `numalab vm run`: the workload on a real kernel,
-//! this host's or a QEMU guest's (crate `numalab-real`, docs/real.md).
+//! this host's or a QEMU guest's (crate `numalab-real`, docs/real.md);
+//! `numalab real restore`, which undoes what a killed real run left.
 //!
 //! `real run` resolves the workload against this host
 //! ([`numalab_real::host_machine`]) and runs it for real; refusals exit
@@ -66,12 +67,9 @@ pub fn resolve(
 /// summary.
 fn output(rec: &RunRecord, json: Option<&str>) -> Result<(), Failure> {
     match json {
-        Some("-") => print!("{}", rec.to_json()),
-        Some(path) => {
-            std::fs::write(path, rec.to_json())
-                .map_err(|e| Failure::from(format!("--json {path}: {e}")))?;
-        }
-        None => print!("{}", numalab_report::run_summary(rec)),
+        Some("-") => crate::out::print(&rec.to_json())?,
+        Some(path) => crate::out::write_file("--json", std::path::Path::new(path), &rec.to_json())?,
+        None => crate::out::print(&numalab_report::run_summary(rec))?,
     }
     Ok(())
 }
@@ -92,6 +90,26 @@ pub fn real_run(a: &RunArgs, allow_sysctl: bool, verbose: bool) -> Result<(), Fa
     };
     let rec = numalab_real::real_run(&w, &host, &opts)?;
     output(&rec, a.json.as_deref())
+}
+
+/// `numalab real restore`: restores what a real run that did not finish
+/// left changed, from the journal in the state directory, and prints each
+/// action (or `nothing to restore`).
+pub fn real_restore() -> Result<(), Failure> {
+    let dir = numalab_real::journal::state_dir();
+    let roots = numalab_real::knobs::KnobRoots::default();
+    let text = match numalab_real::journal::restore(&dir, &roots)? {
+        None => "nothing to restore\n".to_string(),
+        Some(r) => {
+            let mut t = format!("run pid {} did not finish; restored:\n", r.pid);
+            for a in &r.actions {
+                t.push_str(&format!("  {a}\n"));
+            }
+            t
+        }
+    };
+    crate::out::print(&text)?;
+    Ok(())
 }
 
 /// Options of `numalab vm run` beyond [`RunArgs`].

@@ -226,12 +226,10 @@ pub fn reproduce(
         return Err("--iterations must be at least 1".into());
     }
     let m = runner::load_machine(r.machine)?;
-    println!("reproduction {}: {}", r.name, r.description);
-    println!("published: {}", r.source);
-    println!(
-        "machine {}, scale {scale}, {iterations} iteration(s) from seed {seed}\n",
-        m.name
-    );
+    crate::out::print(&format!(
+        "reproduction {}: {}\npublished: {}\nmachine {}, scale {scale}, {iterations} iteration(s) from seed {seed}\n\n",
+        r.name, r.description, r.source, m.name
+    ))?;
     let mut sets = Vec::new();
     for c in r.configs {
         let knobs = runner::knobs(c.sets)?;
@@ -254,14 +252,15 @@ pub fn reproduce(
         if let Some(dir) = json_dir {
             std::fs::create_dir_all(dir).map_err(|e| format!("--json-dir {dir}: {e}"))?;
             let path = format!("{dir}/{}.json", c.label);
-            std::fs::write(&path, set.to_json()).map_err(|e| format!("{path}: {e}"))?;
+            crate::out::write_file("", std::path::Path::new(&path), &set.to_json())?;
         }
         sets.push(set);
     }
-    print!("{}", numalab_report::compare_table(&sets));
-    println!();
-    println!("{}", modeled_vs_published(&r, &sets, scale));
-    Ok(())
+    crate::out::print(&format!(
+        "{}\n{}\n",
+        numalab_report::compare_table(&sets),
+        modeled_vs_published(&r, &sets, scale)
+    ))
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {

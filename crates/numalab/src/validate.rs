@@ -26,6 +26,7 @@
 //! guest records `DIR/NAME.kernel.json`.
 
 use crate::failure::Failure;
+use crate::out;
 use crate::real::{self, RunArgs, VmArgs};
 use numalab_record::counters::{lab_trace, TRACE_EVENTS};
 use numalab_record::{Column, RunRecord};
@@ -573,19 +574,24 @@ pub fn table(
 }
 
 /// Prints the checks of a scenario; (passed, failed).
-fn print_checks(name: &str, checks: &[numalab_real::smoke::Check]) -> (usize, usize) {
+fn print_checks(
+    name: &str,
+    checks: &[numalab_real::smoke::Check],
+) -> Result<(usize, usize), String> {
     let mut p = 0;
+    let mut text = String::new();
     for c in checks {
-        println!(
-            "{} {name}: {} ({})",
+        text.push_str(&format!(
+            "{} {name}: {} ({})\n",
             if c.ok { "PASS" } else { "FAIL" },
             c.name,
             c.detail
-        );
+        ));
         p += usize::from(c.ok);
     }
-    println!();
-    (p, checks.len() - p)
+    text.push('\n');
+    out::print(&text)?;
+    Ok((p, checks.len() - p))
 }
 
 fn read_guest(dir: &str, name: &str) -> Result<RunRecord, String> {
@@ -596,7 +602,7 @@ fn read_guest(dir: &str, name: &str) -> Result<RunRecord, String> {
 
 fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRecord, Failure> {
     let file = tmp.join(format!("{}.toml", s.name));
-    std::fs::write(&file, s.text).map_err(|e| format!("{}: {e}", file.display()))?;
+    out::write_file("", &file, s.text)?;
     let a = RunArgs {
         workload: file.display().to_string(),
         sets: Vec::new(),
@@ -670,7 +676,7 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
         if let Some(d) = &o.json_dir {
             let write = |suffix: &str, r: &RunRecord| -> Result<(), String> {
                 let p: PathBuf = Path::new(d).join(format!("{}.{suffix}.json", s.name));
-                std::fs::write(&p, r.to_json()).map_err(|e| format!("{}: {e}", p.display()))
+                out::write_file("--json-dir", &p, &r.to_json())
             };
             write("model", &model)?;
             if let (Some(k), None) = (&kernel, &o.guest_json) {
@@ -678,7 +684,7 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
             }
         }
         let (text, f) = table(s.name, &w, &m, Some(&model), kernel.as_ref());
-        println!("{text}");
+        out::print(&format!("{text}\n"))?;
         if o.check && s.check {
             let checks = match &kernel {
                 Some(k) => numalab_real::smoke::check_pinned(k, &m, 0.5),
@@ -688,7 +694,7 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
                     detail: "the guest run failed".into(),
                 }],
             };
-            let (p, f) = print_checks(s.name, &checks);
+            let (p, f) = print_checks(s.name, &checks)?;
             passed += p;
             failed += f;
         }
@@ -707,15 +713,18 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
     }
     let _ = std::fs::remove_dir_all(&tmp);
     if !disagreements.is_empty() {
-        println!(
-            "Differences of more than 2x or in placement (see docs/real.md for the mechanisms):"
-        );
+        let mut text =
+            "Differences of more than 2x or in placement (see docs/real.md for the mechanisms):\n"
+                .to_string();
         for d in &disagreements {
-            println!("  {d}");
+            text.push_str(&format!("  {d}\n"));
         }
+        out::print(&text)?;
     }
     if o.check {
-        println!("validate --check: {passed} passed, {failed} failed");
+        out::print(&format!(
+            "validate --check: {passed} passed, {failed} failed\n"
+        ))?;
         if failed > 0 && failures.is_empty() {
             return Err(Failure {
                 message: format!("--check: {failed} check(s) failed"),

@@ -233,3 +233,79 @@ fn closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.is_empty(), "nothing on stderr expected: {err}");
 }
+
+/// Stdout on a full device (`numalab list workloads > /dev/full`): one
+/// clear error and exit 2 from every printing command, never a panic.
+#[test]
+fn stdout_on_a_full_device_is_one_error_not_a_panic() {
+    let full = std::path::Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("no /dev/full here: skipped");
+        return;
+    }
+    for args in [
+        vec!["list", "workloads"],
+        vec!["list", "knobs"],
+        vec!["schema", "run"],
+        vec!["machine", "show", "tiny-2n"],
+        [TINY_RUN, &["--json", "-"]].concat(),
+        TINY_RUN.to_vec(),
+    ] {
+        let f = std::fs::File::options().write(true).open(full).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args(&args)
+            .stdout(f)
+            .output()
+            .expect("run numalab");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            "numalab: error: writing stdout: No space left on device",
+            "{args:?}"
+        );
+    }
+}
+
+/// `real restore` with a clean state directory says so and changes
+/// nothing; a journal it must not act on is one error line (the SIGKILL
+/// test itself is crates/numalab-real/tests/journal_sigkill.rs).
+#[test]
+fn real_restore_reports_nothing_or_one_error() {
+    let dir = std::env::temp_dir().join(format!("numalab-cli-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_numalab"))
+            .args(["real", "restore"])
+            .env("NUMALAB_STATE_DIR", &dir)
+            .output()
+            .expect("run numalab")
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "nothing to restore\n");
+    assert!(!dir.exists(), "a clean restore creates nothing");
+    std::fs::create_dir_all(&dir).unwrap();
+    let evil = dir.join("elsewhere");
+    std::fs::write(&evil, "keep\n").unwrap();
+    std::fs::write(
+        dir.join("real-run.json"),
+        format!(
+            r#"{{"format":"numalab-real-journal","version":1,"pid":77,"knobs":[{{"key":"x","path":"{}","old":"1"}}],"cgroup":null}}"#,
+            evil.display()
+        ),
+    )
+    .unwrap();
+    let o = run();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("numalab: error: restoring what run pid 77 left changed")
+            && err.contains("knob 'x'"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&evil).unwrap(), "keep\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
