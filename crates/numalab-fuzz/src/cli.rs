@@ -250,23 +250,21 @@ pub fn run_args(seed: u64, dir: &str) -> Vec<String> {
     args
 }
 
-/// Checks how `numalab` ended: exit 0, or exit 2 with exactly one error
-/// line on stderr. numalab's own errors are `numalab: error: ...`; clap's
-/// refusals of the command line (a missing flag, a value that is not a
-/// number) are `error: ...` followed by a usage hint, exit 2, and count as
-/// one error line too. Anything else (a panic's 101, a signal, another
-/// code, no or several error lines) is an `Err` saying what happened.
+/// Checks how `numalab` ended: exit 0, or exit 2 with exactly one line
+/// on stderr, `numalab: error: ...` (clap's refusals of the command line
+/// included). Anything else (a panic's 101, a signal, another code, no or
+/// several lines) is an `Err` saying what happened.
 pub fn check_exit(code: Option<i32>, stderr: &str) -> Result<(), String> {
+    let lines = stderr.lines().count();
     let ours = stderr
         .lines()
         .filter(|l| l.starts_with("numalab: error:"))
         .count();
-    let clap = stderr.lines().filter(|l| l.starts_with("error:")).count();
     match code {
         Some(0) if ours == 0 => Ok(()),
-        Some(2) if ours + clap == 1 => Ok(()),
+        Some(2) if ours == 1 && lines == 1 => Ok(()),
         Some(c) => Err(format!(
-            "exit code {c} with {ours} `numalab: error:` and {clap} `error:` lines"
+            "exit code {c} with {lines} stderr lines, {ours} of them `numalab: error:`"
         )),
         None => Err("killed by a signal".to_string()),
     }

@@ -29,7 +29,10 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return command_line_error(e),
+    };
     match cli::dispatch(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -43,4 +46,43 @@ fn main() -> ExitCode {
             ExitCode::from(e.code)
         }
     }
+}
+
+/// `--help` and `--version` print as clap prints them; a refused command
+/// line becomes one `numalab: error:` line like every other error (clap's
+/// own text adds a usage block), exit 2.
+fn command_line_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        // Help and version go to stdout (help for a bare `numalab` or
+        // `numalab run`-less subcommand group to stderr, exit 2), as clap
+        // prints them; a failed write has nowhere to go but the exit code.
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let code = e.exit_code().clamp(0, 255) as u8;
+            return match e.print() {
+                Ok(()) => ExitCode::from(code),
+                Err(_) => ExitCode::from(2),
+            };
+        }
+        _ => {}
+    }
+    // clap's message is its first paragraph (a list of missing arguments
+    // runs over several lines); the usage block after it is dropped.
+    let text = e.render().to_string();
+    let message = text
+        .split("\n\n")
+        .next()
+        .unwrap_or("invalid command line")
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "numalab: error: {message} (see `numalab --help`)"
+    );
+    ExitCode::from(2)
 }

@@ -309,3 +309,18 @@ fn real_restore_reports_nothing_or_one_error() {
     assert_eq!(std::fs::read_to_string(&evil).unwrap(), "keep\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A command line clap refuses is one `numalab: error:` line too, not
+/// clap's multi-line usage block.
+#[test]
+fn refused_command_lines_are_one_error_line() {
+    fails_with(&["run", "--bogus"], &["--bogus", "numalab --help"]);
+    fails_with(&["run", "-m", "tiny-2n"], &["--workload"]);
+    fails_with(
+        &["run", "-m", "tiny-2n", "-w", "numa02", "--seed", "x"],
+        &["--seed", "'x'"],
+    );
+    let help = numalab(&["--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: numalab"));
+}
