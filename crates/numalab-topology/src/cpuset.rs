@@ -138,33 +138,39 @@ impl CpuSet {
     /// Parses the kernel's cpulist format: comma-separated ids and ranges,
     /// e.g. `0-3,8,10-11`. An empty string is the empty set.
     pub fn parse_list(s: &str) -> Result<CpuSet, String> {
-        let mut set = CpuSet::new();
-        for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (lo, hi) = match part.split_once('-') {
-                Some((a, b)) => (parse_id(a, part)?, parse_id(b, part)?),
-                None => {
-                    let v = parse_id(part, part)?;
-                    (v, v)
-                }
-            };
-            if hi < lo {
-                return Err(format!("range '{part}' runs backwards"));
-            }
-            if hi >= 1 << 20 {
-                return Err(format!("CPU id in '{part}' is implausibly large"));
-            }
-            for c in lo..=hi {
-                set.insert(c);
-            }
-        }
-        Ok(set)
+        parse_id_list(s, "CPU")
     }
 }
 
-fn parse_id(s: &str, part: &str) -> Result<usize, String> {
+/// The kernel's list format (`0-3,8`) of `what` ids (CPU or node ids: the
+/// error names which).
+fn parse_id_list(s: &str, what: &str) -> Result<CpuSet, String> {
+    let mut set = CpuSet::new();
+    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (parse_id(a, part, what)?, parse_id(b, part, what)?),
+            None => {
+                let v = parse_id(part, part, what)?;
+                (v, v)
+            }
+        };
+        if hi < lo {
+            return Err(format!("range '{part}' runs backwards"));
+        }
+        if hi >= 1 << 20 {
+            return Err(format!("{what} id in '{part}' is implausibly large"));
+        }
+        for c in lo..=hi {
+            set.insert(c);
+        }
+    }
+    Ok(set)
+}
+
+fn parse_id(s: &str, part: &str, what: &str) -> Result<usize, String> {
     s.trim()
         .parse::<usize>()
-        .map_err(|_| format!("'{part}' is not a CPU id or range"))
+        .map_err(|_| format!("'{part}' is not a {what} id or range"))
 }
 
 impl fmt::Display for CpuSet {
@@ -291,7 +297,7 @@ impl NodeMask {
 
     /// Parses the nodelist format, e.g. `0-1,3`.
     pub fn parse_list(s: &str) -> Result<NodeMask, String> {
-        let set = CpuSet::parse_list(s)?;
+        let set = parse_id_list(s, "node")?;
         let mut m = NodeMask::NONE;
         for n in set.iter() {
             if n >= MAX_NUMNODES {
@@ -367,5 +373,9 @@ mod tests {
         assert_eq!(m.iter().collect::<Vec<_>>(), vec![0, 1, 3]);
         assert_eq!(m.to_string(), "0-1,3");
         assert!(NodeMask::parse_list("64").is_err());
+        let e = NodeMask::parse_list("x").unwrap_err();
+        assert!(e.contains("not a node id"), "{e}");
+        let e = CpuSet::parse_list("0-y").unwrap_err();
+        assert!(e.contains("not a CPU id"), "{e}");
     }
 }
