@@ -442,18 +442,7 @@ impl Recovered {
 mod tests {
     use super::*;
 
-    fn roots(d: &Path) -> KnobRoots {
-        KnobRoots {
-            proc_sys: d.join("proc/sys"),
-            debugfs: d.join("debug"),
-            sys: d.join("sys"),
-        }
-    }
-
-    fn w(p: &Path, t: &str) {
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, t).unwrap();
-    }
+    use crate::knobs::tests::{roots, w};
 
     #[test]
     fn a_journal_is_written_before_and_removed_after() {

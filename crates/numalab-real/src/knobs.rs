@@ -441,10 +441,12 @@ pub fn snapshot_settings(roots: &KnobRoots) -> BTreeMap<String, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn roots(d: &Path) -> KnobRoots {
+    /// Knob roots under a temporary directory `d` (a fake /proc/sys,
+    /// debugfs and /sys).
+    pub(crate) fn roots(d: &Path) -> KnobRoots {
         KnobRoots {
             proc_sys: d.join("proc/sys"),
             debugfs: d.join("debug"),
@@ -452,7 +454,8 @@ mod tests {
         }
     }
 
-    fn w(p: &Path, t: &str) {
+    /// Writes `t` to `p`, creating its directories.
+    pub(crate) fn w(p: &Path, t: &str) {
         fs::create_dir_all(p.parent().unwrap()).unwrap();
         fs::write(p, t).unwrap();
     }

@@ -58,7 +58,8 @@ pub fn short(v: f64) -> String {
     }
 }
 
-const fn r(
+/// A row of a range table (the tables call it `r` to keep one line a row).
+pub const fn row(
     field: &'static str,
     min: f64,
     max: f64,
@@ -73,6 +74,8 @@ const fn r(
         why,
     }
 }
+
+use row as r;
 
 /// Every machine constant's plausible range. Fields given per node or per
 /// pair (`nodes[i].mem_gib`, `distance.matrix[a][b]`) have one row.

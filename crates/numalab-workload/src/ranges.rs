@@ -13,26 +13,11 @@
 //! memory, a CPU it does not have), checked by `spec::resolve` itself, and
 //! the totals (`MAX_PROCESSES`, `MAX_THREADS`, `MAX_PHASES`).
 
+use numalab_topology::ranges::row as r;
 pub use numalab_topology::ranges::{markdown_table, short, PlausibleRange};
 
 /// One day in ns: the longest run the model makes (`MAX_VIRTUAL_NS`).
 const DAY_NS: f64 = 86_400e9;
-
-const fn r(
-    field: &'static str,
-    min: f64,
-    max: f64,
-    unit: &'static str,
-    why: &'static str,
-) -> PlausibleRange {
-    PlausibleRange {
-        field,
-        min,
-        max,
-        unit,
-        why,
-    }
-}
 
 /// Every workload constant's plausible range, by the key
 /// `docs/workloads.md` names it with (`stream.passes` is the `passes` of a
