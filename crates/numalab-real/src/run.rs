@@ -497,9 +497,22 @@ impl Baseline {
         } = *r;
         let trace = match &facts.tracefs {
             Some(t) => {
-                match TraceCounters::open(t, &facts.online_cpus.iter().collect::<Vec<_>>()) {
-                    Ok(c) => {
-                        settings.insert("real.tracepoints".into(), "perf counting".into());
+                let cpus: Vec<usize> = facts.online_cpus.iter().collect();
+                let tgids: Vec<i32> = ch.children.iter().map(|c| c.pid).collect();
+                // The workload's processes only; system-wide when the
+                // kernel refuses the filter.
+                let opened = TraceCounters::open(t, &cpus, Some(&tgids))
+                    .map(|c| (c, "perf counting, workload processes".to_string()))
+                    .or_else(|fe| {
+                        if opts.verbose {
+                            eprintln!("numalab real: note: tracepoints counted system-wide: {fe}");
+                        }
+                        TraceCounters::open(t, &cpus, None)
+                            .map(|c| (c, format!("perf counting, system-wide (no filter: {fe})")))
+                    });
+                match opened {
+                    Ok((c, how)) => {
+                        settings.insert("real.tracepoints".into(), how);
                         Some(c)
                     }
                     Err(e) => {

@@ -7,9 +7,15 @@
 //! status array of a `move_pages(nodes = NULL)` query.
 //!
 //! [`TraceCounters`] counts the `sched:sched_move_numa`,
-//! `sched:sched_swap_numa` and `sched:sched_stick_numa` tracepoints
-//! system-wide with counting-mode perf events (one per CPU), which neither
-//! touches the global ftrace state nor loses events to a full buffer. It
+//! `sched:sched_swap_numa` and `sched:sched_stick_numa` tracepoints with
+//! counting-mode perf events (one per CPU), which neither touches the
+//! global ftrace state nor loses events to a full buffer. Given the
+//! workload's process ids, each event carries the kernel's own filter
+//! (`PERF_EVENT_IOC_SET_FILTER`, [`tgid_filter`]) on the thread group ids
+//! the tracepoints record (include/trace/events/sched.h: `tgid` of
+//! `sched_move_task_template`, `src_tgid`/`dst_tgid` of
+//! `sched_numa_pair_template`), so only events of the workload's tasks
+//! are counted, not those of numalab's coordinator or of other tasks. It
 //! needs tracefs mounted (for the event ids) and the privilege to open
 //! system-wide perf events (root, or perf_event_paranoid <= -1).
 //!
@@ -17,7 +23,7 @@
 //! record crate's ([`numalab_record::counters`]).
 //!
 //! Left out: per-task attribution of the tracepoints (they are counted for
-//! the whole system, which in a guest is the workload) and /proc/PID/status.
+//! the workload as a whole) and /proc/PID/status.
 
 use numalab_record::counters::TRACE_EVENTS;
 use numalab_record::{NodeFaults, TaskNuma};
@@ -273,18 +279,71 @@ struct PerfEventAttr {
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+/// `_IOW('$', 6, char *)` of include/uapi/linux/perf_event.h.
+const PERF_EVENT_IOC_SET_FILTER: libc::c_ulong = 0x4008_2406;
 
-/// System-wide counts of the NUMA scheduler tracepoints.
+/// The tracepoint's fields that hold the thread group id of a task it
+/// reports: `sched_move_numa` (`sched_move_task_template`) has `tgid`;
+/// `sched_stick_numa` and `sched_swap_numa` (`sched_numa_pair_template`)
+/// have `src_tgid` (the task placed) and `dst_tgid` (the task it was to be
+/// swapped with, 0 when none). A stick is the placed task's; a swap moves
+/// both tasks, so it counts when either is the workload's (once).
+pub fn tgid_fields(event: &str) -> &'static [&'static str] {
+    match event {
+        "sched_move_numa" => &["tgid"],
+        "sched_stick_numa" => &["src_tgid"],
+        "sched_swap_numa" => &["src_tgid", "dst_tgid"],
+        _ => &[],
+    }
+}
+
+/// The ftrace filter (Documentation/trace/events.rst, "Event filtering")
+/// that keeps the hits of `event` that concern the processes `tgids`;
+/// `None` for an event without tgid fields. No tgids: a filter that keeps
+/// nothing.
+pub fn tgid_filter(event: &str, tgids: &[i32]) -> Option<String> {
+    let fields = tgid_fields(event);
+    if fields.is_empty() {
+        return None;
+    }
+    let terms: Vec<String> = if tgids.is_empty() {
+        vec![format!("{} == -1", fields[0])]
+    } else {
+        fields
+            .iter()
+            .flat_map(|f| tgids.iter().map(move |t| format!("{f} == {t}")))
+            .collect()
+    };
+    Some(terms.join(" || "))
+}
+
+/// Counts of the NUMA scheduler tracepoints, system-wide or of the
+/// workload's processes.
 pub struct TraceCounters {
     fds: Vec<(usize, libc::c_int)>,
 }
 
 impl TraceCounters {
-    /// Opens one counting perf event per tracepoint per CPU. Fails when
-    /// tracefs has no such event or perf events cannot be opened.
-    pub fn open(tracefs: &Path, cpus: &[usize]) -> io::Result<Self> {
+    /// Opens one counting perf event per tracepoint per CPU; with `tgids`,
+    /// each event counts only the hits of those processes' tasks
+    /// ([`tgid_filter`]). Fails when tracefs has no such event, perf
+    /// events cannot be opened, or the kernel refuses the filter.
+    pub fn open(tracefs: &Path, cpus: &[usize], tgids: Option<&[i32]>) -> io::Result<Self> {
         let mut t = TraceCounters { fds: Vec::new() };
         for (i, ev) in TRACE_EVENTS.iter().enumerate() {
+            let filter = match tgids {
+                Some(g) => Some(
+                    tgid_filter(ev, g)
+                        .and_then(|f| std::ffi::CString::new(f).ok())
+                        .ok_or_else(|| {
+                            io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!("no tgid field known for {ev}"),
+                            )
+                        })?,
+                ),
+                None => None,
+            };
             let idp = tracefs.join(format!("events/sched/{ev}/id"));
             let id: u64 = fs::read_to_string(&idp)?
                 .trim()
@@ -311,7 +370,20 @@ impl TraceCounters {
                 if fd < 0 {
                     return Err(io::Error::last_os_error());
                 }
-                t.fds.push((i, fd as libc::c_int));
+                let fd = fd as libc::c_int;
+                t.fds.push((i, fd));
+                if let Some(f) = &filter {
+                    // SAFETY: fd is a perf event of ours; f is a
+                    // NUL-terminated string that outlives the call.
+                    let r = unsafe { libc::ioctl(fd, PERF_EVENT_IOC_SET_FILTER as _, f.as_ptr()) };
+                    if r < 0 {
+                        let e = io::Error::last_os_error();
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("filter of {ev} ({}): {e}", f.to_string_lossy()),
+                        ));
+                    }
+                }
             }
         }
         Ok(t)
@@ -452,6 +524,28 @@ numa_faults node=1 task_private=38 task_shared=1 group_private=0 group_shared=0
         assert!(parse_proc_sched("se.nr_migrations : 1\n")
             .task_numa()
             .is_none());
+    }
+
+    #[test]
+    fn tracepoint_filters_on_the_workload_tgids() {
+        assert_eq!(
+            tgid_filter("sched_move_numa", &[812]).unwrap(),
+            "tgid == 812"
+        );
+        assert_eq!(
+            tgid_filter("sched_stick_numa", &[812, 900]).unwrap(),
+            "src_tgid == 812 || src_tgid == 900"
+        );
+        assert_eq!(
+            tgid_filter("sched_swap_numa", &[812, 900]).unwrap(),
+            "src_tgid == 812 || src_tgid == 900 || dst_tgid == 812 || dst_tgid == 900"
+        );
+        assert_eq!(tgid_filter("sched_move_numa", &[]).unwrap(), "tgid == -1");
+        assert_eq!(tgid_filter("sched_switch", &[1]), None);
+        // Every counted tracepoint has a filter.
+        for ev in TRACE_EVENTS {
+            assert!(tgid_filter(ev, &[1]).is_some(), "{ev}");
+        }
     }
 
     #[test]

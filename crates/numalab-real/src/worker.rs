@@ -3,7 +3,19 @@
 //! The coordinator forks one child per [`Process`]. The child waits on its
 //! "go" pipe (by then it is in its cgroup), maps each region as its own VMA
 //! with THP advice and `mbind` policy, then starts threads in order (a
-//! thread with `start_after` starts when that thread has exited). Each
+//! thread with `start_after` starts when those threads have exited). The
+//! first thread that starts at once runs on the child's main thread (its
+//! tid is the child's pid), after the main thread has created the others
+//! that start at once; a thread with `start_after` is created by the
+//! thread whose exit completes its wait. So the process has exactly the
+//! workload's threads, as in the model: no extra thread shares the mm (a
+//! second user turns off `change_pte_range`'s skip of pages already on a
+//! single-threaded process's node) and the threads that start at once
+//! inherit no NUMA state (`numa_preferred_nid`) from a thread that ran
+//! before them. A thread created later inherits its creator's, as any
+//! thread does in Linux (`init_numa_balancing`, CLONE_VM); the main thread
+//! stays, idle, after its workload thread exits (the coordinator reads
+//! `/proc/PID/numa_maps`, empty once the group leader has exited). Each
 //! thread sets its affinity and task policy and runs its phases for real:
 //! streams are `memset` (write) or one load per cache line (read) over the
 //! range, random accesses touch one cache line at a time at pages drawn
@@ -36,8 +48,7 @@ use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 /// State shared between the coordinator and every child (a `MAP_SHARED`
@@ -211,83 +222,230 @@ fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), Strin
         reporter.send(&format!("R {i} {} {}", m.base() as usize, m.len()));
         maps.push(m);
     }
-    let maps = Arc::new(maps);
-    let threads = &ctx.process.threads;
-    let n = threads.len();
-    let (tx, rx) = mpsc::channel::<(usize, Result<ThreadReport, String>)>();
-    let mut started = vec![false; n];
-    let mut handles: Vec<Option<std::thread::JoinHandle<()>>> = (0..n).map(|_| None).collect();
-    let shared_addr = ctx.shared as *const Shared as usize;
-    let spawn =
-        |i: usize, handles: &mut Vec<Option<std::thread::JoinHandle<()>>>| -> Result<(), String> {
-            let t = threads[i].clone();
-            let maps = Arc::clone(&maps);
-            let tx = tx.clone();
-            let reporter = Arc::clone(reporter);
-            let env = ThreadEnv {
-                proc_idx: ctx.proc_idx,
-                idx: i,
-                task_name: numalab_record::task_name(&ctx.process.name, &t.name),
-                cgroup: ctx.process.cgroup.clone(),
-                seed: ctx.seed,
-                t0,
-                node_of_cpu: ctx.node_of_cpu.clone(),
-                nr_nodes: ctx.nr_nodes,
-                all_cpus: ctx.all_cpus.clone(),
-                shared_addr,
-            };
-            let name: String = t.name.chars().take(15).collect();
-            let h = std::thread::Builder::new()
-                .name(name)
-                .spawn(move || {
-                    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run_thread(&env, &t, &maps, &reporter)
-                    }))
-                    .unwrap_or_else(|_| Err(format!("thread '{}' panicked", t.name)));
-                    let _ = tx.send((i, r));
-                })
-                .map_err(|e| format!("cannot create thread '{}': {e}", threads[i].name))?;
-            handles[i] = Some(h);
-            Ok(())
-        };
-    let mut exited = vec![false; n];
-    for i in 0..n {
-        if threads[i].start_after.is_empty() {
-            started[i] = true;
-            spawn(i, &mut handles)?;
+    let layout = Layout::new(
+        ctx.process
+            .threads
+            .iter()
+            .map(|t| t.start_after.clone())
+            .collect(),
+    );
+    let proc = Arc::new(Proc {
+        threads: ctx.process.threads.clone(),
+        process_name: ctx.process.name.clone(),
+        cgroup: ctx.process.cgroup.clone(),
+        maps,
+        reporter: Arc::clone(reporter),
+        proc_idx: ctx.proc_idx,
+        seed: ctx.seed,
+        t0,
+        node_of_cpu: ctx.node_of_cpu.clone(),
+        nr_nodes: ctx.nr_nodes,
+        all_cpus: ctx.all_cpus.clone(),
+        shared_addr: ctx.shared as *const Shared as usize,
+        state: Mutex::new(ProcState {
+            layout,
+            handles: Vec::new(),
+        }),
+        all_exited: Condvar::new(),
+    });
+    // The threads that start at once: every one but the first is created
+    // now, while the main thread has no NUMA state of its own to pass on;
+    // the first then runs on the main thread itself.
+    let on_main = {
+        let mut st = proc.lock();
+        let (on_main, others) = st.layout.initial();
+        for j in others {
+            let h = spawn(&proc, j)?;
+            st.handles.push(h);
         }
+        on_main
+    };
+    if let Some(i) = on_main {
+        set_thread_name(&proc.threads[i].name);
+        run_one(&proc, i);
     }
-    let mut finished = 0;
-    while finished < started.iter().filter(|&&s| s).count() {
-        let (i, r) = rx.recv().map_err(|_| "thread channel closed".to_string())?;
-        finished += 1;
-        exited[i] = true;
-        if let Some(h) = handles[i].take() {
-            let _ = h.join();
+    let handles = {
+        let mut st = proc.lock();
+        while st.layout.running() > 0 {
+            st = proc.all_exited.wait(st).unwrap_or_else(|e| e.into_inner());
         }
-        let rep = r?;
-        reporter.send(&format!(
-            "X {}",
-            serde_json::to_string(&rep).map_err(|e| e.to_string())?
-        ));
-        if ctx.shared.stop.load(Ordering::Relaxed) != 0 {
-            continue;
-        }
-        for j in 0..n {
-            if !started[j]
-                && threads[j].start_after.contains(&i)
-                && threads[j].start_after.iter().all(|&a| exited[a])
-            {
-                started[j] = true;
-                spawn(j, &mut handles)?;
-            }
-        }
+        std::mem::take(&mut st.handles)
+    };
+    for h in handles {
+        let _ = h.join();
     }
     reporter.send("D");
     // Wait for the coordinator to read the final placement.
     while read_byte(ctx.go_fd).is_some() {}
-    drop(maps);
+    drop(proc);
     Ok(())
+}
+
+/// Which threads of a process have started and exited, and which start
+/// next: pure bookkeeping of `start_after`, shared by the threads under
+/// [`Proc::state`].
+#[derive(Clone, Debug)]
+pub(crate) struct Layout {
+    start_after: Vec<Vec<usize>>,
+    started: Vec<bool>,
+    exited: Vec<bool>,
+}
+
+impl Layout {
+    /// Nothing started yet.
+    pub fn new(start_after: Vec<Vec<usize>>) -> Layout {
+        let n = start_after.len();
+        Layout {
+            start_after,
+            started: vec![false; n],
+            exited: vec![false; n],
+        }
+    }
+
+    /// Marks the threads without `start_after` started and returns them:
+    /// the first (run on the process's main thread) and the others (to be
+    /// created).
+    pub fn initial(&mut self) -> (Option<usize>, Vec<usize>) {
+        let ready: Vec<usize> = (0..self.start_after.len())
+            .filter(|&i| !self.started[i] && self.start_after[i].is_empty())
+            .collect();
+        for &i in &ready {
+            self.started[i] = true;
+        }
+        let mut it = ready.into_iter();
+        (it.next(), it.collect())
+    }
+
+    /// Marks thread `i` exited and returns the threads that start now
+    /// (marked started): those waiting for `i` whose every `start_after`
+    /// thread has exited. None once the run is stopping.
+    pub fn exit(&mut self, i: usize, stopping: bool) -> Vec<usize> {
+        self.exited[i] = true;
+        if stopping {
+            return Vec::new();
+        }
+        let ready: Vec<usize> = (0..self.start_after.len())
+            .filter(|&j| {
+                !self.started[j]
+                    && self.start_after[j].contains(&i)
+                    && self.start_after[j].iter().all(|&a| self.exited[a])
+            })
+            .collect();
+        for &j in &ready {
+            self.started[j] = true;
+        }
+        ready
+    }
+
+    /// Threads started and not yet exited.
+    pub fn running(&self) -> usize {
+        (0..self.started.len())
+            .filter(|&i| self.started[i] && !self.exited[i])
+            .count()
+    }
+}
+
+/// What every thread of the child shares.
+struct Proc {
+    threads: Vec<numalab_workload::model::Thread>,
+    process_name: String,
+    cgroup: String,
+    maps: Vec<Mapping>,
+    reporter: Arc<Reporter>,
+    proc_idx: usize,
+    seed: u64,
+    t0: u64,
+    node_of_cpu: Vec<usize>,
+    nr_nodes: usize,
+    all_cpus: CpuSet,
+    shared_addr: usize,
+    state: Mutex<ProcState>,
+    /// Signalled when a thread exits.
+    all_exited: Condvar,
+}
+
+struct ProcState {
+    layout: Layout,
+    /// Threads created (all but the one on the main thread), joined at the
+    /// end.
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Proc {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProcState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn stopping(&self) -> bool {
+        // SAFETY: the shared page stays mapped for the child's lifetime.
+        let shared = unsafe { &*(self.shared_addr as *const Shared) };
+        shared.stop.load(Ordering::Relaxed) != 0
+    }
+
+    fn env(&self, i: usize) -> ThreadEnv {
+        ThreadEnv {
+            proc_idx: self.proc_idx,
+            idx: i,
+            task_name: numalab_record::task_name(&self.process_name, &self.threads[i].name),
+            cgroup: self.cgroup.clone(),
+            seed: self.seed,
+            t0: self.t0,
+            node_of_cpu: self.node_of_cpu.clone(),
+            nr_nodes: self.nr_nodes,
+            all_cpus: self.all_cpus.clone(),
+            shared_addr: self.shared_addr,
+        }
+    }
+
+    /// Reports a fatal error and ends the whole process (every thread).
+    fn fatal(&self, msg: &str) -> ! {
+        self.reporter
+            .send(&format!("E process '{}': {msg}", self.process_name));
+        // SAFETY: leaves without unwinding; the coordinator reaps the child.
+        unsafe { libc::_exit(1) }
+    }
+}
+
+/// Creates an OS thread that runs workload thread `i`.
+fn spawn(proc: &Arc<Proc>, i: usize) -> Result<std::thread::JoinHandle<()>, String> {
+    let p = Arc::clone(proc);
+    let name: String = proc.threads[i].name.chars().take(15).collect();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || run_one(&p, i))
+        .map_err(|e| format!("cannot create thread '{}': {e}", proc.threads[i].name))
+}
+
+/// Runs workload thread `i` on the calling OS thread, reports its figures,
+/// then starts the threads that were waiting for it. A failure ends the
+/// process.
+fn run_one(proc: &Arc<Proc>, i: usize) {
+    let t = &proc.threads[i];
+    let env = proc.env(i);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_thread(&env, t, &proc.maps, &proc.reporter)
+    }))
+    .unwrap_or_else(|_| Err(format!("thread '{}' panicked", t.name)));
+    let rep = r.unwrap_or_else(|e| proc.fatal(&e));
+    let line = serde_json::to_string(&rep).unwrap_or_else(|e| proc.fatal(&e.to_string()));
+    proc.reporter.send(&format!("X {line}"));
+    let mut st = proc.lock();
+    for j in st.layout.exit(i, proc.stopping()) {
+        match spawn(proc, j) {
+            Ok(h) => st.handles.push(h),
+            Err(e) => proc.fatal(&e),
+        }
+    }
+    drop(st);
+    proc.all_exited.notify_all();
+}
+
+/// Names the calling thread (its `comm`, 15 bytes at most).
+fn set_thread_name(name: &str) {
+    let mut b: Vec<u8> = name.bytes().filter(|&c| c != 0).take(15).collect();
+    b.push(0);
+    // SAFETY: a NUL-terminated buffer that outlives the call.
+    unsafe { libc::prctl(libc::PR_SET_NAME, b.as_ptr() as libc::c_ulong, 0, 0, 0) };
 }
 
 struct ThreadEnv {
@@ -609,5 +767,39 @@ impl Exec<'_> {
                 Ok(Flow::Go)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    #[test]
+    fn first_thread_runs_on_main_and_groups_start_in_order() {
+        // init; two workers after init; a reducer after both workers.
+        let mut l = Layout::new(vec![vec![], vec![0], vec![0], vec![1, 2]]);
+        assert_eq!(l.initial(), (Some(0), vec![]));
+        assert_eq!(l.running(), 1);
+        assert_eq!(l.exit(0, false), vec![1, 2]);
+        assert_eq!(l.running(), 2);
+        assert_eq!(l.exit(2, false), Vec::<usize>::new());
+        assert_eq!(l.exit(1, false), vec![3]);
+        assert_eq!(l.exit(3, false), Vec::<usize>::new());
+        assert_eq!(l.running(), 0);
+    }
+
+    #[test]
+    fn threads_starting_at_once_and_stop() {
+        let mut l = Layout::new(vec![vec![], vec![], vec![], vec![1]]);
+        assert_eq!(l.initial(), (Some(0), vec![1, 2]));
+        assert_eq!(l.running(), 3);
+        // The run is stopping: nothing more starts.
+        assert_eq!(l.exit(1, true), Vec::<usize>::new());
+        assert_eq!(l.exit(0, true), Vec::<usize>::new());
+        assert_eq!(l.exit(2, true), Vec::<usize>::new());
+        assert_eq!(l.running(), 0);
+        let mut none = Layout::new(vec![]);
+        assert_eq!(none.initial(), (None, vec![]));
+        assert_eq!(none.running(), 0);
     }
 }
