@@ -202,24 +202,7 @@ impl CgroupTree {
     pub fn remove(&mut self) -> Result<(), String> {
         let mut errs = Vec::new();
         while let Some(dir) = self.created.pop() {
-            let mut last = None;
-            for attempt in 0..50 {
-                match fs::remove_dir(&dir) {
-                    Ok(()) => {
-                        last = None;
-                        break;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        last = None;
-                        break;
-                    }
-                    Err(e) => {
-                        last = Some(e);
-                        sleep(Duration::from_millis(if attempt < 10 { 10 } else { 100 }));
-                    }
-                }
-            }
-            if let Some(e) = last {
+            if let Err(e) = rmdir_retrying(&dir) {
                 errs.push(format!("cgroup: could not remove {}: {e}", dir.display()));
             }
         }
@@ -227,6 +210,24 @@ impl CgroupTree {
             Ok(())
         } else {
             Err(errs.join("; "))
+        }
+    }
+}
+
+/// `rmdir` of a cgroup directory, retried for up to ~4 s while the kernel
+/// answers EBUSY because it is still reaping the cgroup's exiting tasks.
+/// A directory that is already gone counts as removed.
+pub(crate) fn rmdir_retrying(dir: &Path) -> std::io::Result<()> {
+    let mut attempt = 0;
+    loop {
+        match fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && attempt < 50 => {
+                sleep(Duration::from_millis(if attempt < 10 { 10 } else { 100 }));
+                attempt += 1;
+            }
+            Err(e) => return Err(e),
         }
     }
 }

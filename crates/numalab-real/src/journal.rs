@@ -37,8 +37,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
-use std::thread::sleep;
-use std::time::Duration;
 
 /// The journal's file name in the state directory.
 pub const JOURNAL_FILE: &str = "real-run.json";
@@ -395,30 +393,8 @@ fn remove_tree(top: &Path) -> Result<(), String> {
         i += 1;
     }
     for d in dirs.iter().rev() {
-        let mut last = None;
-        for attempt in 0..30 {
-            match fs::remove_dir(d) {
-                Ok(()) => {
-                    last = None;
-                    break;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    last = None;
-                    break;
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    last = Some(e);
-                    sleep(Duration::from_millis(if attempt < 10 { 10 } else { 100 }));
-                }
-                Err(e) => {
-                    last = Some(e);
-                    break;
-                }
-            }
-        }
-        if let Some(e) = last {
-            return Err(format!("could not remove cgroup {}: {e}", d.display()));
-        }
+        crate::cgroup::rmdir_retrying(d)
+            .map_err(|e| format!("could not remove cgroup {}: {e}", d.display()))?;
     }
     Ok(())
 }
