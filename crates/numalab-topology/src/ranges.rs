@@ -149,3 +149,39 @@ pub fn markdown_table(ranges: &[PlausibleRange]) -> String {
     }
     s
 }
+
+/// Checks that the doc at `path` carries `ranges` as the table between its
+/// `<!-- MARKER:begin (generated from SOURCE; a test checks it) -->` and
+/// `<!-- MARKER:end -->` lines; with `bless`, rewrites the table in place
+/// instead. Used by the machine and workload crates' doc tests, so a range
+/// table and its documentation cannot drift apart.
+pub fn check_doc_table(
+    path: &std::path::Path,
+    marker: &str,
+    source: &str,
+    ranges: &[PlausibleRange],
+    bless: bool,
+) -> Result<(), String> {
+    let shown = path.display();
+    let doc = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    let begin = format!("<!-- {marker}:begin (generated from {source}; a test checks it) -->\n");
+    let end = format!("<!-- {marker}:end -->");
+    let (head, rest) = doc
+        .split_once(&begin)
+        .ok_or_else(|| format!("{shown}: no line {begin:?}"))?;
+    let (table, tail) = rest
+        .split_once(&end)
+        .ok_or_else(|| format!("{shown}: no line {end:?}"))?;
+    let want = markdown_table(ranges);
+    if bless {
+        return std::fs::write(path, format!("{head}{begin}{want}{end}{tail}"))
+            .map_err(|e| format!("{shown}: {e}"));
+    }
+    if table == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{shown} is out of date: run the test with NUMALAB_BLESS=1\n--- doc\n{table}\n--- declared\n{want}"
+        ))
+    }
+}

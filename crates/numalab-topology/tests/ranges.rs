@@ -4,7 +4,7 @@
 //! `docs/machines.md` is the one declared in `ranges::MACHINE_RANGES`.
 
 use numalab_topology::import::from_numactl;
-use numalab_topology::ranges::{markdown_table, range, MACHINE_RANGES};
+use numalab_topology::ranges::{range, MACHINE_RANGES};
 use numalab_topology::spec::parse_machine;
 use std::path::{Path, PathBuf};
 
@@ -252,24 +252,15 @@ fn ranges_are_sane_and_named_once() {
 #[test]
 fn docs_carry_the_declared_table() {
     // NUMALAB_BLESS=1 rewrites the table in place instead of failing.
+    let bless = std::env::var_os("NUMALAB_BLESS").is_some();
     let path = repo().join("docs/machines.md");
-    let doc = std::fs::read_to_string(&path).unwrap();
-    let begin =
-        "<!-- machine-ranges:begin (generated from ranges::MACHINE_RANGES; a test checks it) -->\n";
-    let end = "<!-- machine-ranges:end -->";
-    let (head, rest) = doc
-        .split_once(begin)
-        .expect("begin marker in docs/machines.md");
-    let (table, tail) = rest
-        .split_once(end)
-        .expect("end marker in docs/machines.md");
-    let want = markdown_table(MACHINE_RANGES);
-    if std::env::var_os("NUMALAB_BLESS").is_some() {
-        std::fs::write(&path, format!("{head}{begin}{want}{end}{tail}")).unwrap();
-        return;
+    if let Err(e) = numalab_topology::ranges::check_doc_table(
+        &path,
+        "machine-ranges",
+        "ranges::MACHINE_RANGES",
+        MACHINE_RANGES,
+        bless,
+    ) {
+        panic!("{e}");
     }
-    assert_eq!(
-        table, want,
-        "docs/machines.md is out of date: run with NUMALAB_BLESS=1"
-    );
 }

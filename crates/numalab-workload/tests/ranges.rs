@@ -4,7 +4,7 @@
 //! value and the range, and `docs/workloads.md` carries the declared table.
 
 use numalab_topology::presets as machines;
-use numalab_workload::ranges::{markdown_table, range, WORKLOAD_RANGES};
+use numalab_workload::ranges::{range, WORKLOAD_RANGES};
 use numalab_workload::spec::{parse, resolve};
 use std::path::{Path, PathBuf};
 
@@ -173,23 +173,15 @@ fn ranges_are_sane_and_named_once() {
 #[test]
 fn docs_carry_the_declared_table() {
     // NUMALAB_BLESS=1 rewrites the table in place instead of failing.
+    let bless = std::env::var_os("NUMALAB_BLESS").is_some();
     let path = repo().join("docs/workloads.md");
-    let doc = std::fs::read_to_string(&path).unwrap();
-    let begin = "<!-- workload-ranges:begin (generated from ranges::WORKLOAD_RANGES; a test checks it) -->\n";
-    let end = "<!-- workload-ranges:end -->";
-    let (head, rest) = doc
-        .split_once(begin)
-        .expect("begin marker in docs/workloads.md");
-    let (table, tail) = rest
-        .split_once(end)
-        .expect("end marker in docs/workloads.md");
-    let want = markdown_table(WORKLOAD_RANGES);
-    if std::env::var_os("NUMALAB_BLESS").is_some() {
-        std::fs::write(&path, format!("{head}{begin}{want}{end}{tail}")).unwrap();
-        return;
+    if let Err(e) = numalab_topology::ranges::check_doc_table(
+        &path,
+        "workload-ranges",
+        "ranges::WORKLOAD_RANGES",
+        WORKLOAD_RANGES,
+        bless,
+    ) {
+        panic!("{e}");
     }
-    assert_eq!(
-        table, want,
-        "docs/workloads.md is out of date: run with NUMALAB_BLESS=1"
-    );
 }
