@@ -182,7 +182,14 @@ pub fn host_machine_from(sys: &Path) -> Result<Machine, String> {
         core_gbps: 10.0,
         smt_throughput: 1.2,
     };
+    let packages: Vec<usize> = nodes.iter().map(|n| n.package).collect();
     Ok(Machine {
+        links: numalab_topology::default_links(
+            &packages,
+            bandwidth.link_gbps,
+            bandwidth.same_package_link_gbps,
+        ),
+        coherence: Default::default(),
         name: "host".to_string(),
         description: format!("this host: {nr_nodes} node(s), {nr_cpus} CPU(s)"),
         cpus,

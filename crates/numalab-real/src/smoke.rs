@@ -71,6 +71,12 @@ pub fn small_machine(
             "{nodes} nodes x {cpus_per_node} CPUs x {} MiB, SLIT {remote}",
             mem_per_node >> 20
         ),
+        links: numalab_topology::default_links(
+            &ns.iter().map(|n| n.package).collect::<Vec<_>>(),
+            20.0,
+            40.0,
+        ),
+        coherence: Default::default(),
         cpus,
         nodes: ns,
         distance,

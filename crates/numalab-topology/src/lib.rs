@@ -21,7 +21,10 @@ pub mod ranges;
 pub mod spec;
 
 pub use cpuset::{CpuSet, NodeMask, MAX_NUMNODES};
-pub use machine::{Bandwidth, Cpu, Machine, Node};
+pub use machine::{
+    default_links, Bandwidth, Coherence, Cpu, Link, LinkEnds, Machine, Node, Snoop,
+    DEFAULT_MESSAGE_BYTES,
+};
 
 /// A CPU id, as in `smp_processor_id()`.
 pub type CpuId = usize;

@@ -118,6 +118,12 @@ pub const MACHINE_RANGES: &[PlausibleRange] = &[
       "outstanding L1D misses per core: 10-16 on x86 cores, more on wide designs"),
     r("bandwidth.smt_throughput", 0.5, 8.0, "x one thread",
       "siblings that thrash each other (below 1) up to SMT8 scaling"),
+    r("links[k].count", 1.0, 64.0, "links",
+      "one link up to a bundle far wider than any socket pair has (Granite Rapids: 6 UPI links per socket)"),
+    r("links[k].gbps", 0.1, 10000.0, "GB/s",
+      "as `bandwidth.link_gbps`, per link of the bundle"),
+    r("coherence.message_bytes", 0.0, 64.0, "bytes",
+      "no overhead (0) up to a message as large as a data line; QPI's one header flit is 64/9 = 7.1"),
 ];
 
 /// The row for `field` (a name as in [`MACHINE_RANGES`]).

@@ -10,9 +10,13 @@
 //! recorded in [`Machine::sources`]. `docs/machines.md` documents every field.
 //!
 //! Models: SMT siblings, LLC groups, sub-NUMA clustering (several nodes per
-//! package), CPU-less memory nodes, the ACPI SLIT. Leaves out: caches other
-//! than the LLC, heterogeneous (hybrid) cores, per-pair interconnect topology
-//! beyond what latency and a single link bandwidth express, CPU hotplug.
+//! package), CPU-less memory nodes, the ACPI SLIT, the interconnect's link
+//! bundles and coherence overhead (`[[links]]`, `[coherence]`: [`links`]).
+//! Leaves out: caches other than the LLC, heterogeneous (hybrid) cores,
+//! latency per route (latency comes from the SLIT and `[latency]`), CPU
+//! hotplug.
+
+mod links;
 
 use crate::ranges;
 use crate::{Bandwidth, Cpu, CpuSet, Machine, Node, TopologyError, MAX_NUMNODES};
@@ -69,6 +73,8 @@ struct SpecFile {
     distance: Option<DistanceSpec>,
     latency: Option<LatencySpec>,
     bandwidth: Option<BandwidthSpec>,
+    links: Option<Vec<links::LinkSpec>>,
+    coherence: Option<links::CoherenceSpec>,
 }
 
 #[derive(Deserialize)]
@@ -371,13 +377,23 @@ pub fn parse_machine(text: &str, origin: &str) -> Result<Machine, TopologyError>
         &has_cpus,
         &distance,
     )?;
+    let given_links = links::parse_links(&ctx, spec.links.as_deref().unwrap_or(&[]), &packages)?;
     let bandwidth = resolve_bandwidth(
         &mut ctx,
         spec.bandwidth.as_ref(),
         nr_nodes,
         &packages,
         local_ns,
+        links::widest_package_bundle(&given_links),
     )?;
+    let links = links::complete_links(
+        &mut ctx,
+        given_links,
+        &packages,
+        bandwidth.link_gbps,
+        bandwidth.same_package_link_gbps,
+    )?;
+    let coherence = links::resolve_coherence(&mut ctx, spec.coherence.as_ref())?;
 
     let mut sources = spec.sources.unwrap_or_default();
     for n in ctx.notes {
@@ -394,6 +410,8 @@ pub fn parse_machine(text: &str, origin: &str) -> Result<Machine, TopologyError>
         distance,
         latency_ns,
         bandwidth,
+        links,
+        coherence,
         sources,
     })
 }
@@ -1159,6 +1177,7 @@ fn resolve_bandwidth(
     nr_nodes: usize,
     packages: &[usize],
     local_ns: f64,
+    widest_package_bundle: Option<f64>,
 ) -> Result<Bandwidth, TopologyError> {
     let spec =
         spec.ok_or_else(|| ctx.field("bandwidth", "missing: give node_gbps and link_gbps"))?;
@@ -1191,12 +1210,24 @@ fn resolve_bandwidth(
     let multi_package = packages.iter().any(|&p| p != packages[0]);
     let link_gbps = match spec.link_gbps {
         Some(v) => ctx.positive_in("bandwidth.link_gbps", "bandwidth.link_gbps", v)?,
-        None if multi_package => {
-            return Err(ctx.field(
-                "bandwidth.link_gbps",
-                "missing (the machine has several packages)",
-            ))
-        }
+        None if multi_package => match widest_package_bundle {
+            Some(v) => {
+                ctx.note(format!(
+                    "bandwidth.link_gbps defaulted to the widest package link bundle = {v} GB/s (used only with numalab.link_routes=0)"
+                ));
+                ctx.derived_in(
+                    "bandwidth.link_gbps",
+                    "defaulted to the widest package link bundle",
+                    v,
+                )?
+            }
+            None => {
+                return Err(ctx.field(
+                    "bandwidth.link_gbps",
+                    "missing (the machine has several packages): give link_gbps or [[links]] between packages",
+                ))
+            }
+        },
         None => {
             ctx.note(format!(
                 "bandwidth.link_gbps defaulted to the largest node_gbps = {max_node} GB/s (unused: one package)"
@@ -1471,6 +1502,7 @@ pub fn to_toml(m: &Machine) -> String {
     );
     let _ = writeln!(out, "core_gbps = {}", toml_f64(b.core_gbps));
     let _ = writeln!(out, "smt_throughput = {}", toml_f64(b.smt_throughput));
+    links::render_links(&mut out, &m.links, &m.coherence);
     out
 }
 
