@@ -145,6 +145,29 @@ declare! {
         source: "numalab: the Run record's time series (no kernel counterpart)",
         description: "time-series sampling interval of the Run record (0 = none)",
     }
+
+    /// Whether the fluid model routes remote traffic over the machine's
+    /// links (1) or gives every package pair a link of its own (0).
+    LINK_ROUTES: bool {
+        name: "numalab.link_routes",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/links.rs: the machine spec's [[links]] bundles, fewest-hop routes (docs/machines.md); no kernel counterpart",
+        description: "1: remote bytes load every link bundle on their route, one resource per direction; 0: the model before links, one link of bandwidth.link_gbps per ordered package pair and one of same_package_link_gbps per ordered node pair in a package",
+    }
+
+    /// Whether remote writes and coherence messages load the links.
+    COHERENCE_TRAFFIC: bool {
+        name: "numalab.coherence_traffic",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/coherence.rs: write-allocate (RFO + writeback) and the spec's [coherence] message_bytes and snoop mode; no kernel counterpart",
+        description: "1: a written line is read for ownership and written back (memory and both link directions), every remote line costs a request (and a completion for writebacks, snoops under broadcast coherence); 0: reads and writes load the memory controller once and the memory-to-CPU direction only",
+    }
 }
 
 /// The declaration answering to `key` (a name or an alias).

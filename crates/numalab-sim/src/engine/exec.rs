@@ -39,6 +39,8 @@ pub enum Op {
         pos: f64,
         /// Passes left, counting the current one.
         passes: u64,
+        /// Share of the bytes written (1 for a `write` stream, else 0).
+        write: f64,
     },
     /// Random accesses left over a range.
     Random {
@@ -54,6 +56,8 @@ pub enum Op {
         dist: Distribution,
         /// Misses in flight.
         mlp: f64,
+        /// Share of the accesses that are writes (`write_fraction`).
+        write: f64,
     },
     /// CPU work left, ns.
     Compute(f64),
@@ -196,7 +200,7 @@ impl Sim {
                     offset,
                     len,
                     passes,
-                    ..
+                    write,
                 } => {
                     if *passes == 0 || *len == 0 {
                         continue;
@@ -207,6 +211,7 @@ impl Sim {
                         len: *len,
                         pos: 0.0,
                         passes: *passes,
+                        write: if *write { 1.0 } else { 0.0 },
                     })
                 }
                 Phase::Random {
@@ -216,7 +221,7 @@ impl Sim {
                     accesses,
                     distribution,
                     mlp,
-                    ..
+                    write_fraction,
                 } => {
                     if *accesses == 0 || *len == 0 {
                         continue;
@@ -228,6 +233,7 @@ impl Sim {
                         left: *accesses as f64,
                         dist: distribution.clone(),
                         mlp: mlp.max(1.0),
+                        write: write_fraction.clamp(0.0, 1.0),
                     })
                 }
                 Phase::Compute { ns } => Next::Op(Op::Compute(*ns as f64)),
@@ -304,14 +310,14 @@ impl Sim {
                             / CACHE_LINE
                     }
                 };
+                let write = match op {
+                    Op::Stream { write, .. } | Op::Random { write, .. } => *write,
+                    _ => 0.0,
+                };
                 let mut uses = Vec::new();
                 for (n, &f) in NodeId::range(mix.len()).zip(&mix) {
-                    if f <= 0.0 {
-                        continue;
-                    }
-                    uses.push((self.fluid.res.mem(n), f));
-                    if let Some(l) = self.fluid.res.link(n, cn) {
-                        uses.push((l, f));
+                    if f > 0.0 {
+                        self.fluid.res.traffic(n, cn, f, write, &mut uses);
                     }
                 }
                 Demand {
@@ -462,6 +468,7 @@ impl Sim {
             len,
             mut pos,
             mut passes,
+            write,
         } = op
         else {
             unreachable!()
@@ -529,6 +536,7 @@ impl Sim {
                 len,
                 pos,
                 passes,
+                write,
             }
         };
         Ok((used, op))
@@ -551,6 +559,7 @@ impl Sim {
             left: acc_left,
             dist,
             mlp,
+            write,
         } = op
         else {
             unreachable!()
@@ -617,6 +626,7 @@ impl Sim {
                 left: rest,
                 dist,
                 mlp,
+                write,
             }
         };
         Ok((used, op))

@@ -27,7 +27,7 @@ use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
-use crate::physics::{loaded_latency, max_min_fair, Fluid};
+use crate::physics::{loaded_latency, max_min_fair, Fluid, Switches};
 use budget::StepBudget;
 use exec::{Op, Stop, ThreadExec};
 use numalab_record::RunRecord;
@@ -210,7 +210,7 @@ impl Sim {
             .iter()
             .map(|p| p.threads.iter().map(|t| t.phases.clone()).collect())
             .collect();
-        let fluid = Fluid::new(&k.m);
+        let fluid = Fluid::new(&k.m, Switches::from_knobs(&k.knobs));
         let budget = StepBudget::for_run(&k.m, &w);
         let mut sim = Sim {
             k,

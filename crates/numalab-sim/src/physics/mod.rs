@@ -2,21 +2,31 @@
 //!
 //! The fluid model. Every task that touches memory presents a *demand*: a
 //! rate cap (bytes/ns, which is GB/s) set by how many cache misses its core
-//! keeps in flight over the latency it sees (Little's law), and the resources
-//! each byte crosses: the memory controller of the node that holds it, and
-//! the interconnect link between packages (or the on-die link between
-//! sub-NUMA nodes). [`max_min_fair`] shares the resources by progressive
-//! filling, as network and grid simulators do. Latency rises with a memory
-//! controller's utilisation ([`loaded_latency`]).
+//! keeps in flight over the latency it sees (Little's law), and what each of
+//! its bytes loads: the memory controller of the node that holds it and
+//! every directional link resource on the route between memory and CPU
+//! ([`links`]: the machine's link bundles, fewest-hop routes), with the
+//! reads for ownership, writebacks and coherence messages that writes and
+//! remote lines cost ([`coherence`]). [`max_min_fair`] shares the resources
+//! by progressive filling, as network and grid simulators do. Latency rises
+//! with a memory controller's utilisation ([`loaded_latency`]).
+//!
+//! Lab switches ([`Switches`]): `numalab.link_routes` and
+//! `numalab.coherence_traffic`.
 //!
 //! Left out: caches (every access of a stream is a miss; a working set that
-//! fits in the LLC is not faster), read/write asymmetry, prefetchers beyond
-//! what the per-core streaming bandwidth already contains, link topologies
-//! that are not fully connected (multi-hop traffic is charged to one link).
+//! fits in the LLC is not faster), prefetchers beyond what the per-core
+//! streaming bandwidth already contains, latency that rises with link load
+//! (only memory-controller load raises it), non-temporal stores.
 
+pub mod coherence;
 pub mod costs;
+pub mod links;
 
+use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::NodeId;
+use coherence::Coherence;
+use links::Interconnect;
 use numalab_topology::Machine;
 
 /// Bytes in a cache line.
@@ -51,8 +61,8 @@ pub struct Fluid {
 
 impl Fluid {
     /// An idle machine: idle latencies, nothing served yet.
-    pub fn new(m: &Machine) -> Fluid {
-        let res = Resources::new(m);
+    pub fn new(m: &Machine, sw: Switches) -> Fluid {
+        let res = Resources::new(m, sw);
         let nn = m.nr_nodes();
         Fluid {
             latency: m.latency_ns.clone(),
@@ -67,59 +77,63 @@ impl Fluid {
 /// Index of a shared resource (memory controller or link).
 pub type ResId = usize;
 
-/// The resources of a machine, by index.
+/// Which physics mechanisms a run has on (lab switches, `numalab.*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switches {
+    /// `numalab.link_routes`: links and routes as the machine has them.
+    pub link_routes: bool,
+    /// `numalab.coherence_traffic`: RFO, writeback and coherence messages.
+    pub coherence_traffic: bool,
+}
+
+impl Default for Switches {
+    /// Everything on, as the knobs' defaults.
+    fn default() -> Switches {
+        Switches {
+            link_routes: true,
+            coherence_traffic: true,
+        }
+    }
+}
+
+impl Switches {
+    /// The switches as the run's knobs set them.
+    pub fn from_knobs(k: &Knobs) -> Switches {
+        Switches {
+            link_routes: k.get(knob::LINK_ROUTES),
+            coherence_traffic: k.get(knob::COHERENCE_TRAFFIC),
+        }
+    }
+}
+
+/// The resources of a machine, by index: one memory controller per node
+/// (index = node id), then the directional link resources
+/// ([`links::Interconnect`]).
 #[derive(Clone, Debug)]
 pub struct Resources {
     /// Capacity of each resource in bytes/ns.
     pub capacity: Vec<f64>,
     /// Human-readable name of each resource.
     pub name: Vec<String>,
-    nr_nodes: usize,
-    /// `link[mem_node * nr_nodes + cpu_node]`: the link a byte crosses from a
-    /// node's memory to a CPU on another node, if any.
-    link: Vec<Option<ResId>>,
+    net: Interconnect,
+    coherence: Coherence,
 }
 
 impl Resources {
-    /// Builds the resource table of `m`: one memory controller per node, one
-    /// link per ordered package pair, one on-die link per ordered pair of
-    /// nodes inside a package.
-    pub fn new(m: &Machine) -> Resources {
-        let nn = m.nr_nodes();
+    /// Builds the resource table of `m` under `sw`.
+    pub fn new(m: &Machine, sw: Switches) -> Resources {
         let mut capacity = Vec::new();
         let mut name = Vec::new();
-        for n in 0..nn {
+        for n in 0..m.nr_nodes() {
             capacity.push(m.bandwidth.node_gbps[n]);
             name.push(format!("mem{n}"));
         }
-        let npk = m.nodes.iter().map(|n| n.package).max().map_or(1, |p| p + 1);
-        let mut pkg_link = vec![None; npk * npk];
-        let mut link = vec![None; nn * nn];
-        for src in 0..nn {
-            for dst in 0..nn {
-                if src == dst {
-                    continue;
-                }
-                let (ps, pd) = (m.nodes[src].package, m.nodes[dst].package);
-                let id = if ps != pd {
-                    *pkg_link[ps * npk + pd].get_or_insert_with(|| {
-                        capacity.push(m.bandwidth.link_gbps);
-                        name.push(format!("link-pkg{ps}->pkg{pd}"));
-                        capacity.len() - 1
-                    })
-                } else {
-                    capacity.push(m.bandwidth.same_package_link_gbps);
-                    name.push(format!("die-node{src}->node{dst}"));
-                    capacity.len() - 1
-                };
-                link[src * nn + dst] = Some(id);
-            }
-        }
+        let net = Interconnect::new(m, sw.link_routes, &mut capacity, &mut name);
         Resources {
             capacity,
             name,
-            nr_nodes: nn,
-            link,
+            net,
+            coherence: Coherence::new(m, sw.coherence_traffic),
         }
     }
 
@@ -128,9 +142,39 @@ impl Resources {
         n.index()
     }
 
-    /// The link crossed by bytes read from `mem_node` by a CPU on `cpu_node`.
+    /// The link resources bytes cross from `mem_node`'s memory to a CPU on
+    /// `cpu_node`, in order (empty on the same node).
+    pub fn route(&self, mem_node: NodeId, cpu_node: NodeId) -> &[ResId] {
+        self.net.route(mem_node.index(), cpu_node.index())
+    }
+
+    /// The first link bytes cross from `mem_node` to `cpu_node` (the one
+    /// next to the memory), if any; [`Resources::route`] has them all.
     pub fn link(&self, mem_node: NodeId, cpu_node: NodeId) -> Option<ResId> {
-        self.link[mem_node.index() * self.nr_nodes + cpu_node.index()]
+        self.route(mem_node, cpu_node).first().copied()
+    }
+
+    /// Adds to `uses` the load of share `f` of an op's bytes living on
+    /// `mem_node` and touched from `cpu_node`, `write` (0..=1) of them
+    /// written: memory, links and coherence messages
+    /// ([`Coherence::line_traffic`]).
+    pub fn traffic(
+        &self,
+        mem_node: NodeId,
+        cpu_node: NodeId,
+        f: f64,
+        write: f64,
+        uses: &mut Vec<(ResId, f64)>,
+    ) {
+        self.coherence.line_traffic(
+            &self.net,
+            mem_node.index(),
+            cpu_node.index(),
+            self.mem(mem_node),
+            f,
+            write,
+            uses,
+        );
     }
 
     /// Number of resources.
