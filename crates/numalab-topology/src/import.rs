@@ -662,6 +662,10 @@ fn finish(raw: Raw) -> Result<String, TopologyError> {
         spec::toml_f64(NODE_GBPS),
         spec::toml_f64(LINK_GBPS),
     );
+    // Neither numactl nor sysfs says how the sockets are wired: the
+    // parser's default layout applies (fully connected, one link of
+    // link_gbps per package pair; one on-die link per node pair).
+    out.push_str("# No [[links]]: one link of link_gbps between every two packages (fully\n# connected) and one on-die link between every two nodes of a package.\n# Give the host's links as [[links]] (docs/machines.md) where you know them.\n");
     spec::parse_machine(&out, &raw.origin)
         .map_err(|e| err(format!("the imported topology is not a valid machine: {e}")))?;
     Ok(out)

@@ -167,6 +167,50 @@ mod tests {
     }
 
     #[test]
+    fn presets_carry_their_link_layouts() {
+        use crate::{LinkEnds, Snoop};
+        let pkg_links = |m: &Machine| -> Vec<(usize, usize, u32)> {
+            m.links
+                .iter()
+                .filter_map(|l| match l.ends {
+                    LinkEnds::Packages(a, b) => Some((a, b, l.count)),
+                    LinkEnds::Nodes(..) => None,
+                })
+                .collect()
+        };
+        let clx = load("clx-2s-104").unwrap();
+        assert_eq!(pkg_links(&clx), vec![(0, 1, 3)]);
+        assert!((clx.links[0].bundle_gbps() - 34.0).abs() < 1e-9);
+        // 4s-48: a ring, no link across; broadcast snooping.
+        let ring = load("4s-48").unwrap();
+        assert_eq!(
+            pkg_links(&ring),
+            vec![(0, 1, 1), (1, 2, 1), (2, 3, 1), (0, 3, 1)]
+        );
+        assert_eq!(ring.coherence.snoop, Snoop::Broadcast);
+        // spr-4n: fully connected, one link per pair.
+        assert_eq!(pkg_links(&load("spr-4n").unwrap()).len(), 6);
+        // gnr-2s-snc3: 6 UPI links, the dies of a socket in a chain.
+        let gnr = load("gnr-2s-snc3").unwrap();
+        assert_eq!(pkg_links(&gnr), vec![(0, 1, 6)]);
+        let dies: Vec<LinkEnds> = gnr
+            .links
+            .iter()
+            .map(|l| l.ends)
+            .filter(|e| matches!(e, LinkEnds::Nodes(..)))
+            .collect();
+        assert_eq!(
+            dies,
+            vec![
+                LinkEnds::Nodes(0, 1),
+                LinkEnds::Nodes(1, 2),
+                LinkEnds::Nodes(3, 4),
+                LinkEnds::Nodes(4, 5)
+            ]
+        );
+    }
+
+    #[test]
     fn load_reads_files_and_rejects_unknown_names() {
         assert!(matches!(
             load("no-such-machine"),

@@ -122,8 +122,8 @@ pub const MACHINE_RANGES: &[PlausibleRange] = &[
       "one link up to a bundle far wider than any socket pair has (Granite Rapids: 6 UPI links per socket)"),
     r("links[k].gbps", 0.1, 10000.0, "GB/s",
       "as `bandwidth.link_gbps`, per link of the bundle"),
-    r("coherence.message_bytes", 0.0, 64.0, "bytes",
-      "no overhead (0) up to a message as large as a data line; QPI's one header flit is 64/9 = 7.1"),
+    r("coherence.message_bytes", 0.5, 64.0, "bytes",
+      "a message packed several to a flit up to one as large as a data line; QPI's one header flit is 64/9 = 7.1"),
 ];
 
 /// The row for `field` (a name as in [`MACHINE_RANGES`]).

@@ -112,7 +112,9 @@ fn author_sources_come_first_and_values_given_are_not_noted() {
         [memory]\nper_node_gib = [1, 2.5]\n\
         [distance]\nmatrix = [[10, 20], [20, 10]]\n\
         [latency]\nlocal_ns = 80\nsame_package_ns = 85\nremote_ns = 140\n\
-        [bandwidth]\nnode_gbps = [100, 90]\nlink_gbps = 30\nsame_package_link_gbps = 50\ncore_gbps = 10\nsmt_throughput = 1.1\n";
+        [bandwidth]\nnode_gbps = [100, 90]\nlink_gbps = 30\nsame_package_link_gbps = 50\ncore_gbps = 10\nsmt_throughput = 1.1\n\
+        [[links]]\npackages = [0, 1]\ngbps = 30\n\
+        [coherence]\nmessage_bytes = 7\nsnoop = \"directory\"\n";
     let m = ok(text);
     assert_eq!(m.sources, vec!["my notes".to_string()]);
     assert_eq!((m.name.as_str(), m.description.as_str()), ("box", "a box"));
@@ -545,4 +547,101 @@ fn to_toml_writes_the_explicit_form() {
     );
     assert!(!text.contains("[topology]"));
     assert!(text.contains("core_gbps = 8.0"));
+}
+
+/// Four single-node packages with no link_gbps: the links must come from
+/// `[[links]]`.
+fn four_packages(links: &str) -> String {
+    uniform("packages = 4\nnodes_per_package = 1\ncores_per_node = 1\nthreads_per_core = 1")
+        .replace("link_gbps = 30\n", "")
+        + links
+}
+
+const RING: &str = "\n[[links]]\npackages = [0, 1]\ngbps = 10\n\n[[links]]\npackages = [1, 2]\ncount = 2\ngbps = 10\n\n[[links]]\npackages = [2, 3]\ngbps = 10\n\n[[links]]\npackages = [3, 0]\ngbps = 10\n";
+
+#[test]
+fn a_spec_without_links_gets_one_link_per_package_pair_and_says_so() {
+    let m = ok(&uniform(
+        "packages = 3\nnodes_per_package = 2\ncores_per_node = 1\nthreads_per_core = 1",
+    ));
+    use numalab_topology::LinkEnds;
+    let pkg: Vec<_> = m
+        .links
+        .iter()
+        .filter(|l| matches!(l.ends, LinkEnds::Packages(..)))
+        .collect();
+    assert_eq!(pkg.len(), 3);
+    assert!(pkg.iter().all(|l| l.count == 1 && l.gbps == 30.0));
+    // One on-die link per node pair in each of the 3 packages.
+    assert_eq!(m.links.len(), 3 + 3);
+    assert!(m.sources.iter().any(|s| s.contains("fully connected")));
+    assert!(m.sources.iter().any(|s| s.contains("coherence.message_bytes defaulted")));
+    assert_eq!(m.coherence, numalab_topology::Coherence::default());
+}
+
+#[test]
+fn links_parse_round_trip_and_derive_link_gbps_from_the_widest_bundle() {
+    let m = ok(&four_packages(&format!(
+        "{RING}\n[coherence]\nmessage_bytes = 8\nsnoop = \"broadcast\"\n"
+    )));
+    assert_eq!(m.links.len(), 4);
+    assert_eq!(m.links[1].bundle_gbps(), 20.0);
+    // [3, 0] is stored low id first.
+    assert_eq!(m.links[3].ends, numalab_topology::LinkEnds::Packages(0, 3));
+    assert_eq!(m.bandwidth.link_gbps, 20.0);
+    assert!(m.sources.iter().any(|s| s.contains("widest package link bundle")));
+    assert_eq!(m.coherence.snoop, numalab_topology::Snoop::Broadcast);
+    assert_eq!(m.coherence.message_bytes, 8.0);
+    let back = to_toml(&m);
+    assert!(back.contains("[[links]]\npackages = [1, 2]\ncount = 2\ngbps = 10.0"), "{back}");
+}
+
+#[test]
+fn on_die_links_join_nodes_of_one_package() {
+    let t = uniform("packages = 1\nnodes_per_package = 3\ncores_per_node = 1\nthreads_per_core = 1")
+        + "\n[[links]]\nnodes = [0, 1]\ngbps = 50\n\n[[links]]\nnodes = [2, 1]\ngbps = 50\n";
+    let m = ok(&t);
+    assert_eq!(m.links.len(), 2);
+    // A node left out of the chain is refused.
+    let bad = uniform("packages = 1\nnodes_per_package = 3\ncores_per_node = 1\nthreads_per_core = 1")
+        + "\n[[links]]\nnodes = [0, 1]\ngbps = 50\n";
+    let (f, msg) = field_err(&bad);
+    assert_eq!(f, "links");
+    assert!(msg.contains("node 2 of package 0 is not reachable"), "{msg}");
+}
+
+#[test]
+fn inconsistent_link_specs_are_refused_naming_the_entry() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("[[links]]\npackages = [0, 1]\nnodes = [0, 1]\ngbps = 10\n", "links[0]", "not both"),
+        ("[[links]]\ngbps = 10\n", "links[0]", "missing"),
+        ("[[links]]\npackages = [0, 7]\ngbps = 10\n", "links[0].packages", "does not exist"),
+        ("[[links]]\npackages = [2, 2]\ngbps = 10\n", "links[0].packages", "to itself"),
+        ("[[links]]\npackages = [0, 1, 2]\ngbps = 10\n", "links[0].packages", "two package ids"),
+        ("[[links]]\nnodes = [0, 1]\ngbps = 10\n", "links[0].nodes", "different packages"),
+        ("[[links]]\npackages = [0, 1]\n", "links[0].gbps", "missing"),
+        ("[[links]]\npackages = [0, 1]\ngbps = 1e9\n", "links[0].gbps", "plausible range"),
+        ("[[links]]\npackages = [0, 1]\ncount = 0\ngbps = 10\n", "links[0].count", "at least 1"),
+        ("[[links]]\npackages = [0, 1]\ngbps = 10\n[[links]]\npackages = [1, 0]\ngbps = 10\n", "links[1]", "same ends as links[0]"),
+        ("[[links]]\npackages = [0, 1]\ngbps = 10\n[[links]]\npackages = [2, 3]\ngbps = 10\n", "links", "package 2 is not reachable"),
+    ];
+    for (links, field, words) in cases {
+        let t = four_packages(&format!("\n{links}"));
+        let (f, msg) = field_err(&t);
+        assert_eq!(&f, field, "{msg}\n{t}");
+        assert!(msg.contains(words), "{f}: {msg}");
+    }
+    for (coh, field, words) in [
+        ("snoop = \"mesi\"", "coherence.snoop", "not a snoop mode"),
+        ("message_bytes = 100", "coherence.message_bytes", "plausible range"),
+        ("message_bytes = nan", "coherence.message_bytes", "NaN"),
+    ] {
+        let (f, msg) = field_err(&four_packages(&format!("{RING}\n[coherence]\n{coh}\n")));
+        assert_eq!(f, field, "{msg}");
+        assert!(msg.contains(words), "{f}: {msg}");
+    }
+    // No link_gbps and no package links: one error saying what to give.
+    let (f, msg) = field_err(&four_packages(""));
+    assert_eq!(f, "bandwidth.link_gbps");
+    assert!(msg.contains("[[links]]"), "{msg}");
 }

@@ -14,7 +14,8 @@
 //!   generous upper bound of how long the workload can take on this machine
 //!   with every constant clamped into its plausible range (docs/machines.md):
 //!   the serial sum of every thread's work at the slowest rate the machine
-//!   offers, with a per-page and per-phase allowance for kernel work, times
+//!   offers (a controller or link bundle divided by the most coherence
+//!   traffic one byte can put on it), with a per-page and per-phase allowance for kernel work, times
 //!   [`TIME_MARGIN`], plus [`TIME_FLOOR_NS`]. A machine whose constants
 //!   bypassed the spec checks (a 1e-300 GB/s node built in code) makes the
 //!   run far slower than its clamped twin and is stopped there.
@@ -153,15 +154,26 @@ fn time_limit_ns(m: &Machine, w: &Workload) -> u64 {
     // Slowest stream rate of one thread (B/ns): its core's cap far from its
     // memory under full load, or the slowest controller or link.
     let core = clamp("bandwidth.core_gbps", b.core_gbps) * local_min / lat_max * smt / loaded;
+    // Coherence traffic loads one resource by at most 2 bytes per byte
+    // (read for ownership + writeback) plus one message per package
+    // (request, completion, snoops): physics/coherence.rs.
+    let msg = clamp("coherence.message_bytes", m.coherence.message_bytes) / CACHE_LINE;
+    let per_byte = 2.0 + msg * m.nr_packages() as f64;
     let rate = b
         .node_gbps
         .iter()
         .map(|&g| clamp("bandwidth.node_gbps", g))
+        .chain(
+            m.links
+                .iter()
+                .map(|l| clamp("links[k].gbps", l.gbps) * l.count.max(1) as f64),
+        )
         .chain([
             clamp("bandwidth.link_gbps", b.link_gbps),
             clamp("bandwidth.same_package_link_gbps", b.same_package_link_gbps),
-            core,
         ])
+        .map(|g| g / per_byte)
+        .chain([core])
         .fold(f64::INFINITY, f64::min)
         .max(SLOWEST_GBPS);
     let cost = Cost {
