@@ -575,7 +575,10 @@ fn a_spec_without_links_gets_one_link_per_package_pair_and_says_so() {
     // One on-die link per node pair in each of the 3 packages.
     assert_eq!(m.links.len(), 3 + 3);
     assert!(m.sources.iter().any(|s| s.contains("fully connected")));
-    assert!(m.sources.iter().any(|s| s.contains("coherence.message_bytes defaulted")));
+    assert!(m
+        .sources
+        .iter()
+        .any(|s| s.contains("coherence.message_bytes defaulted")));
     assert_eq!(m.coherence, numalab_topology::Coherence::default());
 }
 
@@ -589,41 +592,88 @@ fn links_parse_round_trip_and_derive_link_gbps_from_the_widest_bundle() {
     // [3, 0] is stored low id first.
     assert_eq!(m.links[3].ends, numalab_topology::LinkEnds::Packages(0, 3));
     assert_eq!(m.bandwidth.link_gbps, 20.0);
-    assert!(m.sources.iter().any(|s| s.contains("widest package link bundle")));
+    assert!(m
+        .sources
+        .iter()
+        .any(|s| s.contains("widest package link bundle")));
     assert_eq!(m.coherence.snoop, numalab_topology::Snoop::Broadcast);
     assert_eq!(m.coherence.message_bytes, 8.0);
     let back = to_toml(&m);
-    assert!(back.contains("[[links]]\npackages = [1, 2]\ncount = 2\ngbps = 10.0"), "{back}");
+    assert!(
+        back.contains("[[links]]\npackages = [1, 2]\ncount = 2\ngbps = 10.0"),
+        "{back}"
+    );
 }
 
 #[test]
 fn on_die_links_join_nodes_of_one_package() {
-    let t = uniform("packages = 1\nnodes_per_package = 3\ncores_per_node = 1\nthreads_per_core = 1")
-        + "\n[[links]]\nnodes = [0, 1]\ngbps = 50\n\n[[links]]\nnodes = [2, 1]\ngbps = 50\n";
+    let t =
+        uniform("packages = 1\nnodes_per_package = 3\ncores_per_node = 1\nthreads_per_core = 1")
+            + "\n[[links]]\nnodes = [0, 1]\ngbps = 50\n\n[[links]]\nnodes = [2, 1]\ngbps = 50\n";
     let m = ok(&t);
     assert_eq!(m.links.len(), 2);
     // A node left out of the chain is refused.
-    let bad = uniform("packages = 1\nnodes_per_package = 3\ncores_per_node = 1\nthreads_per_core = 1")
-        + "\n[[links]]\nnodes = [0, 1]\ngbps = 50\n";
+    let bad =
+        uniform("packages = 1\nnodes_per_package = 3\ncores_per_node = 1\nthreads_per_core = 1")
+            + "\n[[links]]\nnodes = [0, 1]\ngbps = 50\n";
     let (f, msg) = field_err(&bad);
     assert_eq!(f, "links");
-    assert!(msg.contains("node 2 of package 0 is not reachable"), "{msg}");
+    assert!(
+        msg.contains("node 2 of package 0 is not reachable"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn inconsistent_link_specs_are_refused_naming_the_entry() {
     let cases: &[(&str, &str, &str)] = &[
-        ("[[links]]\npackages = [0, 1]\nnodes = [0, 1]\ngbps = 10\n", "links[0]", "not both"),
+        (
+            "[[links]]\npackages = [0, 1]\nnodes = [0, 1]\ngbps = 10\n",
+            "links[0]",
+            "not both",
+        ),
         ("[[links]]\ngbps = 10\n", "links[0]", "missing"),
-        ("[[links]]\npackages = [0, 7]\ngbps = 10\n", "links[0].packages", "does not exist"),
-        ("[[links]]\npackages = [2, 2]\ngbps = 10\n", "links[0].packages", "to itself"),
-        ("[[links]]\npackages = [0, 1, 2]\ngbps = 10\n", "links[0].packages", "two package ids"),
-        ("[[links]]\nnodes = [0, 1]\ngbps = 10\n", "links[0].nodes", "different packages"),
+        (
+            "[[links]]\npackages = [0, 7]\ngbps = 10\n",
+            "links[0].packages",
+            "does not exist",
+        ),
+        (
+            "[[links]]\npackages = [2, 2]\ngbps = 10\n",
+            "links[0].packages",
+            "to itself",
+        ),
+        (
+            "[[links]]\npackages = [0, 1, 2]\ngbps = 10\n",
+            "links[0].packages",
+            "two package ids",
+        ),
+        (
+            "[[links]]\nnodes = [0, 1]\ngbps = 10\n",
+            "links[0].nodes",
+            "different packages",
+        ),
         ("[[links]]\npackages = [0, 1]\n", "links[0].gbps", "missing"),
-        ("[[links]]\npackages = [0, 1]\ngbps = 1e9\n", "links[0].gbps", "plausible range"),
-        ("[[links]]\npackages = [0, 1]\ncount = 0\ngbps = 10\n", "links[0].count", "at least 1"),
-        ("[[links]]\npackages = [0, 1]\ngbps = 10\n[[links]]\npackages = [1, 0]\ngbps = 10\n", "links[1]", "same ends as links[0]"),
-        ("[[links]]\npackages = [0, 1]\ngbps = 10\n[[links]]\npackages = [2, 3]\ngbps = 10\n", "links", "package 2 is not reachable"),
+        (
+            "[[links]]\npackages = [0, 1]\ngbps = 1e9\n",
+            "links[0].gbps",
+            "plausible range",
+        ),
+        (
+            "[[links]]\npackages = [0, 1]\ncount = 0\ngbps = 10\n",
+            "links[0].count",
+            "at least 1",
+        ),
+        (
+            "[[links]]\npackages = [0, 1]\ngbps = 10\n[[links]]\npackages = [1, 0]\ngbps = 10\n",
+            "links[1]",
+            "same ends as links[0]",
+        ),
+        (
+            "[[links]]\npackages = [0, 1]\ngbps = 10\n[[links]]\npackages = [2, 3]\ngbps = 10\n",
+            "links",
+            "package 2 is not reachable",
+        ),
     ];
     for (links, field, words) in cases {
         let t = four_packages(&format!("\n{links}"));
@@ -633,7 +683,11 @@ fn inconsistent_link_specs_are_refused_naming_the_entry() {
     }
     for (coh, field, words) in [
         ("snoop = \"mesi\"", "coherence.snoop", "not a snoop mode"),
-        ("message_bytes = 100", "coherence.message_bytes", "plausible range"),
+        (
+            "message_bytes = 100",
+            "coherence.message_bytes",
+            "plausible range",
+        ),
         ("message_bytes = nan", "coherence.message_bytes", "NaN"),
     ] {
         let (f, msg) = field_err(&four_packages(&format!("{RING}\n[coherence]\n{coh}\n")));

@@ -130,11 +130,18 @@ mod tests {
     }
 
     fn traffic(m: &Machine, on: bool, mem: usize, cpu: usize, write: f64) -> Vec<(String, f64)> {
-        let (mut cap, mut name) = (vec![100.0; m.nr_nodes()], (0..m.nr_nodes()).map(|n| format!("mem{n}")).collect::<Vec<_>>());
+        let (mut cap, mut name) = (
+            vec![100.0; m.nr_nodes()],
+            (0..m.nr_nodes())
+                .map(|n| format!("mem{n}"))
+                .collect::<Vec<_>>(),
+        );
         let net = Interconnect::new(m, true, &mut cap, &mut name);
         let mut uses = Vec::new();
         Coherence::new(m, on).line_traffic(&net, mem, cpu, mem, 1.0, write, &mut uses);
-        uses.into_iter().map(|(r, s)| (name[r].clone(), s)).collect()
+        uses.into_iter()
+            .map(|(r, s)| (name[r].clone(), s))
+            .collect()
     }
 
     #[test]
@@ -167,7 +174,10 @@ mod tests {
         let off = traffic(&m, false, 0, 1, 1.0);
         assert_eq!(
             off,
-            [("mem0".to_string(), 1.0), ("link-pkg0->pkg1".to_string(), 1.0)]
+            [
+                ("mem0".to_string(), 1.0),
+                ("link-pkg0->pkg1".to_string(), 1.0)
+            ]
         );
     }
 

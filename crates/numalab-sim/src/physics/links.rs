@@ -236,8 +236,14 @@ mod tests {
         assert_eq!(cap, vec![10.0; 8]);
         let names = |r: &[ResId]| r.iter().map(|&i| name[i].clone()).collect::<Vec<_>>();
         // 0 -> 2: two hops, the tie going through package 1.
-        assert_eq!(names(ic.route(0, 2)), ["link-pkg0->pkg1", "link-pkg1->pkg2"]);
-        assert_eq!(names(ic.route(2, 0)), ["link-pkg2->pkg1", "link-pkg1->pkg0"]);
+        assert_eq!(
+            names(ic.route(0, 2)),
+            ["link-pkg0->pkg1", "link-pkg1->pkg2"]
+        );
+        assert_eq!(
+            names(ic.route(2, 0)),
+            ["link-pkg2->pkg1", "link-pkg1->pkg0"]
+        );
         // Neighbours: one hop, and the two directions are different resources.
         assert_eq!(names(ic.route(3, 0)), ["link-pkg3->pkg0"]);
         assert_ne!(ic.route(0, 1), ic.route(1, 0));

@@ -56,6 +56,8 @@ pub fn machine(
         })
         .collect();
     Machine {
+        links: numalab_topology::default_links(&(0..nnodes).collect::<Vec<_>>(), 40.0, 80.0),
+        coherence: Default::default(),
         name: format!("test-{nnodes}n{ncpus}c"),
         description: "hand-made test machine".into(),
         cpus,
