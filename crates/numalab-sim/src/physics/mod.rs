@@ -15,6 +15,7 @@
 //! that are not fully connected (multi-hop traffic is charged to one link).
 
 pub mod costs;
+pub mod line;
 
 use crate::kernel::NodeId;
 use numalab_topology::Machine;
