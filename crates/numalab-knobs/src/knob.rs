@@ -146,6 +146,17 @@ declare! {
         description: "1: a cache-line transfer costs more the more requests for the line are outstanding (home-agent and snoop queueing); 0: every transfer at its unloaded core-to-core latency",
     }
 
+    /// Shared written lines: cache-to-cache transfers between writers.
+    SHARED_LINE_TRANSFERS: bool {
+        name: "numalab.shared_line_transfers",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/sharing.rs, engine/sharing.rs; transfer costs from physics/line.rs",
+        description: "1: an access to a line another core still holds Modified (written by another task within the last few MiB of its writes, from the running tasks' operations) costs a cache-to-cache transfer by distance and load instead of a memory access; 0: no sharing cost",
+    }
+
     /// The Run record's sampling interval.
     SAMPLE_INTERVAL_MS: uint(0, 3_600_000) {
         name: "numalab.sample_interval_ms",

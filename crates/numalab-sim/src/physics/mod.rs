@@ -16,6 +16,7 @@
 
 pub mod costs;
 pub mod line;
+pub mod sharing;
 
 use crate::kernel::NodeId;
 use numalab_topology::Machine;
