@@ -135,6 +135,28 @@ declare! {
         description: "SD_SERIALIZE / sched_balance_running ordering: legacy (flag before the due and designated checks, before 6.19), v3 (checks first, redo keeps the held marker: the bug review found), v4 (as posted: redo releases and clears the marker, newidle serialized), fixed (tip 2265c5d4: redo keeps the flag, newidle not serialized), fixed+newidle (mainline 6.19, also 22c929d2)",
     }
 
+    /// Contended cache lines: transfer cost grows with outstanding requests.
+    LINE_QUEUEING: bool {
+        name: "numalab.line_queueing",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/line.rs; growth per outstanding request from contended-CAS throughput versus threads (physics/costs.rs LINE_QUEUE_GROWTH)",
+        description: "1: a cache-line transfer costs more the more requests for the line are outstanding (home-agent and snoop queueing); 0: every transfer at its unloaded core-to-core latency",
+    }
+
+    /// Shared written lines: cache-to-cache transfers between writers.
+    SHARED_LINE_TRANSFERS: bool {
+        name: "numalab.shared_line_transfers",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/sharing.rs, engine/sharing.rs; transfer costs from physics/line.rs",
+        description: "1: an access to a line another core still holds Modified (written by another task within the last few MiB of its writes, from the running tasks' operations) costs a cache-to-cache transfer by distance and load instead of a memory access; 0: no sharing cost",
+    }
+
     /// The Run record's sampling interval.
     SAMPLE_INTERVAL_MS: uint(0, 3_600_000) {
         name: "numalab.sample_interval_ms",

@@ -303,6 +303,9 @@ impl Sim {
                     .map(|(n, f)| f * self.fluid.latency[cn.index()][n])
                     .sum::<f64>()
                     .max(1.0);
+                // Issue 9 item 3 (numalab.shared_line_transfers): lines other
+                // cores hold Modified come by a cache-to-cache transfer.
+                let lat = self.shared_line_latency(t, cpu, op, lat);
                 let mlp = match op {
                     Op::Random { mlp, .. } => *mlp,
                     _ => {

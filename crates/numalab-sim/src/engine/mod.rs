@@ -20,6 +20,7 @@ pub mod budget;
 pub mod exec;
 mod numa;
 pub mod record;
+mod sharing;
 
 use crate::kernel::ids::TiVec;
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
@@ -156,6 +157,8 @@ pub struct Sim {
     /// Engine steps so far (see [`budget`]).
     steps: u64,
     budget: StepBudget,
+    /// Running writers per region at the last tick (engine/sharing.rs).
+    shared: sharing::SharedWriters,
 }
 
 impl Sim {
@@ -225,6 +228,7 @@ impl Sim {
             requests: 0,
             paid_in_op: 0.0,
             mix_cache: Default::default(),
+            shared: Default::default(),
             tick_start: 0,
             interval_local_bytes: 0.0,
             interval_bytes: 0.0,
@@ -541,6 +545,7 @@ impl Sim {
     /// the loaded latencies and each resource's served share.
     fn solve_physics(&mut self) {
         let ncpu = self.k.m.nr_cpus();
+        self.gather_shared_writers();
         let mut who = Vec::new();
         let mut demands = Vec::new();
         for cpu in CpuId::range(ncpu) {

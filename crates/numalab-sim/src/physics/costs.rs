@@ -66,8 +66,9 @@ pub const WAKEUP_NS: f64 = 2000.0;
 // "core-to-core latency" that ping-pong compare-and-exchange benchmarks
 // measure (Anandtech's test, Chips and Cheese's, and the open-source
 // `core-to-core-latency` tool, which all bounce one line between two cores
-// with `lock cmpxchg`). Used by the SD_SERIALIZE flag model
-// (kernel/sched/serialize.rs). Measured sources:
+// with `lock cmpxchg`). Used by the contended-line model (physics/line.rs)
+// and through it the SD_SERIALIZE flag (kernel/sched/serialize.rs).
+// Measured sources:
 // (m1) KCORES/core-to-core-latency-plus, results "Dual Intel Xeon Platinum
 //      8360Y 2.40GHz by-herver.csv" (commit 456cc116): 2 x 36-core Ice Lake
 //      SP (the same 8360Y row that machine presets take their memory
@@ -96,6 +97,26 @@ pub const C2C_SAME_PACKAGE_NS: f64 = 65.0;
 /// Line transfer between cores on different packages (ns). Source: (m1),
 /// mean of the cross-socket pairs, about 115 ns (106-119).
 pub const C2C_REMOTE_PACKAGE_NS: f64 = 115.0;
+
+/// Growth of one line transfer per additional outstanding request for the
+/// same line (dimensionless, per request): with `n` requests outstanding a
+/// transfer takes `latency x (1 + LINE_QUEUE_GROWTH x (n - 1))`. The home
+/// agent (CHA) serves conflicting requests for one address one at a time;
+/// the requests that wait are snooped, retried and tracked meanwhile, and
+/// that traffic slows every transfer (physics/line.rs).
+/// Source: (m3) wtarreau/atomic-tests, results on an Intel Xeon W-2145
+/// (Skylake-SP die, 8 cores / 16 threads, one LLC): core-to-core CAS
+/// latency 39-44 ns, about 41 ns (results/lat-xeon.txt, op 2), while 16
+/// threads doing CAS on one line complete 18.5 M successful CAS/s, 53-54 ns
+/// each (results/cas-lat-xeon.txt; 60 ns in the variant with relaxation):
+/// one transfer costs 1.3x the two-thread figure with 16 contenders, i.e.
+/// (54/41 - 1)/15 = 0.021 per additional request. David, Guerraoui,
+/// Trigonakis (SOSP 2013, Figure 4) report the same direction on
+/// multi-socket Opteron and Xeon: the throughput of atomic operations on one
+/// location falls as threads are added across sockets. EXTRAPOLATED: the
+/// same relative growth is applied to cross-die and cross-package transfers
+/// and beyond 16 contenders (no multi-socket figure with units was found).
+pub const LINE_QUEUE_GROWTH: f64 = 0.02;
 
 /// Spread of the moment each CPU's SCHED_SOFTIRQ starts after the common
 /// tick (ns): the tick handler before it (`update_process_times`,

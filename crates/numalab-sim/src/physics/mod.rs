@@ -21,7 +21,9 @@
 
 pub mod coherence;
 pub mod costs;
+pub mod line;
 pub mod links;
+pub mod sharing;
 
 use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::NodeId;

@@ -52,16 +52,15 @@
 //! their flag operations are ordered after everything already done.
 //!
 //! # What the flag costs: one contended cache line
-//! Every flag operation needs the line in Modified state. The line is a
-//! single server: requests are served one at a time in arrival order, and
-//! each service is a line transfer whose latency depends on where the line
-//! was (the last CPU to touch it) and where it goes: same core, same LLC,
-//! same package, other package ([`c2c_latency_ns`], constants from measured
-//! core-to-core latencies in physics/costs.rs). A CPU arriving while the
-//! line is busy waits for all requests ahead of it, so a burst of N
-//! simultaneous cmpxchgs costs the CPUs about N²/2 transfers in total: the
-//! cost grows with how many CPUs touch the line in the same window and with
-//! the distance between them. The cmpxchg's whole time (wait + transfer) is
+//! Every flag operation needs the line in Modified state. The line is the
+//! discrete face of the contended-line model (physics/line.rs,
+//! [`Line::request`]): a single FIFO server whose every service is a
+//! transfer from the last CPU to touch it, costed by distance (same core,
+//! same LLC, same package, other package) and by how many requests are
+//! outstanding (`numalab.line_queueing`). A CPU arriving while the line is
+//! busy waits for all requests ahead of it, so a burst of N simultaneous
+//! cmpxchgs costs the CPUs about N²/2 transfers in total, each dearer the
+//! longer the queue. The cmpxchg's whole time (wait + transfer) is
 //! taken from the CPU that executes it (its running task's system time, or
 //! idle-CPU kernel time, which delays the next task to run there) and
 //! counted as `sched_balance_running` contention. A release is a plain
@@ -85,7 +84,7 @@
 use super::balance::CpuIdleType;
 use crate::kernel::{CpuId, Kernel};
 use crate::physics::costs;
-use numalab_topology::Machine;
+use crate::physics::line::{Distance, Line, LineModel};
 
 /// Which ordering of the serialize flag the balancer follows
 /// (`numalab.sched_balance_serialize`).
@@ -210,10 +209,8 @@ pub struct SerializeState {
     /// CPUs that acquired the flag and have not released it yet, with the
     /// time they acquired it (more than one only after a bad release).
     pub owners: Vec<(CpuId, f64)>,
-    /// Last CPU to own the line.
-    line_owner: Option<CpuId>,
-    /// When the line finishes the last request queued on it (ns).
-    line_free_at: f64,
+    /// The flag's cache line (owner and queue).
+    line: Line,
     /// Seed of the per-CPU softirq spread.
     pub seed: u64,
     /// Counts.
@@ -233,29 +230,10 @@ impl SerializeState {
             variant,
             holder: None,
             owners: Vec::new(),
-            line_owner: None,
-            line_free_at: 0.0,
+            line: Line::new(),
             seed: 0,
             stats: SerializeStats::default(),
         }
-    }
-}
-
-/// Latency of moving a cache line from `from` (its last owner, if any) to
-/// `to` for a locked operation (ns), by where the two CPUs sit.
-pub fn c2c_latency_ns(m: &Machine, from: Option<CpuId>, to: CpuId) -> f64 {
-    let Some(from) = from else {
-        return costs::C2C_SAME_LLC_NS;
-    };
-    let (a, b) = (&m.cpus[from.index()], &m.cpus[to.index()]);
-    if a.core == b.core {
-        costs::C2C_SAME_CORE_NS
-    } else if a.llc == b.llc {
-        costs::C2C_SAME_LLC_NS
-    } else if a.package == b.package {
-        costs::C2C_SAME_PACKAGE_NS
-    } else {
-        costs::C2C_REMOTE_PACKAGE_NS
     }
 }
 
@@ -277,21 +255,16 @@ impl Kernel {
     /// (ns): returns when the operation completes and how long of that was
     /// spent waiting behind other requests.
     fn serialize_line(&mut self, cpu: CpuId, t: f64) -> (f64, f64) {
-        let lat = c2c_latency_ns(&self.m, self.balance.serialize.line_owner, cpu);
+        let model = LineModel::from_knobs(&self.knobs);
         let s = &mut self.balance.serialize;
-        let start = t.max(s.line_free_at);
-        let done = start + lat;
-        if s.line_owner != Some(cpu) {
+        let g = s.line.request(&model, &self.m, t, cpu);
+        if g.moved {
             s.stats.transfers += 1;
-            if let Some(o) = s.line_owner {
-                if self.m.cpus[o.index()].package != self.m.cpus[cpu.index()].package {
-                    s.stats.transfers_remote += 1;
-                }
+            if g.distance == Some(Distance::RemotePackage) {
+                s.stats.transfers_remote += 1;
             }
         }
-        s.line_owner = Some(cpu);
-        s.line_free_at = done;
-        (done, start - t)
+        (g.done_ns, g.wait_ns)
     }
 
     /// `atomic_try_cmpxchg_acquire(&sched_balance_running, 0, 1)` by `cpu`
@@ -398,27 +371,6 @@ mod tests {
         assert_eq!(V3.redo(), RedoFlag::ReleaseKeepMarker);
         assert_eq!(V4.redo(), RedoFlag::ReleaseAndClear);
         assert_eq!(Fixed.redo(), RedoFlag::Keep);
-    }
-
-    #[test]
-    fn line_transfers_cost_by_distance() {
-        let k = kernel("fixed");
-        let m = &k.m;
-        // gnr-2s-snc3: CPU 240 is CPU 0's SMT sibling, 1 shares its LLC,
-        // 40 is on the next SNC node of package 0, 120 on package 1.
-        assert_eq!(
-            c2c_latency_ns(m, Some(c(0)), c(240)),
-            costs::C2C_SAME_CORE_NS
-        );
-        assert_eq!(c2c_latency_ns(m, Some(c(0)), c(1)), costs::C2C_SAME_LLC_NS);
-        assert_eq!(
-            c2c_latency_ns(m, Some(c(0)), c(40)),
-            costs::C2C_SAME_PACKAGE_NS
-        );
-        assert_eq!(
-            c2c_latency_ns(m, Some(c(0)), c(120)),
-            costs::C2C_REMOTE_PACKAGE_NS
-        );
     }
 
     #[test]

@@ -1,0 +1,550 @@
+//! Shared written lines: what an access pays when the line it touches is
+//! held Modified in another core's cache, found from who writes which part
+//! of a region, without per-line state.
+//!
+//! # The model
+//! A line is Modified in a writer's cache from the moment the writer writes
+//! it until the writer has written about [`WRITER_CACHE_BYTES`] more bytes
+//! (its private L2 plus its share of the LLC fill up and the line is
+//! evicted and written back). Another core that touches the line before
+//! then must take it from that owner: the home agent snoops the owner, who
+//! gives the line up (invalidates it and writes it back), and the
+//! requester waits for that response. That wait is one transfer of the
+//! contended-line model (physics/line.rs: by distance between the two cores
+//! and by how many requests for the line are outstanding), added to the
+//! access's memory latency. The memory access itself stays: the fluid model
+//! charges every byte to its memory controller (large `bzero`s write with
+//! streaming or fast-string stores that reach DRAM, and a line taken away
+//! from its owner is written back), so sharing adds the ownership transfer
+//! and never replaces the memory traffic. So for every access the question
+//! is: was the line written by another core recently enough?
+//! - A streaming writer `j` over `[o_j, o_j + len_j)` whose next write is at
+//!   `o_j + p_j` wrote the line at `o_j + r` exactly `(p_j - r) mod len_j`
+//!   bytes ago (in this pass if it is behind `p_j`, in the previous pass
+//!   otherwise). It still holds it Modified when that distance is below
+//!   [`WRITER_CACHE_BYTES`]. The most recent such writer is the one the
+//!   line comes from.
+//! - A random writer `j` (share `w_j` of its accesses are writes) holds
+//!   about `WRITER_CACHE_BYTES` of its range, `w_j` of it Modified: a given
+//!   line of its range is Modified there with probability
+//!   `w_j min(1, WRITER_CACHE_BYTES / len_j)`.
+//! - A streaming access at `x` pays a transfer when the nearest streaming
+//!   writer ahead of it (the one that last wrote `x`) is within the cache
+//!   window; otherwise it pays one with the probability random writers hold
+//!   `x`. A random access over `[a, a + len)` pays one for the share of its
+//!   range inside other writers' windows.
+//! - Outstanding requests for the line (the load term of the transfer) are
+//!   the accessor plus the streaming writers within [`Sharing::window_bytes`]
+//!   of it (their misses in flight cover the same lines at the same time).
+//!
+//! Time overlap: positions are those of the operations in progress when
+//! the engine gathers them (each tick). Streams moving at similar rates
+//! keep their distances, so a snapshot per tick stands for the whole tick.
+//! Threads writing the same buffer from offset 0 in lockstep (NUMA01) find
+//! every line in a neighbour's cache; the same threads spread over the
+//! buffer further apart than the cache window find none; threads writing
+//! disjoint slices (NUMA01_THREADLOCAL, NUMA02) never share.
+//!
+//! Left out: a line passed from cache to cache without reaching DRAM (a
+//! cluster of writers using ordinary write-allocate stores would read each
+//! line from memory once, not once per writer: the model charges memory
+//! once per writer); reads that only share a line (S state) and the
+//! invalidations a write sends to many sharers; the working set of other
+//! operations than the one in progress (a random writer that has moved on
+//! to another phase no longer counts, although its lines are still
+//! cached); accesses' own distributions (random accesses are taken as
+//! uniform over their range); the cache size of each machine (one figure).
+
+use super::line::LineModel;
+use crate::kernel::CpuId;
+use numalab_topology::Machine;
+
+/// Bytes of a writer's most recent writes still in its caches: its private
+/// L2 plus its per-core share of the LLC. Intel's published per-core
+/// figures: Cascade Lake-SP 1 MiB L2 + 1.375 MiB LLC = 2.4 MiB; Ice Lake-SP
+/// 1.25 + 1.5 = 2.75 MiB; Sapphire Rapids 2 + 1.875 = 3.9 MiB. 3 MiB taken
+/// for every machine: EXTRAPOLATED (the machine spec has no cache sizes).
+pub const WRITER_CACHE_BYTES: f64 = 3.0 * 1024.0 * 1024.0;
+
+/// What one writer does in a region.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum WriterKind {
+    /// Streaming writes; its next write is at this byte offset of the region.
+    Stream {
+        /// Absolute offset in the region of the next byte it writes.
+        at: u64,
+    },
+    /// Random accesses, this share of them writes.
+    Random {
+        /// Share of accesses that are writes, in (0, 1].
+        write_fraction: f64,
+    },
+}
+
+/// One task writing part of a region.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Writer {
+    /// Who (a task index), so an access does not share with itself.
+    pub id: usize,
+    /// The CPU it runs on.
+    pub cpu: CpuId,
+    /// First byte of its range in the region.
+    pub offset: u64,
+    /// Bytes in its range (> 0).
+    pub len: u64,
+    /// How it writes.
+    pub kind: WriterKind,
+}
+
+/// How an access touches its range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AccessKind {
+    /// Streaming: the next byte is at this absolute offset.
+    Stream {
+        /// Absolute offset in the region of the next byte it touches.
+        at: u64,
+    },
+    /// Random over the range.
+    Random,
+}
+
+/// One task's accesses to a region (reads or writes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Access {
+    /// Who (a task index).
+    pub id: usize,
+    /// The CPU it runs on.
+    pub cpu: CpuId,
+    /// First byte of its range.
+    pub offset: u64,
+    /// Bytes in its range (> 0).
+    pub len: u64,
+    /// How it touches it.
+    pub kind: AccessKind,
+}
+
+/// What shared lines cost an access.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SharedLines {
+    /// Share of its accesses that find the line Modified in another core.
+    pub fraction: f64,
+    /// Mean cost of those transfers (ns), distance and load included.
+    pub transfer_ns: f64,
+}
+
+impl SharedLines {
+    /// Mean latency of the access given the latency of its memory accesses
+    /// (ns): every access keeps its memory access, and the shared share
+    /// waits for the owner's snoop response on top (see the module doc).
+    pub fn latency_ns(&self, mem_ns: f64) -> f64 {
+        mem_ns + self.fraction * self.transfer_ns
+    }
+}
+
+/// The model's parameters besides the writers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sharing {
+    /// The contended-line cost.
+    pub line: LineModel,
+    /// Bytes of recent writes a writer still holds Modified.
+    pub cache_bytes: f64,
+    /// Bytes ahead and behind an access within which another streaming
+    /// writer's misses hit the same lines at the same time.
+    pub window_bytes: f64,
+}
+
+/// Writers of one region, in range classes (writers with the same range),
+/// for quick look-ups.
+#[derive(Clone, Debug, Default)]
+pub struct RegionWriters {
+    writers: Vec<Writer>,
+    classes: Vec<Class>,
+    /// Largest range end over classes `0..=i` (classes sorted by offset).
+    max_end: Vec<u64>,
+}
+
+#[derive(Clone, Debug)]
+struct Class {
+    offset: u64,
+    len: u64,
+    /// `(position in the range, writer index)`, sorted.
+    streams: Vec<(u64, usize)>,
+    /// Writer indices of random writers.
+    randoms: Vec<usize>,
+}
+
+impl RegionWriters {
+    /// Indexes `writers` (order does not matter; ranges of length 0 are
+    /// dropped).
+    pub fn new(writers: Vec<Writer>) -> RegionWriters {
+        let writers: Vec<Writer> = writers.into_iter().filter(|w| w.len > 0).collect();
+        let mut keys: Vec<(u64, u64)> = writers.iter().map(|w| (w.offset, w.len)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut classes: Vec<Class> = keys
+            .iter()
+            .map(|&(offset, len)| Class {
+                offset,
+                len,
+                streams: Vec::new(),
+                randoms: Vec::new(),
+            })
+            .collect();
+        for (i, w) in writers.iter().enumerate() {
+            let c = keys.binary_search(&(w.offset, w.len)).unwrap_or(0);
+            match w.kind {
+                WriterKind::Stream { at } => {
+                    let rel = at.saturating_sub(w.offset).min(w.len - 1);
+                    classes[c].streams.push((rel, i));
+                }
+                WriterKind::Random { write_fraction } if write_fraction > 0.0 => {
+                    classes[c].randoms.push(i)
+                }
+                WriterKind::Random { .. } => {}
+            }
+        }
+        for c in &mut classes {
+            c.streams.sort_unstable();
+        }
+        let mut max_end = Vec::with_capacity(classes.len());
+        let mut e = 0;
+        for c in &classes {
+            e = e.max(c.offset + c.len);
+            max_end.push(e);
+        }
+        RegionWriters {
+            writers,
+            classes,
+            max_end,
+        }
+    }
+
+    /// True when nobody writes the region.
+    pub fn is_empty(&self) -> bool {
+        self.writers.is_empty()
+    }
+
+    /// Indices of the classes whose range overlaps `[a, b)`.
+    fn overlapping(&self, a: u64, b: u64) -> impl Iterator<Item = usize> + '_ {
+        let hi = self.classes.partition_point(|c| c.offset < b);
+        (0..hi)
+            .rev()
+            .take_while(move |&i| self.max_end[i] > a)
+            .filter(move |&i| self.classes[i].offset + self.classes[i].len > a)
+    }
+
+    /// What shared lines cost access `a` on machine `m`.
+    pub fn cost(&self, m: &Machine, p: &Sharing, a: &Access) -> SharedLines {
+        if self.writers.is_empty() || a.len == 0 {
+            return SharedLines::default();
+        }
+        match a.kind {
+            AccessKind::Stream { at } => self.stream_cost(m, p, a, at),
+            AccessKind::Random => self.random_cost(m, p, a),
+        }
+    }
+
+    fn stream_cost(&self, m: &Machine, p: &Sharing, a: &Access, x: u64) -> SharedLines {
+        // The most recent streaming writer of x, and who collides near x.
+        let mut best: Option<(u64, usize)> = None;
+        let mut near = 0usize;
+        let mut randoms: Vec<(f64, usize)> = Vec::new();
+        for ci in self.overlapping(x, x + 1) {
+            let c = &self.classes[ci];
+            let rel = x - c.offset;
+            // First stream strictly ahead of x (it wrote x most recently),
+            // skipping the accessor itself; wraps to the start.
+            let n = c.streams.len();
+            let first = c.streams.partition_point(|&(pos, _)| pos <= rel);
+            for k in 0..n {
+                let (pos, wi) = c.streams[(first + k) % n];
+                if self.writers[wi].id == a.id {
+                    continue;
+                }
+                let gap = if pos > rel {
+                    pos - rel
+                } else {
+                    c.len - rel + pos
+                };
+                if best.is_none_or(|(g, _)| gap < g) {
+                    best = Some((gap, wi));
+                }
+                break;
+            }
+            near += count_near(c, rel, p.window_bytes, a.id, &self.writers);
+            for &wi in &c.randoms {
+                if self.writers[wi].id != a.id {
+                    randoms.push((random_density(&self.writers[wi], p.cache_bytes), wi));
+                }
+            }
+        }
+        let outstanding = 1.0 + near as f64;
+        if let Some((gap, wi)) = best {
+            if (gap as f64) < p.cache_bytes {
+                let w = &self.writers[wi];
+                return SharedLines {
+                    fraction: 1.0,
+                    transfer_ns: p.line.transfer_ns(m, Some(w.cpu), a.cpu, outstanding),
+                };
+            }
+        }
+        self.combine(m, p, a.cpu, &randoms, outstanding)
+    }
+
+    fn random_cost(&self, m: &Machine, p: &Sharing, a: &Access) -> SharedLines {
+        let (lo, hi) = (a.offset, a.offset + a.len);
+        let mut parts: Vec<(f64, usize)> = Vec::new();
+        for ci in self.overlapping(lo, hi) {
+            let c = &self.classes[ci];
+            let ov = overlap(lo, hi, c.offset, c.offset + c.len) as f64 / a.len as f64;
+            for &(pos, wi) in &c.streams {
+                if self.writers[wi].id == a.id {
+                    continue;
+                }
+                // The writer's Modified window: the cache_bytes behind its
+                // position, wrapping to the end of its range.
+                let w = (p.cache_bytes as u64).min(c.len);
+                let end = c.offset + pos;
+                let mut cover = 0;
+                if w <= pos {
+                    cover += overlap(lo, hi, end - w, end);
+                } else {
+                    cover += overlap(lo, hi, c.offset, end);
+                    let rest = w - pos;
+                    let top = c.offset + c.len;
+                    cover += overlap(lo, hi, top - rest, top);
+                }
+                if cover > 0 {
+                    parts.push((cover as f64 / a.len as f64, wi));
+                }
+            }
+            for &wi in &c.randoms {
+                if self.writers[wi].id != a.id {
+                    parts.push((ov * random_density(&self.writers[wi], p.cache_bytes), wi));
+                }
+            }
+        }
+        self.combine(m, p, a.cpu, &parts, 1.0)
+    }
+
+    /// Shares `(probability, writer)` combined: the total capped at 1, the
+    /// transfer cost weighted by them.
+    fn combine(
+        &self,
+        m: &Machine,
+        p: &Sharing,
+        cpu: CpuId,
+        parts: &[(f64, usize)],
+        outstanding: f64,
+    ) -> SharedLines {
+        let total: f64 = parts.iter().map(|x| x.0).sum();
+        if total <= 0.0 {
+            return SharedLines::default();
+        }
+        let cost: f64 = parts
+            .iter()
+            .map(|&(q, wi)| {
+                q * p
+                    .line
+                    .transfer_ns(m, Some(self.writers[wi].cpu), cpu, outstanding)
+            })
+            .sum::<f64>()
+            / total;
+        SharedLines {
+            fraction: total.min(1.0),
+            transfer_ns: cost,
+        }
+    }
+}
+
+/// Probability that a given line of a random writer's range is Modified in
+/// its cache.
+fn random_density(w: &Writer, cache_bytes: f64) -> f64 {
+    match w.kind {
+        WriterKind::Random { write_fraction } => {
+            write_fraction.clamp(0.0, 1.0) * (cache_bytes / w.len as f64).min(1.0)
+        }
+        WriterKind::Stream { .. } => 0.0,
+    }
+}
+
+/// Streaming writers of class `c` (not `me`) within `window` bytes of `rel`
+/// either way (modulo the range).
+fn count_near(c: &Class, rel: u64, window: f64, me: usize, writers: &[Writer]) -> usize {
+    let w = window.max(0.0) as u64;
+    c.streams
+        .iter()
+        .filter(|&&(pos, wi)| {
+            let d = pos.abs_diff(rel);
+            writers[wi].id != me && d.min(c.len - d) <= w
+        })
+        .count()
+}
+
+/// Length of `[a, b) ∩ [c, d)`.
+fn overlap(a: u64, b: u64, c: u64, d: u64) -> u64 {
+    b.min(d).saturating_sub(a.max(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
+
+    fn m() -> Machine {
+        numalab_topology::presets::load("clx-2s-104").expect("preset")
+    }
+
+    fn params() -> Sharing {
+        Sharing {
+            line: LineModel::new(true),
+            cache_bytes: WRITER_CACHE_BYTES,
+            window_bytes: 2048.0,
+        }
+    }
+
+    fn cpu_on(m: &Machine, package: usize, k: usize) -> CpuId {
+        let i = (0..m.cpus.len())
+            .filter(|&i| m.cpus[i].package == package && m.cpus[i].smt == 0)
+            .nth(k)
+            .expect("cpu");
+        CpuId::new(i)
+    }
+
+    fn stream(id: usize, cpu: CpuId, offset: u64, len: u64, at: u64) -> Writer {
+        Writer {
+            id,
+            cpu,
+            offset,
+            len,
+            kind: WriterKind::Stream { at },
+        }
+    }
+
+    fn access(w: &Writer) -> Access {
+        Access {
+            id: w.id,
+            cpu: w.cpu,
+            offset: w.offset,
+            len: w.len,
+            kind: match w.kind {
+                WriterKind::Stream { at } => AccessKind::Stream { at },
+                WriterKind::Random { .. } => AccessKind::Random,
+            },
+        }
+    }
+
+    #[test]
+    fn disjoint_writers_share_nothing() {
+        let m = m();
+        // NUMA01_THREADLOCAL-like: each writer its own slice, on both packages.
+        let ws: Vec<Writer> = (0..8)
+            .map(|i| {
+                let cpu = cpu_on(&m, i % 2, i / 2);
+                stream(
+                    i,
+                    cpu,
+                    i as u64 * 64 * MIB,
+                    64 * MIB,
+                    i as u64 * 64 * MIB + MIB,
+                )
+            })
+            .collect();
+        let r = RegionWriters::new(ws.clone());
+        for w in &ws {
+            assert_eq!(r.cost(&m, &params(), &access(w)).fraction, 0.0);
+        }
+    }
+
+    #[test]
+    fn lockstep_writers_on_another_package_pay_remote_transfers() {
+        let m = m();
+        let a = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 100 * MIB);
+        // b is 64 KiB ahead of a: a finds every line in b's cache.
+        let b = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, 100 * MIB + 64 * 1024);
+        let r = RegionWriters::new(vec![a, b]);
+        let s = r.cost(&m, &params(), &access(&a));
+        assert_eq!(s.fraction, 1.0);
+        assert!(s.transfer_ns >= crate::physics::costs::C2C_REMOTE_PACKAGE_NS);
+        // The leader b finds its lines last written a whole pass ago.
+        assert_eq!(r.cost(&m, &params(), &access(&b)).fraction, 0.0);
+        // Same package: cheaper than across packages.
+        let c = stream(1, cpu_on(&m, 0, 1), 0, 3 * GIB, 100 * MIB + 64 * 1024);
+        let near = RegionWriters::new(vec![a, c]).cost(&m, &params(), &access(&a));
+        assert!(near.fraction == 1.0 && near.transfer_ns < s.transfer_ns);
+    }
+
+    #[test]
+    fn writers_further_apart_than_the_cache_share_nothing() {
+        let m = m();
+        let a = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 100 * MIB);
+        let b = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, 200 * MIB);
+        let r = RegionWriters::new(vec![a, b]);
+        assert_eq!(r.cost(&m, &params(), &access(&a)).fraction, 0.0);
+        // The window wraps around the end of the range.
+        let c = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, MIB);
+        let d = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 3 * GIB - MIB);
+        let r = RegionWriters::new(vec![c, d]);
+        assert_eq!(r.cost(&m, &params(), &access(&d)).fraction, 1.0);
+    }
+
+    #[test]
+    fn crowded_lines_cost_more_than_a_single_neighbour() {
+        let m = m();
+        let a = stream(0, cpu_on(&m, 0, 0), 0, GIB, 10 * MIB);
+        let mut ws = vec![a];
+        let one = RegionWriters::new(vec![a, stream(1, cpu_on(&m, 1, 0), 0, GIB, 10 * MIB + 512)])
+            .cost(&m, &params(), &access(&a));
+        for i in 1..20 {
+            ws.push(stream(
+                i,
+                cpu_on(&m, 1, i),
+                0,
+                GIB,
+                10 * MIB + 64 * i as u64,
+            ));
+        }
+        let many = RegionWriters::new(ws).cost(&m, &params(), &access(&a));
+        assert!(many.transfer_ns > one.transfer_ns, "{one:?} {many:?}");
+    }
+
+    #[test]
+    fn random_writers_share_in_proportion_to_their_cached_footprint() {
+        let m = m();
+        let rnd = |id, cpu, len, wf| Writer {
+            id,
+            cpu,
+            offset: 0,
+            len,
+            kind: WriterKind::Random { write_fraction: wf },
+        };
+        let a = rnd(0, cpu_on(&m, 0, 0), 4 * MIB, 0.5);
+        let b = rnd(1, cpu_on(&m, 1, 0), 4 * MIB, 0.5);
+        let small = RegionWriters::new(vec![a, b]).cost(&m, &params(), &access(&a));
+        let a2 = rnd(0, cpu_on(&m, 0, 0), 4 * GIB, 0.5);
+        let b2 = rnd(1, cpu_on(&m, 1, 0), 4 * GIB, 0.5);
+        let big = RegionWriters::new(vec![a2, b2]).cost(&m, &params(), &access(&a2));
+        assert!(small.fraction > 0.3 && small.fraction <= 1.0, "{small:?}");
+        assert!(big.fraction < 0.01 * small.fraction, "{big:?}");
+        // A reader-only random op writes nothing: no footprint.
+        let c = rnd(1, cpu_on(&m, 1, 0), 4 * MIB, 0.0);
+        assert_eq!(
+            RegionWriters::new(vec![a, c])
+                .cost(&m, &params(), &access(&a))
+                .fraction,
+            0.0
+        );
+    }
+
+    #[test]
+    fn latency_adds_the_transfer_to_the_shared_share() {
+        let s = SharedLines {
+            fraction: 0.25,
+            transfer_ns: 200.0,
+        };
+        assert!((s.latency_ns(100.0) - 150.0).abs() < 1e-9);
+        assert_eq!(SharedLines::default().latency_ns(90.0), 90.0);
+    }
+}
