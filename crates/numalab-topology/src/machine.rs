@@ -76,6 +76,8 @@ pub struct Machine {
     pub bandwidth: Bandwidth,
     /// Where the constants came from, and any value filled from a default.
     pub sources: Vec<String>,
+    /// Kernel-work speed and background activity (`[kernel]`).
+    pub kernel: crate::KernelParams,
 }
 
 impl Machine {

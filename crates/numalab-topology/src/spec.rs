@@ -69,6 +69,7 @@ struct SpecFile {
     distance: Option<DistanceSpec>,
     latency: Option<LatencySpec>,
     bandwidth: Option<BandwidthSpec>,
+    kernel: Option<crate::kernel_spec::KernelSpec>,
 }
 
 #[derive(Deserialize)]
@@ -395,6 +396,7 @@ pub fn parse_machine(text: &str, origin: &str) -> Result<Machine, TopologyError>
         latency_ns,
         bandwidth,
         sources,
+        kernel: crate::kernel_spec::resolve_kernel(spec.kernel, origin)?,
     })
 }
 
@@ -1471,6 +1473,7 @@ pub fn to_toml(m: &Machine) -> String {
     );
     let _ = writeln!(out, "core_gbps = {}", toml_f64(b.core_gbps));
     let _ = writeln!(out, "smt_throughput = {}", toml_f64(b.smt_throughput));
+    out.push_str(&crate::kernel_spec::render_kernel(&m.kernel));
     out
 }
 

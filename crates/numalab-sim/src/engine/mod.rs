@@ -16,6 +16,7 @@
 //!
 //! Left out: sub-tick preemption, wakeup preemption.
 
+mod background;
 pub mod budget;
 pub mod exec;
 mod numa;
@@ -241,6 +242,7 @@ impl Sim {
         };
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
+        sim.start_background();
         Ok(sim)
     }
 
@@ -491,8 +493,10 @@ impl Sim {
         if self.opts.check_every > 0 && self.ticks.is_multiple_of(self.opts.check_every) {
             self.k.check_invariants().map_err(SimError::Invariant)?;
         }
-        // sched_tick: the running task's class tick (task_tick_numa runs
-        // for it before any reschedule), then slice expiry.
+        // sched_tick: PELT (entity_tick), the running task's class tick
+        // (task_tick_numa runs for it before any reschedule), then slice
+        // expiry.
+        self.k.pelt_tick();
         for cpu in CpuId::range(ncpu) {
             self.k.task_tick_fair_numa(cpu);
             if let Some(t) = self.k.rq[cpu].curr {
@@ -688,6 +692,7 @@ impl Sim {
 
     fn exit_task(&mut self, t: TaskId) -> Result<(), SimError> {
         self.k.dequeue_task(t);
+        self.k.pelt_task_dead(t);
         self.k.tasks[t].state = TaskState::Dead;
         self.k.tasks[t].exit_ns = Some(self.k.now);
         self.live -= 1;

@@ -70,6 +70,7 @@ pub fn machine(
             smt_throughput: 1.25,
         },
         sources: vec![],
+        kernel: Default::default(),
     }
 }
 

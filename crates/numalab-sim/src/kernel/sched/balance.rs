@@ -429,8 +429,7 @@ impl Kernel {
 
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
     fn charge_walk(&mut self, cpu: CpuId, t: &mut f64, ns: f64) {
-        self.charge_cpu(cpu, ns);
-        *t += ns;
+        *t += self.charge_cpu(cpu, ns);
     }
 
     /// Ticks per second.
