@@ -157,7 +157,9 @@ pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<Run
         trace: true,
         check_every: 0,
     };
-    let sim = numalab_sim::Sim::new(m.clone(), w.clone(), numalab_sim::Knobs::default(), opts)
+    let mut m = m.clone();
+    m.kernel.background.extend(real_run_sampler(w, 1.0));
+    let sim = numalab_sim::Sim::new(m, w.clone(), numalab_sim::Knobs::default(), opts)
         .map_err(|e| e.to_string())?;
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
@@ -165,6 +167,49 @@ pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<Run
         rec.lab.insert(lab_trace(ev), n as f64);
     }
     Ok(rec)
+}
+
+/// `numalab real run`'s own coordinator as background work of the model's
+/// machine (numalab-real `run.rs::sample_loop`): it wakes at least every
+/// 50 ms to poll the workers' reports (`poll_reports`), and every
+/// `interval_s` takes a sample: /proc/vmstat, memory.stat, the tracepoint
+/// counters, each process's /proc/PID/numa_maps (a walk of every mapped
+/// page, `show_numa_map` → `gather_pte_stats`) and each thread's
+/// /proc/PID/task/TID/stat. Costs, native (the machine's `cost_scale`
+/// applies, as to all kernel work): a modeling choice of 5 us per poll,
+/// 50 us for the fixed reads and 10 us per thread, plus the numa_maps walk
+/// at `PTE_UPDATE_NS` (10 ns, physics/costs.rs) per mapped page (THP: per
+/// 2 MiB page), all regions counted as mapped.
+pub fn real_run_sampler(w: &Workload, interval_s: f64) -> Vec<numalab_topology::Background> {
+    use numalab_topology::{Background, BackgroundPer};
+    let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
+    let pages: f64 = w
+        .processes
+        .iter()
+        .flat_map(|p| &p.regions)
+        .map(|r| {
+            let psize = match r.page_size {
+                numalab_workload::PageSize::Thp2M => 2u64 << 20,
+                _ => 4096,
+            };
+            r.bytes.div_ceil(psize) as f64
+        })
+        .sum();
+    let sample_us = 50.0 + 10.0 * threads as f64 + pages * 10.0 / 1000.0;
+    vec![
+        Background {
+            name: "numalab-real-poll".into(),
+            per: BackgroundPer::Machine,
+            period_ms: 50.0,
+            runtime_us: 5.0,
+        },
+        Background {
+            name: "numalab-real-sample".into(),
+            per: BackgroundPer::Machine,
+            period_ms: interval_s * 1000.0,
+            runtime_us: sample_us,
+        },
+    ]
 }
 
 /// A measured thread: process, thread and region names.

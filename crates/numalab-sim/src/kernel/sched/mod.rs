@@ -103,6 +103,10 @@ pub struct Task {
     /// A kernel thread (`PF_KTHREAD`): background activity, no mm of its
     /// own, never in the Run record.
     pub kthread: bool,
+    /// When the task last went to the head of its runqueue's `cfs_tasks`
+    /// list (enqueued or picked), ns: the balancer takes tasks from the
+    /// tail, least recently run first.
+    pub lru_stamp: u64,
 }
 
 impl Task {
@@ -142,6 +146,7 @@ impl Task {
             avg: pelt::SchedAvg::default(),
             pelt_cpu: None,
             kthread: false,
+            lru_stamp: 0,
         }
     }
 }
@@ -243,6 +248,14 @@ impl Kernel {
     /// its vruntime no further back than one slice behind the queue.
     pub fn enqueue_task(&mut self, t: TaskId, cpu: CpuId) {
         self.pelt_enqueue(t, cpu);
+        let (from, moved) = (self.tasks[t].cpu, self.tasks[t].cpu != cpu);
+        if moved && self.tasks[t].state != TaskState::New {
+            // set_task_cpu → trace_sched_migrate_task
+            let (name, pid) = (self.tasks[t].name.clone(), self.tasks[t].pid);
+            self.trace("sched_migrate_task", || {
+                format!("comm={name} pid={pid} prio=120 orig_cpu={from} dest_cpu={cpu}")
+            });
+        }
         let minv = self.rq[cpu].min_vruntime;
         let task = &mut self.tasks[t];
         task.vruntime = task.vruntime.max(minv.saturating_sub(BASE_SLICE_NS));
@@ -252,6 +265,7 @@ impl Kernel {
         task.cpu = cpu;
         task.state = TaskState::Runnable;
         task.wait_start = self.now;
+        task.lru_stamp = self.now;
         self.rq[cpu].queue.push(t);
         if self.rq[cpu].nr_running() == 2 {
             self.nr_overloaded += 1;
@@ -302,6 +316,7 @@ impl Kernel {
         task.wait_ns += now.saturating_sub(task.wait_start);
         task.state = TaskState::Running;
         task.exec_start = now;
+        task.lru_stamp = now;
         Some(t)
     }
 
