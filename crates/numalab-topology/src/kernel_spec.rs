@@ -195,3 +195,52 @@ pub(crate) fn render_kernel(k: &KernelParams) -> String {
     out.push_str("]\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{parse_machine, to_toml};
+
+    const BASE: &str = "[topology]\npackages = 1\nnodes_per_package = 2\ncores_per_node = 2\nthreads_per_core = 1\n[memory]\nper_node_gib = 1\n[latency]\nlocal_ns = 80\nremote_ns = 130\n[bandwidth]\nnode_gbps = 50\n";
+
+    #[test]
+    fn absent_kernel_table_gives_native_speed_and_the_default_background() {
+        let m = parse_machine(BASE, "t").unwrap();
+        assert_eq!(m.kernel.cost_scale, 1.0);
+        assert_eq!(m.kernel.background, super::default_background());
+        assert!(m.kernel.background.iter().all(|b| b.runtime_us * 1e-3 < b.period_ms));
+    }
+
+    #[test]
+    fn kernel_table_is_read_checked_and_written_back() {
+        let text = format!(
+            "{BASE}[kernel]\ncost_scale = 50.0\nbackground = [ {{ name = \"kw\", per = \"node\", period_ms = 100.0, runtime_us = 20.0 }} ]\n"
+        );
+        let m = parse_machine(&text, "t").unwrap();
+        assert_eq!(m.kernel.cost_scale, 50.0);
+        assert_eq!(m.kernel.background.len(), 1);
+        assert_eq!(m.kernel.background[0].per, super::BackgroundPer::Node);
+        let back = parse_machine(&to_toml(&m), "t").unwrap();
+        assert_eq!(back.kernel, m.kernel);
+        // A quiet machine.
+        let q = parse_machine(&format!("{BASE}[kernel]\nbackground = []\n"), "t").unwrap();
+        assert!(q.kernel.background.is_empty());
+        // Bad values name their field.
+        for (bad, field) in [
+            ("cost_scale = 0.0", "kernel.cost_scale"),
+            ("cost_scale = -3.0", "kernel.cost_scale"),
+            (
+                "background = [ { name = \"x\", per = \"cpu\", period_ms = 1.0, runtime_us = 2000.0 } ]",
+                "kernel.background[0].runtime_us",
+            ),
+            (
+                "background = [ { name = \"x\", per = \"cpu\", period_ms = 0.5, runtime_us = 1.0 } ]",
+                "kernel.background[0].period_ms",
+            ),
+        ] {
+            let e = parse_machine(&format!("{BASE}[kernel]\n{bad}\n"), "t").unwrap_err();
+            assert!(e.to_string().contains(field), "{bad}: {e}");
+        }
+        let e = parse_machine(&format!("{BASE}[kernel]\nspeed = 2.0\n"), "t").unwrap_err();
+        assert!(e.to_string().contains("speed"), "{e}");
+    }
+}

@@ -100,6 +100,8 @@ pub struct Options {
     pub check: bool,
     /// Guest options.
     pub vm: VmArgs,
+    /// Knobs for the model's side only (`--set`).
+    pub model_set: Vec<String>,
 }
 
 /// The guest machine of `--machine`, or the built-in one.
@@ -143,11 +145,20 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
     numalab_workload::spec::resolve(&spec, m, seed, scale).map_err(|e| e.to_string())
 }
 
-/// Runs a scenario in the model (default knobs, trace on). The trace's
-/// `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts go into
-/// `lab` under the names a real run uses (`trace.EVENT`,
+/// Runs a scenario in the model (knobs from `sets`, `--set`; trace on), on
+/// `m` plus the real run's own coordinator ([`real_run_sampler`]). The
+/// trace's `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts
+/// go into `lab` under the names a real run uses (`trace.EVENT`,
 /// [`numalab_record::counters::lab_trace`]).
-pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<RunRecord, String> {
+pub fn run_model(
+    w: &Workload,
+    m: &Machine,
+    seed: u64,
+    scale: f64,
+    sets: &[String],
+) -> Result<RunRecord, String> {
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let knobs = numalab_sim::Knobs::from_sets(&sets).map_err(|e| e.to_string())?;
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(format!("--scale {scale}: must be in (0, 1]"));
     }
@@ -159,7 +170,7 @@ pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<Run
     };
     let mut m = m.clone();
     m.kernel.background.extend(real_run_sampler(w, 1.0));
-    let sim = numalab_sim::Sim::new(m, w.clone(), numalab_sim::Knobs::default(), opts)
+    let sim = numalab_sim::Sim::new(m, w.clone(), knobs, opts)
         .map_err(|e| e.to_string())?;
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
@@ -702,7 +713,7 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
     let mut disagreements = Vec::new();
     for s in &scenarios {
         let w = resolve(s, &m, o.seed, o.scale)?;
-        let model = run_model(&w, &m, o.seed, o.scale)?;
+        let model = run_model(&w, &m, o.seed, o.scale, &o.model_set)?;
         let kernel = if o.model_only {
             None
         } else if let Some(d) = &o.guest_json {
@@ -1040,7 +1051,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         let s = pick(&["pinned-4k".to_string()]).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.25).unwrap();
         // Model and real runs name tasks alike: no renaming needed.
-        let rec = run_model(&w, &m, 1, 0.25).unwrap();
+        let rec = run_model(&w, &m, 1, 0.25, &[]).unwrap();
         let failed: Vec<_> = numalab_real::smoke::check_pinned(&rec, &m, 0.5)
             .into_iter()
             .filter(|c| !c.ok && c.name != "real run")

@@ -497,6 +497,7 @@ impl Sim {
         // (task_tick_numa runs for it before any reschedule), then slice
         // expiry.
         self.k.pelt_tick();
+        let mut resched = Vec::new();
         for cpu in CpuId::range(ncpu) {
             self.k.task_tick_fair_numa(cpu);
             if let Some(t) = self.k.rq[cpu].curr {
@@ -504,17 +505,25 @@ impl Sim {
                     && now.saturating_sub(self.k.tasks[t].exec_start)
                         >= crate::kernel::sched::BASE_SLICE_NS
                 {
-                    self.k.put_prev_task(cpu);
-                    self.k
-                        .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+                    resched.push((cpu, t));
                 }
             }
         }
         // Balancing (SCHED_SOFTIRQ on each CPU whose next_balance is due).
+        // It runs before the switch the tick asked for (resched_curr only
+        // sets need_resched; schedule() comes on the way out of the
+        // interrupt), so the running tasks are still on their CPUs.
         for cpu in CpuId::range(ncpu) {
             self.k.sched_balance_trigger(cpu);
         }
         self.k.run_sched_softirqs();
+        for (cpu, t) in resched {
+            if self.k.rq[cpu].curr == Some(t) && !self.k.rq[cpu].queue.is_empty() {
+                self.k.put_prev_task(cpu);
+                self.k
+                    .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+            }
+        }
         for cpu in CpuId::range(ncpu) {
             if self.k.rq[cpu].curr.is_none() {
                 let busy = self.k.rq[cpu].kernel_busy_until;
