@@ -157,6 +157,28 @@ declare! {
         description: "1: an access to a line another core still holds Modified (written by another task within the last few MiB of its writes, from the running tasks' operations) costs a cache-to-cache transfer by distance and load instead of a memory access; 0: no sharing cost",
     }
 
+    /// PELT load tracking in the balancer and placement.
+    PELT: uint(0, 1) {
+        name: "numalab.pelt",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/pelt.c ___update_load_sum/___update_load_avg; fair.c update_sg_lb_stats, group_classify, calculate_imbalance, detach_tasks, find_idlest_group, select_idle_cpu (SIS_UTIL), update_numa_stats, task_h_load",
+        description: "1: the balancer, fork/wakeup placement and NUMA task placement read PELT load_avg/runnable_avg/util_avg (1024 us periods, y^32 = 1/2); 0: they read runnable-task counts (load = 1024 per runnable task), the model before PELT",
+    }
+
+    /// Background activity: per-CPU kernel threads and periodic system work.
+    BACKGROUND: uint(0, 1) {
+        name: "numalab.background",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Lab,
+        source: "the machine spec's [kernel] background list (numalab-topology kernel_spec.rs: kworker vmstat_update, RCU grace-period kthread, khugepaged, kcompactd, watchdog), plus the real-run sampler in validate's scenarios",
+        description: "1: the machine's background tasks (small periodic CPU work, seeded phases) run beside the workload; 0: a quiet machine with only the workload's tasks",
+    }
+
     /// The Run record's sampling interval.
     SAMPLE_INTERVAL_MS: uint(0, 3_600_000) {
         name: "numalab.sample_interval_ms",

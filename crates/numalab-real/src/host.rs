@@ -202,6 +202,7 @@ pub fn host_machine_from(sys: &Path) -> Result<Machine, String> {
             "UNMEASURED placeholder: bandwidth node 20 GB/s, link 20 GB/s, same-package link 40 GB/s, core 10 GB/s, SMT throughput 1.2"
                 .to_string(),
         ],
+        kernel: Default::default(),
     })
 }
 

@@ -89,6 +89,7 @@ pub fn small_machine(
             smt_throughput: 1.0,
         },
         sources: vec!["UNMEASURED placeholder constants (numalab-real smoke machine)".to_string()],
+        kernel: Default::default(),
     }
 }
 

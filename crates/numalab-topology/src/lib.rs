@@ -15,12 +15,14 @@
 
 pub mod cpuset;
 pub mod import;
+pub mod kernel_spec;
 pub mod machine;
 pub mod presets;
 pub mod ranges;
 pub mod spec;
 
 pub use cpuset::{CpuSet, NodeMask, MAX_NUMNODES};
+pub use kernel_spec::{Background, BackgroundPer, KernelParams};
 pub use machine::{
     default_links, Bandwidth, Coherence, Cpu, Link, LinkEnds, Machine, Node, Snoop,
     DEFAULT_MESSAGE_BYTES,

@@ -188,6 +188,8 @@ pub struct Machine {
     pub coherence: Coherence,
     /// Where the constants came from, and any value filled from a default.
     pub sources: Vec<String>,
+    /// Kernel-work speed and background activity (`[kernel]`).
+    pub kernel: crate::KernelParams,
 }
 
 impl Machine {

@@ -75,6 +75,7 @@ struct SpecFile {
     bandwidth: Option<BandwidthSpec>,
     links: Option<Vec<links::LinkSpec>>,
     coherence: Option<links::CoherenceSpec>,
+    kernel: Option<crate::kernel_spec::KernelSpec>,
 }
 
 #[derive(Deserialize)]
@@ -413,6 +414,7 @@ pub fn parse_machine(text: &str, origin: &str) -> Result<Machine, TopologyError>
         links,
         coherence,
         sources,
+        kernel: crate::kernel_spec::resolve_kernel(spec.kernel, origin)?,
     })
 }
 
@@ -1503,6 +1505,7 @@ pub fn to_toml(m: &Machine) -> String {
     let _ = writeln!(out, "core_gbps = {}", toml_f64(b.core_gbps));
     let _ = writeln!(out, "smt_throughput = {}", toml_f64(b.smt_throughput));
     links::render_links(&mut out, &m.links, &m.coherence);
+    out.push_str(&crate::kernel_spec::render_kernel(&m.kernel));
     out
 }
 

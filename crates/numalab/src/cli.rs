@@ -142,6 +142,10 @@ enum Cmd {
         /// converged, workers where pinned); exit code 1 if one fails.
         #[arg(long)]
         check: bool,
+        /// A knob for the model's side only, e.g. numalab.pelt=0
+        /// (repeatable; ablations).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
     },
     /// Benchmark the model: wall time and peak memory of one run.
     Bench {
@@ -312,7 +316,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             timeout,
             verbose,
             check,
+            set,
         } => validate::validate(&validate::Options {
+            model_set: set,
             machine,
             scenarios,
             json_dir,

@@ -100,6 +100,8 @@ pub struct Options {
     pub check: bool,
     /// Guest options.
     pub vm: VmArgs,
+    /// Knobs for the model's side only (`--set`).
+    pub model_set: Vec<String>,
 }
 
 /// The guest machine of `--machine`, or the built-in one.
@@ -143,11 +145,20 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
     numalab_workload::spec::resolve(&spec, m, seed, scale).map_err(|e| e.to_string())
 }
 
-/// Runs a scenario in the model (default knobs, trace on). The trace's
-/// `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts go into
-/// `lab` under the names a real run uses (`trace.EVENT`,
+/// Runs a scenario in the model (knobs from `sets`, `--set`; trace on), on
+/// `m` plus the real run's own coordinator ([`real_run_sampler`]). The
+/// trace's `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts
+/// go into `lab` under the names a real run uses (`trace.EVENT`,
 /// [`numalab_record::counters::lab_trace`]).
-pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<RunRecord, String> {
+pub fn run_model(
+    w: &Workload,
+    m: &Machine,
+    seed: u64,
+    scale: f64,
+    sets: &[String],
+) -> Result<RunRecord, String> {
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let knobs = numalab_sim::Knobs::from_sets(&sets).map_err(|e| e.to_string())?;
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(format!("--scale {scale}: must be in (0, 1]"));
     }
@@ -157,7 +168,9 @@ pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<Run
         trace: true,
         check_every: 0,
     };
-    let sim = numalab_sim::Sim::new(m.clone(), w.clone(), numalab_sim::Knobs::default(), opts)
+    let mut m = m.clone();
+    m.kernel.background.extend(real_run_sampler(w, 1.0));
+    let sim = numalab_sim::Sim::new(m, w.clone(), knobs, opts)
         .map_err(|e| e.to_string())?;
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
@@ -165,6 +178,49 @@ pub fn run_model(w: &Workload, m: &Machine, seed: u64, scale: f64) -> Result<Run
         rec.lab.insert(lab_trace(ev), n as f64);
     }
     Ok(rec)
+}
+
+/// `numalab real run`'s own coordinator as background work of the model's
+/// machine (numalab-real `run.rs::sample_loop`): it wakes at least every
+/// 50 ms to poll the workers' reports (`poll_reports`), and every
+/// `interval_s` takes a sample: /proc/vmstat, memory.stat, the tracepoint
+/// counters, each process's /proc/PID/numa_maps (a walk of every mapped
+/// page, `show_numa_map` → `gather_pte_stats`) and each thread's
+/// /proc/PID/task/TID/stat. Costs, native (the machine's `cost_scale`
+/// applies, as to all kernel work): a modeling choice of 5 us per poll,
+/// 50 us for the fixed reads and 10 us per thread, plus the numa_maps walk
+/// at `PTE_UPDATE_NS` (10 ns, physics/costs.rs) per mapped page (THP: per
+/// 2 MiB page), all regions counted as mapped.
+pub fn real_run_sampler(w: &Workload, interval_s: f64) -> Vec<numalab_topology::Background> {
+    use numalab_topology::{Background, BackgroundPer};
+    let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
+    let pages: f64 = w
+        .processes
+        .iter()
+        .flat_map(|p| &p.regions)
+        .map(|r| {
+            let psize = match r.page_size {
+                numalab_workload::PageSize::Thp2M => 2u64 << 20,
+                _ => 4096,
+            };
+            r.bytes.div_ceil(psize) as f64
+        })
+        .sum();
+    let sample_us = 50.0 + 10.0 * threads as f64 + pages * 10.0 / 1000.0;
+    vec![
+        Background {
+            name: "numalab-real-poll".into(),
+            per: BackgroundPer::Machine,
+            period_ms: 50.0,
+            runtime_us: 5.0,
+        },
+        Background {
+            name: "numalab-real-sample".into(),
+            per: BackgroundPer::Machine,
+            period_ms: interval_s * 1000.0,
+            runtime_us: sample_us,
+        },
+    ]
 }
 
 /// A measured thread: process, thread and region names.
@@ -657,7 +713,7 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
     let mut disagreements = Vec::new();
     for s in &scenarios {
         let w = resolve(s, &m, o.seed, o.scale)?;
-        let model = run_model(&w, &m, o.seed, o.scale)?;
+        let model = run_model(&w, &m, o.seed, o.scale, &o.model_set)?;
         let kernel = if o.model_only {
             None
         } else if let Some(d) = &o.guest_json {
@@ -995,7 +1051,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         let s = pick(&["pinned-4k".to_string()]).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.25).unwrap();
         // Model and real runs name tasks alike: no renaming needed.
-        let rec = run_model(&w, &m, 1, 0.25).unwrap();
+        let rec = run_model(&w, &m, 1, 0.25, &[]).unwrap();
         let failed: Vec<_> = numalab_real::smoke::check_pinned(&rec, &m, 0.5)
             .into_iter()
             .filter(|c| !c.ok && c.name != "real run")

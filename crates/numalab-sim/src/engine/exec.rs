@@ -449,9 +449,15 @@ impl Sim {
         paid += std::mem::take(&mut self.paid_in_op);
         let user = (used - paid).max(0.0);
         let task = &mut self.k.tasks[t];
-        task.user_ns += user;
-        let cg = task.cgroup;
-        self.k.cgroups.all[cg].user_ns += user;
+        if task.kthread {
+            // A kernel thread's work is system time, outside any cgroup
+            // the record reports (background.rs).
+            task.sys_ns += user;
+        } else {
+            task.user_ns += user;
+            let cg = task.cgroup;
+            self.k.cgroups.all[cg].user_ns += user;
+        }
         self.k.update_curr(t, used.round() as u64);
         Ok((used, stop))
     }

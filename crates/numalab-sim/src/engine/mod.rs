@@ -16,6 +16,7 @@
 //!
 //! Left out: sub-tick preemption, wakeup preemption.
 
+mod background;
 pub mod budget;
 pub mod exec;
 mod numa;
@@ -245,6 +246,7 @@ impl Sim {
         };
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
+        sim.start_background();
         Ok(sim)
     }
 
@@ -495,8 +497,11 @@ impl Sim {
         if self.opts.check_every > 0 && self.ticks.is_multiple_of(self.opts.check_every) {
             self.k.check_invariants().map_err(SimError::Invariant)?;
         }
-        // sched_tick: the running task's class tick (task_tick_numa runs
-        // for it before any reschedule), then slice expiry.
+        // sched_tick: PELT (entity_tick), the running task's class tick
+        // (task_tick_numa runs for it before any reschedule), then slice
+        // expiry.
+        self.k.pelt_tick();
+        let mut resched = Vec::new();
         for cpu in CpuId::range(ncpu) {
             self.k.task_tick_fair_numa(cpu);
             if let Some(t) = self.k.rq[cpu].curr {
@@ -504,17 +509,25 @@ impl Sim {
                     && now.saturating_sub(self.k.tasks[t].exec_start)
                         >= crate::kernel::sched::BASE_SLICE_NS
                 {
-                    self.k.put_prev_task(cpu);
-                    self.k
-                        .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+                    resched.push((cpu, t));
                 }
             }
         }
         // Balancing (SCHED_SOFTIRQ on each CPU whose next_balance is due).
+        // It runs before the switch the tick asked for (resched_curr only
+        // sets need_resched; schedule() comes on the way out of the
+        // interrupt), so the running tasks are still on their CPUs.
         for cpu in CpuId::range(ncpu) {
             self.k.sched_balance_trigger(cpu);
         }
         self.k.run_sched_softirqs();
+        for (cpu, t) in resched {
+            if self.k.rq[cpu].curr == Some(t) && !self.k.rq[cpu].queue.is_empty() {
+                self.k.put_prev_task(cpu);
+                self.k
+                    .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+            }
+        }
         for cpu in CpuId::range(ncpu) {
             if self.k.rq[cpu].curr.is_none() {
                 let busy = self.k.rq[cpu].kernel_busy_until;
@@ -693,6 +706,7 @@ impl Sim {
 
     fn exit_task(&mut self, t: TaskId) -> Result<(), SimError> {
         self.k.dequeue_task(t);
+        self.k.pelt_task_dead(t);
         self.k.tasks[t].state = TaskState::Dead;
         self.k.tasks[t].exit_ns = Some(self.k.now);
         self.live -= 1;

@@ -23,8 +23,9 @@ impl Sim {
     pub(crate) fn finish(mut self, end: u64) -> RunRecord {
         let k = &self.k;
         let elapsed_ns = end as f64;
-        let user: f64 = k.tasks.iter().map(|t| t.user_ns).sum();
-        let sys: f64 = k.tasks.iter().map(|t| t.sys_ns).sum();
+        // Background kernel threads are not the workload's: left out.
+        let user: f64 = k.tasks.iter().filter(|t| !t.kthread).map(|t| t.user_ns).sum();
+        let sys: f64 = k.tasks.iter().filter(|t| !t.kthread).map(|t| t.sys_ns).sum();
         let mut vmstat = BTreeMap::new();
         for (name, v) in VM_NAMES.iter().zip(k.vmstat.0.iter()) {
             vmstat.insert(name.to_string(), *v);
@@ -75,6 +76,7 @@ impl Sim {
         let tasks = k
             .tasks
             .iter()
+            .filter(|t| !t.kthread)
             .map(|t| TaskFigures {
                 pid: t.pid,
                 tgid: t.tgid,

@@ -4,6 +4,18 @@
 //! time to the task (or CPU) that does the work. Costs that scale with bytes
 //! (zeroing, copying) are not constants: they use the machine's bandwidth.
 //!
+//! The rule for charging: every kernel cost goes through the kernel's
+//! charge path (`Kernel::charge_sys` for a task, `Kernel::charge_cpu` for a
+//! CPU), which multiplies it by the machine's `[kernel] cost_scale` (1.0 on
+//! native hardware, where these figures come from) and returns what it
+//! charged; code that needs the time a piece of work took (a balancing
+//! clock, `node_stamp`) uses that returned value. Constants stay native
+//! figures: add new ones here and charge them through that path, never
+//! scaled by hand. Byte costs are the exception: they run at the machine's
+//! own measured bandwidth, so they enter the path through
+//! `Kernel::bytes_cost_ns`, which divides by the scale the path multiplies
+//! by.
+//!
 //! Left out: cache and TLB refill after a fault or migration, lock contention
 //! inside the fault path (mmap_lock, page-table lock convoys when many
 //! threads fault the same range at once), and memcg charging costs.

@@ -72,6 +72,7 @@ pub fn machine(
             smt_throughput: 1.25,
         },
         sources: vec![],
+        kernel: Default::default(),
     }
 }
 

@@ -99,7 +99,7 @@ impl Kernel {
             self.vmstat.add(Vm::NumaOther, nr);
         }
         self.vmstat.add(Vm::PgFault, 1);
-        let zero_ns = psize as f64 / self.m.bandwidth.core_gbps;
+        let zero_ns = self.bytes_cost_ns(psize as f64);
         Ok(costs::FAULT_ALLOC_NS + zero_ns)
     }
 

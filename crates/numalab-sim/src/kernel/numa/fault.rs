@@ -307,7 +307,7 @@ impl Kernel {
                 "nr_succeeded={nr} nr_failed=0 nr_thp_succeeded={thp_n} nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
             )
         });
-        Some(costs::MIGRATE_PAGE_FIXED_NS + bytes / self.m.bandwidth.core_gbps)
+        Some(costs::MIGRATE_PAGE_FIXED_NS + self.bytes_cost_ns(bytes))
     }
 }
 

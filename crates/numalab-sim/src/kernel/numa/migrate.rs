@@ -14,16 +14,16 @@
 //! accounted (tasks on other CPUs may be running between ticks). A task
 //! that went to sleep in between loses its request.
 //!
-//! Loads are the model's: every task is a busy nice-0 task, so a CPU's
-//! load and runnable sums are 1024 per task, its utilisation 1024 when it
-//! runs anything, its capacity 1024, and `task_h_load` is 1024 for every
-//! task (a swap never changes the load balance).
+//! Loads are the scheduler's (kernel/sched/pelt.rs): a CPU's PELT load,
+//! runnable and utilisation averages, capacity 1024, and each task's own
+//! `load_avg` as `task_h_load` (with `numalab.pelt=0`: 1024 per runnable
+//! task, so a swap never changes the load balance).
 //!
 //! Left out: `select_idle_sibling` refinements, the `test_idle_cores`
 //! LLC hint (an idle core is found by looking at its siblings), stopper
 //! threads and their failure races, the reverted task counters.
 
-use super::{NumaTopologyType, NICE_0_LOAD, SCHED_CAPACITY_SCALE, SMALLIMP};
+use super::{NumaTopologyType, SMALLIMP};
 use crate::kernel::ids::CpuSetExt;
 use crate::kernel::sched::fair::adjust_numa_imbalance;
 use crate::kernel::sched::topology::lowest_numa_domain;
@@ -122,11 +122,6 @@ pub fn load_too_imbalanced(src_load: i64, dst_load: i64, env: &TaskNumaEnv) -> b
 }
 
 impl Kernel {
-    /// `task_h_load` (fair.c): every modeled task is a busy nice-0 task.
-    pub fn task_h_load(&self, _t: TaskId) -> i64 {
-        NICE_0_LOAD
-    }
-
     /// `numa_migrate_preferred` (fair.c): sets the retry time
     /// (`min(1 s, scan period / 16)`) and, when the task is off its
     /// preferred node, asks for `task_numa_migrate` (done at the next tick).
@@ -157,11 +152,11 @@ impl Kernel {
         for cpu in self.node_cpus(nid) {
             let rq = &self.rq[cpu];
             let nr = rq.nr_running() as i64;
-            ns.load += nr * NICE_0_LOAD;
-            ns.runnable += nr * NICE_0_LOAD;
-            ns.util += if nr > 0 { SCHED_CAPACITY_SCALE } else { 0 };
+            ns.load += self.cpu_load(cpu);
+            ns.runnable += self.cpu_runnable(cpu);
+            ns.util += self.cpu_util_cfs(cpu);
             ns.nr_running += nr;
-            ns.compute_capacity += SCHED_CAPACITY_SCALE;
+            ns.compute_capacity += self.capacity_of(cpu);
             if find_idle && idle_core.is_none() && nr == 0 {
                 if rq.numa_migrate_on || !allowed.has(cpu) {
                     continue;

@@ -448,7 +448,8 @@ impl Kernel {
         if cpu.index() == 0 {
             self.numa_tick_housekeeping();
         }
-        if let Some(t) = self.rq[cpu].curr {
+        // Kernel threads have no mm to scan (task_tick_numa: PF_KTHREAD).
+        if let Some(t) = self.rq[cpu].curr.filter(|&t| !self.tasks[t].kthread) {
             self.task_tick_numa(t, cpu);
         }
     }

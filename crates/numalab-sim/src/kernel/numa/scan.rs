@@ -334,8 +334,9 @@ impl Kernel {
             self.reset_ptenuma_scan(mm);
         }
         let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64;
-        self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * cost as u64;
-        self.charge_sys(t, cost);
+        // The kernel adds what the scan took: the charged (scaled) time.
+        let charged = self.charge_sys(t, cost);
+        self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * charged as u64;
     }
 
     /// `change_prot_numa` (mm/mempolicy.c → `change_protection` with

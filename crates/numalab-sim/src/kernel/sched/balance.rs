@@ -64,15 +64,36 @@ pub enum CpuIdleType {
     NewlyIdle,
 }
 
-/// `enum group_type`, the subset modeled, in increasing order of load.
+/// `enum group_type`, the subset modeled, in increasing order of how
+/// much a group needs its load pulled away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupType {
-    /// Fewer tasks than CPUs.
+    /// `group_has_spare`: capacity to run more.
     HasSpare,
-    /// As many tasks as CPUs.
+    /// `group_fully_busy`: no spare capacity, no waiting that hurts.
     FullyBusy,
-    /// More tasks than CPUs.
+    /// `group_misfit_task`: a task too big for its CPU (asymmetric
+    /// capacity only: never on the modeled machines, whose CPUs all have
+    /// capacity 1024).
+    MisfitTask,
+    /// `group_imbalanced`: a balance below failed for affinity
+    /// (`sgc->imbalance`, set on LBF_SOME_PINNED).
+    Imbalanced,
+    /// `group_overloaded`: more tasks than CPUs and too little capacity.
     Overloaded,
+}
+
+/// `enum migration_type`: what `env->imbalance` counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationType {
+    /// `migrate_load`: PELT load.
+    Load,
+    /// `migrate_util`: utilisation.
+    Util,
+    /// `migrate_task`: tasks.
+    Task,
+    /// `migrate_misfit`: a misfit task (never on the modeled machines).
+    Misfit,
 }
 
 /// `enum fbq_type` (NUMA balancing): how well placed a group's or rq's
@@ -90,28 +111,73 @@ pub enum FbqType {
 /// `sysctl_sched_nr_migrate`: tasks examined per balance pass.
 pub const SCHED_NR_MIGRATE: usize = 32;
 
-/// Statistics of one group for the balancer.
-#[derive(Clone, Copy, Debug, Default)]
-struct SgStats {
-    nr_running: i64,
-    idle_cpus: i64,
-    weight: i64,
+/// `struct sg_lb_stats`, the parts modeled (`update_sg_lb_stats`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SgStats {
+    /// `sum_nr_running` (= `sum_h_nr_running`: every task is CFS).
+    pub nr_running: i64,
+    /// `idle_cpus`.
+    pub idle_cpus: i64,
+    /// `group_weight`.
+    pub weight: i64,
+    /// Cores in the group (`sg->cores`).
+    pub cores: i64,
+    /// `group_load`: sum of `cpu_load`.
+    pub load: i64,
+    /// `group_util`: sum of `cpu_util_cfs`.
+    pub util: i64,
+    /// `group_runnable`: sum of `cpu_runnable`.
+    pub runnable: i64,
+    /// `group_capacity`.
+    pub capacity: i64,
+    /// `avg_load`: load per 1024 of capacity, computed for overloaded
+    /// groups only (as the kernel does; 0 otherwise).
+    pub avg_load: i64,
+    /// `group_type`.
+    pub group_type: GroupType,
+}
+
+impl Default for SgStats {
+    fn default() -> Self {
+        SgStats {
+            nr_running: 0,
+            idle_cpus: 0,
+            weight: 0,
+            cores: 0,
+            load: 0,
+            util: 0,
+            runnable: 0,
+            capacity: 0,
+            avg_load: 0,
+            group_type: GroupType::HasSpare,
+        }
+    }
 }
 
 impl SgStats {
-    fn group_type(&self) -> GroupType {
+    /// `group_has_capacity`.
+    pub fn has_capacity(&self, imbalance_pct: i64) -> bool {
         if self.nr_running < self.weight {
-            GroupType::HasSpare
-        } else if self.nr_running == self.weight {
-            GroupType::FullyBusy
-        } else {
-            GroupType::Overloaded
+            return true;
         }
+        if self.capacity * imbalance_pct < self.runnable * 100 {
+            return false;
+        }
+        self.capacity * 100 > self.util * imbalance_pct
     }
 
-    /// Load per CPU, scaled by 1024 (`avg_load`).
-    fn avg_load(&self) -> i64 {
-        self.nr_running * 1024 / self.weight.max(1)
+    /// `group_is_overloaded`.
+    pub fn is_overloaded(&self, imbalance_pct: i64) -> bool {
+        if self.nr_running <= self.weight {
+            return false;
+        }
+        self.capacity * 100 < self.util * imbalance_pct
+            || self.capacity * imbalance_pct < self.runnable * 100
+    }
+
+    /// Load per 1024 of capacity.
+    pub fn load_per_capacity(&self) -> i64 {
+        self.load * 1024 / self.capacity.max(1)
     }
 }
 
@@ -429,8 +495,7 @@ impl Kernel {
 
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
     fn charge_walk(&mut self, cpu: CpuId, t: &mut f64, ns: f64) {
-        self.charge_cpu(cpu, ns);
-        *t += ns;
+        *t += self.charge_cpu(cpu, ns);
     }
 
     /// Ticks per second.
@@ -481,8 +546,14 @@ impl Kernel {
         group.first() == Some(cpu.index())
     }
 
-    fn sg_stats(&self, group: &CpuSet, cpus: &CpuSet) -> SgStats {
+    /// `update_sg_lb_stats` + `group_classify`: statistics of the CPUs of
+    /// `group` in `cpus`, for domain `level` (whose `imbalance_pct` and
+    /// `group_imbalanced` flags apply). With `numalab.pelt=0` the group
+    /// type is the runnable-count rule of the model before PELT (fewer
+    /// tasks than CPUs: spare; as many: fully busy; more: overloaded).
+    pub(crate) fn sg_stats(&self, level_pct: i64, imbalanced: bool, group: &CpuSet, cpus: &CpuSet) -> SgStats {
         let mut s = SgStats::default();
+        let mut cores: Vec<usize> = Vec::new();
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
             let n = self.rq[c].nr_running() as i64;
@@ -490,105 +561,211 @@ impl Kernel {
             if n == 0 {
                 s.idle_cpus += 1;
             }
+            s.load += self.cpu_load(c);
+            s.util += self.cpu_util_cfs(c);
+            s.runnable += self.cpu_runnable(c);
+            s.capacity += self.capacity_of(c);
+            let core = self.cpu_info(c).core;
+            if !cores.contains(&core) {
+                cores.push(core);
+            }
+        }
+        s.cores = cores.len() as i64;
+        s.group_type = if !self.pelt_enabled() {
+            if s.nr_running > s.weight {
+                GroupType::Overloaded
+            } else if imbalanced {
+                GroupType::Imbalanced
+            } else if s.nr_running == s.weight && s.weight > 0 {
+                GroupType::FullyBusy
+            } else {
+                GroupType::HasSpare
+            }
+        } else if s.is_overloaded(level_pct) {
+            GroupType::Overloaded
+        } else if imbalanced {
+            GroupType::Imbalanced
+        } else if !s.has_capacity(level_pct) {
+            GroupType::FullyBusy
+        } else {
+            GroupType::HasSpare
+        };
+        if s.group_type == GroupType::Overloaded {
+            s.avg_load = s.load_per_capacity();
         }
         s
     }
 
+    /// `sg_imbalanced`: the `sgc->imbalance` flag of the group of domain
+    /// `level` that starts at `first`.
+    fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
+        group
+            .first()
+            .is_some_and(|f| self.balance.group_imbalance.contains(&(level, f)))
+    }
+
+    /// `update_sd_pick_busiest`: is `s` busier than the busiest so far?
+    fn update_sd_pick_busiest(s: &SgStats, b: &SgStats) -> bool {
+        if s.group_type != b.group_type {
+            return s.group_type > b.group_type;
+        }
+        match s.group_type {
+            GroupType::Overloaded => s.avg_load > b.avg_load,
+            // The first imbalanced group; fully busy groups have no
+            // avg_load (the kernel's "XXX": the first one is chosen).
+            GroupType::Imbalanced | GroupType::FullyBusy | GroupType::MisfitTask => false,
+            GroupType::HasSpare => {
+                s.idle_cpus < b.idle_cpus
+                    || (s.idle_cpus == b.idle_cpus && s.nr_running > b.nr_running)
+            }
+        }
+    }
+
+    /// `sibling_imbalance`: tasks to move so that both groups run as many
+    /// tasks per core.
+    fn sibling_imbalance(idle: CpuIdleType, busiest: &SgStats, local: &SgStats) -> i64 {
+        if idle == CpuIdleType::NotIdle || busiest.nr_running == 0 {
+            return 0;
+        }
+        let (nb, nl) = (busiest.cores.max(1), local.cores.max(1));
+        if nb == nl {
+            return (busiest.nr_running - local.nr_running).max(0);
+        }
+        let mut imb = (nl * busiest.nr_running - nb * local.nr_running).max(0);
+        imb = (2 * imb + nl + nb) / (nl + nb);
+        if imb <= 1 && local.nr_running == 0 && busiest.nr_running > 1 {
+            imb = 2;
+        }
+        imb
+    }
+
     /// `sched_balance_find_src_group` + `calculate_imbalance`: the busiest
-    /// group's index and the number of tasks to move, or `None` if balanced.
+    /// group's index, the migration type and `env->imbalance`, or `None` if
+    /// balanced.
     fn find_busiest_group(
         &self,
         cpu: CpuId,
         level: usize,
         idle: CpuIdleType,
         cpus: &CpuSet,
-    ) -> Option<(usize, i64)> {
+    ) -> Option<(usize, MigrationType, i64)> {
         let sd = &self.topo.sd[cpu][level];
-        let local = self.sg_stats(&sd.groups[0], cpus);
+        let pct = sd.imbalance_pct as i64;
+        let local = self.sg_stats(pct, self.sg_imbalanced(level, &sd.groups[0]), &sd.groups[0], cpus);
         let mut busiest: Option<(usize, SgStats)> = None;
-        let mut total = SgStats::default();
-        total.nr_running += local.nr_running;
-        total.weight += local.weight;
+        let (mut total_load, mut total_capacity) = (local.load, local.capacity);
         for (i, g) in sd.groups.iter().enumerate().skip(1) {
-            let s = self.sg_stats(g, cpus);
-            total.nr_running += s.nr_running;
-            total.weight += s.weight;
+            let s = self.sg_stats(pct, self.sg_imbalanced(level, g), g, cpus);
+            total_load += s.load;
+            total_capacity += s.capacity;
             if s.weight == 0 || s.nr_running == 0 {
                 continue;
             }
-            let key = (s.group_type(), s.avg_load());
-            if busiest.is_none_or(|(_, b)| key > (b.group_type(), b.avg_load())) {
+            if busiest.is_none_or(|(_, b)| Self::update_sd_pick_busiest(&s, &b)) {
                 busiest = Some((i, s));
             }
         }
         let (bi, busiest) = busiest?;
-        let (lt, bt) = (local.group_type(), busiest.group_type());
-        if lt > bt {
-            return None;
-        }
-        if lt == GroupType::Overloaded {
-            if busiest.avg_load() <= local.avg_load() {
-                return None;
-            }
-            if 100 * busiest.avg_load() <= sd.imbalance_pct as i64 * local.avg_load() {
-                return None;
-            }
-        }
-        if bt != GroupType::Overloaded {
-            if idle == CpuIdleType::NotIdle {
-                return None;
-            }
-            if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
-                return None;
-            }
-            if busiest.nr_running == 1 {
-                return None;
-            }
-        }
-        // calculate_imbalance, in tasks.
+        let sds_avg_load = total_load * 1024 / total_capacity.max(1);
         let prefer_sibling = level > 0
             && self.topo.sd[cpu][level - 1]
                 .flags
                 .has(SdFlags::PREFER_SIBLING);
-        let mut imb = if lt == GroupType::HasSpare {
-            let n = if bt == GroupType::Overloaded {
-                local.idle_cpus.min(busiest.nr_running - busiest.weight)
-            } else if busiest.weight == 1 || prefer_sibling {
-                // sibling_imbalance: equalise tasks per CPU between the two.
-                let (lw, bw) = (local.weight, busiest.weight);
-                (busiest.nr_running * lw - local.nr_running * bw) / (lw + bw)
-            } else {
-                (local.idle_cpus - busiest.idle_cpus) >> 1
-            };
-            let n = n.max(0);
-            if sd.flags.has(SdFlags::NUMA) {
-                adjust_numa_imbalance(n, local.nr_running + 1, sd.imb_numa_nr as i64)
-            } else {
-                n
+        let (lt, bt) = (local.group_type, busiest.group_type);
+        let force = matches!(bt, GroupType::MisfitTask | GroupType::Imbalanced)
+            || (prefer_sibling
+                && lt == GroupType::HasSpare
+                && Self::sibling_imbalance(idle, &busiest, &local) > 1);
+        if !force {
+            if lt > bt {
+                return None;
             }
-        } else {
-            // Both busy: move load until both sit at the domain average.
-            let avg = total.nr_running as f64 / total.weight.max(1) as f64;
-            let from_busiest = busiest.nr_running as f64 - avg * busiest.weight as f64;
-            let to_local = avg * local.weight as f64 - local.nr_running as f64;
-            from_busiest.min(to_local).floor() as i64
-        };
-        if imb <= 0
-            && idle != CpuIdleType::NotIdle
-            && bt == GroupType::Overloaded
-            && local.nr_running == 0
-        {
-            imb = 1;
+            if lt == GroupType::Overloaded {
+                if local.avg_load >= busiest.avg_load || local.avg_load >= sds_avg_load {
+                    return None;
+                }
+                if 100 * busiest.avg_load <= pct * local.avg_load {
+                    return None;
+                }
+            }
+            if bt != GroupType::Overloaded {
+                if idle == CpuIdleType::NotIdle {
+                    return None;
+                }
+                if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
+                    return None;
+                }
+                if busiest.nr_running == 1 {
+                    return None;
+                }
+            }
         }
-        (imb > 0).then_some((bi, imb))
+        let (kind, imb) =
+            self.calculate_imbalance(sd, idle, prefer_sibling, &local, &busiest, sds_avg_load);
+        (imb > 0).then_some((bi, kind, imb))
     }
 
-    /// `sched_balance_find_src_rq`: the runqueue with most tasks in `group`,
-    /// skipping runqueues classed above `fbq` (NUMA balancing).
-    fn find_busiest_queue(&self, group: &CpuSet, cpus: &CpuSet, fbq: FbqType) -> Option<CpuId> {
-        let mut best: Option<(usize, CpuId)> = None;
+    /// `calculate_imbalance`: how much to move and in what unit.
+    fn calculate_imbalance(
+        &self,
+        sd: &super::topology::SchedDomain,
+        idle: CpuIdleType,
+        prefer_sibling: bool,
+        local: &SgStats,
+        busiest: &SgStats,
+        sds_avg_load: i64,
+    ) -> (MigrationType, i64) {
+        match busiest.group_type {
+            GroupType::MisfitTask => return (MigrationType::Misfit, 1),
+            GroupType::Imbalanced => return (MigrationType::Task, 1),
+            _ => {}
+        }
+        if local.group_type == GroupType::HasSpare {
+            if busiest.group_type > GroupType::FullyBusy && !sd.flags.has(SdFlags::SHARE_LLC) {
+                // Fill the local group's spare capacity.
+                let imb = local.capacity.max(local.util) - local.util;
+                if idle != CpuIdleType::NotIdle && imb == 0 {
+                    return (MigrationType::Task, 1);
+                }
+                return (MigrationType::Util, imb);
+            }
+            let mut imb = if busiest.weight == 1 || prefer_sibling {
+                Self::sibling_imbalance(idle, busiest, local)
+            } else {
+                (local.idle_cpus - busiest.idle_cpus).max(0)
+            };
+            if sd.flags.has(SdFlags::NUMA) {
+                imb = adjust_numa_imbalance(imb, local.nr_running + 1, sd.imb_numa_nr as i64);
+            }
+            return (MigrationType::Task, imb >> 1);
+        }
+        let mut local_avg = local.avg_load;
+        if local.group_type < GroupType::Overloaded {
+            local_avg = local.load_per_capacity();
+            if local_avg >= busiest.avg_load || local_avg >= sds_avg_load {
+                return (MigrationType::Load, 0);
+            }
+        }
+        let imb = ((busiest.avg_load - sds_avg_load) * busiest.capacity)
+            .min((sds_avg_load - local_avg) * local.capacity)
+            / 1024;
+        (MigrationType::Load, imb)
+    }
+
+    /// `sched_balance_find_src_rq`: the busiest runqueue of `group` for
+    /// migration type `kind`, skipping runqueues classed above `fbq` (NUMA
+    /// balancing).
+    fn find_busiest_queue(
+        &self,
+        group: &CpuSet,
+        cpus: &CpuSet,
+        fbq: FbqType,
+        kind: MigrationType,
+        imbalance: i64,
+    ) -> Option<CpuId> {
+        let mut best: Option<(i64, CpuId)> = None;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            let n = self.rq[c].nr_running();
+            let n = self.rq[c].nr_running() as i64;
             if n == 0 {
                 continue;
             }
@@ -597,8 +774,26 @@ impl Kernel {
             if self.fbq_classify_rq(c) > fbq {
                 continue;
             }
-            if best.is_none_or(|(bn, _)| n > bn) {
-                best = Some((n, c));
+            let key = match kind {
+                MigrationType::Load => {
+                    let load = self.cpu_load(c);
+                    // One task bigger than the imbalance: leave it
+                    // (check_cpu_capacity never holds at full capacity).
+                    if n == 1 && load > imbalance {
+                        continue;
+                    }
+                    load
+                }
+                MigrationType::Util => {
+                    if n <= 1 {
+                        continue;
+                    }
+                    self.cpu_util_cfs(c)
+                }
+                MigrationType::Task | MigrationType::Misfit => n,
+            };
+            if best.is_none_or(|(bk, _)| key > bk) {
+                best = Some((key, c));
             }
         }
         best.map(|(_, c)| c)
@@ -799,7 +994,7 @@ impl Kernel {
             t,
             costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
         );
-        let Some((bi, imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
+        let Some((bi, kind, mut imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
             self.balance.stats.lb_balanced += 1;
             self.rq_pass_out(p);
             return;
@@ -812,7 +1007,7 @@ impl Kernel {
         } else {
             FbqType::All
         };
-        let Some(src) = self.find_busiest_queue(&group, &p.cpus, fbq) else {
+        let Some(src) = self.find_busiest_queue(&group, &p.cpus, fbq, kind, imb) else {
             self.balance.stats.lb_balanced += 1;
             self.rq_pass_out(p);
             return;
@@ -822,17 +1017,18 @@ impl Kernel {
             let failed = self.rq[cpu].sd[level].nr_balance_failed;
             let mut moved = 0i64;
             let mut all_pinned = true;
-            let cands: Vec<TaskId> = self.rq[src]
-                .queue
-                .iter()
-                .copied()
-                .take(SCHED_NR_MIGRATE)
-                .collect();
+            let mut some_pinned = false;
+            // cfs_tasks from the tail: least recently run first.
+            let mut cands: Vec<TaskId> = self.rq[src].queue.clone();
+            cands.sort_by_key(|&x| self.tasks[x].lru_stamp);
+            cands.truncate(SCHED_NR_MIGRATE);
             for tk in cands {
-                if moved >= imb {
+                // detach_tasks: never take the last task of an idle pull.
+                if idle != CpuIdleType::NotIdle && self.rq[src].nr_running() <= 1 {
                     break;
                 }
                 if !self.task_allowed(tk).has(cpu) {
+                    some_pinned = true;
                     continue;
                 }
                 all_pinned = false;
@@ -845,8 +1041,44 @@ impl Kernel {
                 if hot {
                     continue;
                 }
+                // The task's share of the imbalance, by migration type;
+                // after failures a bigger task may go (shr_bound).
+                let shift = failed.min(63);
+                match kind {
+                    MigrationType::Load => {
+                        let load = self.task_h_load(tk).max(1);
+                        // LB_MIN: leave tiny tasks while balancing works.
+                        if load < 16 && failed == 0 {
+                            continue;
+                        }
+                        if (load >> shift) > imb {
+                            continue;
+                        }
+                        imb -= load;
+                    }
+                    MigrationType::Util => {
+                        let util = self.task_util(tk);
+                        if (util >> shift) > imb {
+                            continue;
+                        }
+                        imb -= util;
+                    }
+                    MigrationType::Task | MigrationType::Misfit => imb -= 1,
+                }
                 self.move_task(tk, cpu);
                 moved += 1;
+                // CONFIG_PREEMPTION: a newly-idle pull stops at one task.
+                if idle == CpuIdleType::NewlyIdle || imb <= 0 {
+                    break;
+                }
+            }
+            // LBF_SOME_PINNED with imbalance left: mark this CPU's group in
+            // the parent domain imbalanced (sgc->imbalance).
+            if let Some(parent) = self.topo.sd[cpu].get(level + 1) {
+                let key = (level + 1, parent.groups[0].first().unwrap_or(0));
+                if some_pinned && imb > 0 {
+                    self.balance.group_imbalance.insert(key);
+                }
             }
             p.ld_moved += moved as usize;
             self.balance.stats.lb_gained += moved as u64;
@@ -870,7 +1102,11 @@ impl Kernel {
             self.balance.stats.lb_failed += 1;
             if idle != CpuIdleType::NewlyIdle {
                 self.rq[cpu].sd[level].nr_balance_failed += 1;
-                if self.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2 {
+                // need_active_balance → imbalanced_active_balance: only a
+                // task-count imbalance that keeps failing.
+                if kind == MigrationType::Task
+                    && self.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2
+                {
                     p.active = self.active_load_balance(src, cpu);
                     if p.active {
                         p.ld_moved = 1;
@@ -889,6 +1125,14 @@ impl Kernel {
             self.topo.sd[cpu][level].min_interval_ms,
             self.topo.sd[cpu][level].max_interval_ms,
         );
+        if !p.imbalance_found {
+            // out_balanced: clear this CPU's group's imbalance flag in the
+            // parent domain.
+            if let Some(parent) = self.topo.sd[cpu].get(level + 1) {
+                let key = (level + 1, parent.groups[0].first().unwrap_or(0));
+                self.balance.group_imbalance.remove(&key);
+            }
+        }
         let st = &mut self.rq[cpu].sd[level];
         if p.ld_moved > 0 {
             st.nr_balance_failed = 0;
@@ -1001,6 +1245,9 @@ pub struct BalanceState {
     pub stats: BalanceStats,
     /// CPUs whose SCHED_SOFTIRQ was raised at the current tick.
     pub raised: Vec<CpuId>,
+    /// `sgc->imbalance` flags that are set, by (domain level, first CPU of
+    /// the group).
+    pub group_imbalance: std::collections::BTreeSet<(usize, usize)>,
 }
 
 impl BalanceState {
@@ -1010,6 +1257,7 @@ impl BalanceState {
             serialize: SerializeState::new(variant),
             stats: BalanceStats::default(),
             raised: Vec::new(),
+            group_imbalance: Default::default(),
         }
     }
 }

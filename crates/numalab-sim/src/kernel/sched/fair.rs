@@ -9,8 +9,13 @@
 //! the previous CPU if it is idle, else an idle core then an idle CPU of its
 //! LLC, else stay on the previous CPU.
 //!
-//! Left out: wake_affine between waker and wakee CPUs, utilisation-based
-//! (PELT) comparisons, idle-state exit latencies. (The NUMA preferred-node
+//! Groups are classified and compared with PELT load and utilisation
+//! (balance.rs `sg_stats`); the wakeup scan is limited by the LLC's
+//! utilisation (SIS_UTIL).
+//!
+//! Left out: wake_affine between waker and wakee CPUs, util_est, idle-state
+//! exit latencies, `recent_used_cpu`, the task's own contribution removed
+//! from its current CPU's load (`cpu_load_without`). (The NUMA preferred-node
 //! shortcut of `find_idlest_group` is modeled; the state is numa/'s.)
 
 use super::topology::SdFlags;
@@ -113,7 +118,10 @@ impl Kernel {
     }
 
     /// `find_idlest_group`: the group of `sd` to move a new task to, or
-    /// `None` to stay in the local group.
+    /// `None` to stay in the local group. Groups are compared by type
+    /// (`update_sg_wakeup_stats`, `group_classify`), then by load per
+    /// capacity (busy groups) or idle CPUs and utilisation (groups with
+    /// spare capacity), as `update_pick_idlest`.
     fn find_idlest_group(
         &self,
         sd: &super::topology::SchedDomain,
@@ -121,19 +129,37 @@ impl Kernel {
         cpu: CpuId,
         allowed: &CpuSet,
     ) -> Option<usize> {
-        let local = self.group_stats(&sd.groups[0], Some(allowed));
-        let mut best: Option<(usize, GroupStats)> = None;
+        use super::balance::GroupType;
+        let pct = sd.imbalance_pct as i64;
+        let stats = |g: &CpuSet| {
+            let mut s = self.sg_stats(pct, false, g, allowed);
+            if s.group_type == GroupType::FullyBusy {
+                s.avg_load = s.load_per_capacity();
+            }
+            s
+        };
+        let local = stats(&sd.groups[0]);
+        let mut best: Option<(usize, super::balance::SgStats)> = None;
         for (i, g) in sd.groups.iter().enumerate().skip(1) {
             if !g.intersects(allowed) {
                 continue;
             }
-            let s = self.group_stats(g, Some(allowed));
-            let better = match best {
+            let s = stats(g);
+            let better = match &best {
                 None => true,
                 Some((_, b)) => {
-                    // Most idle CPUs, then fewest tasks per CPU.
-                    (s.idle_cpus, -s.nr_running * 1024 / s.weight.max(1))
-                        > (b.idle_cpus, -b.nr_running * 1024 / b.weight.max(1))
+                    if s.group_type != b.group_type {
+                        s.group_type < b.group_type
+                    } else {
+                        match s.group_type {
+                            GroupType::Overloaded | GroupType::FullyBusy => s.avg_load < b.avg_load,
+                            GroupType::HasSpare => {
+                                s.idle_cpus > b.idle_cpus
+                                    || (s.idle_cpus == b.idle_cpus && s.util < b.util)
+                            }
+                            _ => false,
+                        }
+                    }
                 }
             };
             if better {
@@ -144,45 +170,63 @@ impl Kernel {
         if local.weight == 0 {
             return Some(idlest);
         }
-        if local.has_spare() {
-            if sd.flags.has(SdFlags::NUMA) {
-                // NUMA balancing: with spare capacity, stay on or go to the
-                // task's preferred node.
-                if let Some(pref) = self.tasks[t].numa.preferred_nid {
-                    if self.cpu_node(cpu) == pref {
-                        return None;
-                    }
-                    if sd.groups[idlest].cpu_ids().next().map(|c| self.cpu_node(c)) == Some(pref) {
-                        return Some(idlest);
-                    }
-                }
-                let imb_numa_nr = (sd.imb_numa_nr as i64).min(allowed.len() as i64);
-                let imbalance = (local.idle_cpus - is.idle_cpus).abs();
-                if adjust_numa_imbalance(imbalance, local.nr_running + 1, imb_numa_nr) == 0 {
-                    return None;
-                }
-            }
-            if local.idle_cpus >= is.idle_cpus {
-                return None;
-            }
+        if local.group_type < is.group_type {
+            return None;
+        }
+        if local.group_type > is.group_type {
             return Some(idlest);
         }
-        // Local is busy: go where the load per CPU is lower.
-        let l = local.nr_running * 1024 / local.weight.max(1);
-        let r = is.nr_running * 1024 / is.weight.max(1);
-        if r * sd.imbalance_pct as i64 / 100 < l || (is.has_spare() && !local.has_spare()) {
-            Some(idlest)
-        } else {
-            None
+        match local.group_type {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                let imbalance = 1024 * (pct - 100) / 100;
+                if sd.flags.has(SdFlags::NUMA) && is.avg_load + imbalance >= local.avg_load {
+                    return None;
+                }
+                if is.avg_load >= local.avg_load + imbalance {
+                    return None;
+                }
+                if 100 * local.avg_load <= pct * is.avg_load {
+                    return None;
+                }
+                Some(idlest)
+            }
+            GroupType::HasSpare => {
+                if sd.flags.has(SdFlags::NUMA) {
+                    // NUMA balancing: with spare capacity, stay on or go
+                    // to the task's preferred node.
+                    if let Some(pref) = self.tasks[t].numa.preferred_nid {
+                        if self.cpu_node(cpu) == pref {
+                            return None;
+                        }
+                        if sd.groups[idlest].cpu_ids().next().map(|c| self.cpu_node(c)) == Some(pref) {
+                            return Some(idlest);
+                        }
+                    }
+                    let imb_numa_nr = (sd.imb_numa_nr as i64)
+                        .min(sd.groups[0].and(allowed).len() as i64);
+                    let imbalance = (local.idle_cpus - is.idle_cpus).abs();
+                    if adjust_numa_imbalance(imbalance, local.nr_running + 1, imb_numa_nr) == 0 {
+                        return None;
+                    }
+                }
+                if local.idle_cpus >= is.idle_cpus {
+                    return None;
+                }
+                Some(idlest)
+            }
+            // Not used in the slow wakeup path.
+            _ => None,
         }
     }
 
-    /// The least loaded CPU of `set`, preferring `prefer` on ties, then the
-    /// lowest id (`find_idlest_group_cpu`).
+    /// `find_idlest_group_cpu`: an idle CPU of `set` (preferring `prefer`,
+    /// then the lowest id), else the least loaded (`cpu_load`).
     pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: CpuId) -> CpuId {
         let mut best = None;
         for c in set.cpu_ids() {
-            let key = (self.rq[c].nr_running(), c != prefer, c);
+            let busy = self.rq[c].nr_running() > 0;
+            let load = if busy { self.cpu_load(c) } else { 0 };
+            let key = (busy, load, c != prefer, c);
             if best.is_none_or(|(k, _)| key < k) {
                 best = Some((key, c));
             }
@@ -190,8 +234,24 @@ impl Kernel {
         best.map_or(prefer, |(_, c)| c)
     }
 
+    /// `update_idle_cpu_scan` (SIS_UTIL): how many CPUs of `llc` a wakeup
+    /// may scan for an idle one, fewer as the LLC's utilisation grows, none
+    /// from 100/imbalance_pct (85 %) up. Computed at the wakeup here (the
+    /// kernel refreshes it at each periodic balance of the LLC domain).
+    fn nr_idle_scan(&self, llc: &[CpuId], pct: i64) -> i64 {
+        let w = llc.len() as i64;
+        let sum: i64 = llc.iter().map(|&c| self.cpu_util_cfs(c)).sum();
+        let x = sum / w.max(1);
+        let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
+        (1024 - tmp) * w / 1024
+    }
+
     /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
-    /// `select_idle_sibling`).
+    /// `select_idle_sibling`): the previous CPU if idle; else, in its LLC,
+    /// an idle core (SMT machines: `select_idle_core`, no scan limit), else
+    /// an idle CPU among the next `nr_idle_scan` (`select_idle_cpu` with
+    /// SIS_UTIL; with `numalab.pelt=0` the whole LLC), else the previous
+    /// CPU.
     pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
         let allowed = self.task_allowed(t);
         let prev = self.tasks[t].cpu;
@@ -201,22 +261,48 @@ impl Kernel {
         if self.rq[prev].is_idle() {
             return prev;
         }
-        // LLC of prev: an idle core first, then any idle CPU.
-        let llc = self.cpu_info(prev).llc;
-        let mut idle_cpu = None;
-        for &c in &self.topo.llc_cpus[llc] {
-            if !allowed.has(c) || !self.rq[c].is_idle() {
-                continue;
+        let llc = &self.topo.llc_cpus[self.cpu_info(prev).llc];
+        if llc.len() <= 1 {
+            return prev;
+        }
+        // for_each_cpu_wrap(cpu, llc, target + 1)
+        let at = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        let order = llc.iter().cycle().skip(at + 1).take(llc.len() - 1).copied();
+        let smt = llc.iter().any(|&c| self.cpu_smt_mask(c).len() > 1);
+        if smt {
+            let mut idle_cpu = None;
+            for c in order {
+                if !allowed.has(c) || !self.rq[c].is_idle() {
+                    continue;
+                }
+                if self.cpu_smt_mask(c).iter().all(|&o| self.rq[o].is_idle()) {
+                    return c;
+                }
+                idle_cpu.get_or_insert(c);
             }
-            let core = self.cpu_info(c).core;
-            if self.topo.core_cpus[core]
+            return idle_cpu.unwrap_or(prev);
+        }
+        let mut nr = if self.pelt_enabled() {
+            let pct = self.topo.sd[prev]
                 .iter()
-                .all(|&o| self.rq[o].is_idle())
-            {
+                .find(|d| d.flags.has(SdFlags::SHARE_LLC))
+                .map_or(117, |d| d.imbalance_pct as i64);
+            self.nr_idle_scan(llc, pct) + 1
+        } else {
+            i64::MAX
+        };
+        if nr == 1 {
+            return prev;
+        }
+        for c in order {
+            nr -= 1;
+            if nr <= 0 {
+                break;
+            }
+            if allowed.has(c) && self.rq[c].is_idle() {
                 return c;
             }
-            idle_cpu.get_or_insert(c);
         }
-        idle_cpu.unwrap_or(prev)
+        prev
     }
 }

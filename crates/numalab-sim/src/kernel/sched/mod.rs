@@ -2,18 +2,20 @@
 //! fair.c): tasks, runqueues, enqueue/dequeue, picking, time sharing and
 //! moving tasks between CPUs.
 //!
-//! Every task is a nice-0 CFS task, so load is the number of runnable tasks
-//! and fairness is round-robin by vruntime. A running task keeps its CPU
+//! Every task is a nice-0 CFS task; fairness is round-robin by vruntime.
+//! Load, runnable and utilisation are PELT signals (pelt.rs), updated at
+//! enqueue, dequeue, pick, put and the tick. A running task keeps its CPU
 //! until it blocks, exits, or a tick finds it has used its slice while
 //! others wait (`sched_tick` → `resched_curr`).
 //!
-//! Left out: nice levels and weights, PELT (load and utilisation averages),
-//! EEVDF lag and deadlines (vruntime ordering with the base slice instead),
+//! Left out: nice levels and weights, EEVDF lag and deadlines (vruntime ordering with the base slice instead),
 //! wakeup preemption, RT/deadline classes, NO_HZ (idle CPUs keep ticking),
 //! CPU hotplug.
 
+pub mod background;
 pub mod balance;
 pub mod fair;
+pub mod pelt;
 pub mod serialize;
 pub mod topology;
 
@@ -94,6 +96,17 @@ pub struct Task {
     pub debt_ns: f64,
     /// NUMA balancing state.
     pub numa: TaskNumaState,
+    /// PELT signals (`se.avg`).
+    pub avg: pelt::SchedAvg,
+    /// The runqueue whose PELT sums hold this task's contribution.
+    pub pelt_cpu: Option<CpuId>,
+    /// A kernel thread (`PF_KTHREAD`): background activity, no mm of its
+    /// own, never in the Run record.
+    pub kthread: bool,
+    /// When the task last went to the head of its runqueue's `cfs_tasks`
+    /// list (enqueued or picked), ns: the balancer takes tasks from the
+    /// tail, least recently run first.
+    pub lru_stamp: u64,
 }
 
 impl Task {
@@ -130,6 +143,10 @@ impl Task {
             bytes_by_node: vec![0.0; nr_nodes],
             debt_ns: 0.0,
             numa: TaskNumaState::default(),
+            avg: pelt::SchedAvg::default(),
+            pelt_cpu: None,
+            kthread: false,
+            lru_stamp: 0,
         }
     }
 }
@@ -181,6 +198,8 @@ pub struct Rq {
     /// newly-idle balance) until this time (ns): the engine runs no task
     /// there before then; a woken task waits on the queue.
     pub kernel_busy_until: u64,
+    /// PELT signals of the CFS runqueue (`cfs_rq->avg`).
+    pub avg: pelt::SchedAvg,
 }
 
 impl Rq {
@@ -209,6 +228,7 @@ impl Rq {
             busy_ns: 0,
             numa_migrate_on: false,
             kernel_busy_until: 0,
+            avg: pelt::SchedAvg::default(),
         }
     }
 
@@ -227,6 +247,15 @@ impl Kernel {
     /// Puts runnable task `t` on `cpu`'s queue (`enqueue_task_fair`), placing
     /// its vruntime no further back than one slice behind the queue.
     pub fn enqueue_task(&mut self, t: TaskId, cpu: CpuId) {
+        self.pelt_enqueue(t, cpu);
+        let (from, moved) = (self.tasks[t].cpu, self.tasks[t].cpu != cpu);
+        if moved && self.tasks[t].state != TaskState::New {
+            // set_task_cpu → trace_sched_migrate_task
+            let (name, pid) = (self.tasks[t].name.clone(), self.tasks[t].pid);
+            self.trace("sched_migrate_task", || {
+                format!("comm={name} pid={pid} prio=120 orig_cpu={from} dest_cpu={cpu}")
+            });
+        }
         let minv = self.rq[cpu].min_vruntime;
         let task = &mut self.tasks[t];
         task.vruntime = task.vruntime.max(minv.saturating_sub(BASE_SLICE_NS));
@@ -236,6 +265,7 @@ impl Kernel {
         task.cpu = cpu;
         task.state = TaskState::Runnable;
         task.wait_start = self.now;
+        task.lru_stamp = self.now;
         self.rq[cpu].queue.push(t);
         if self.rq[cpu].nr_running() == 2 {
             self.nr_overloaded += 1;
@@ -247,6 +277,7 @@ impl Kernel {
     /// (`dequeue_task_fair`). A running task's CPU becomes free.
     pub fn dequeue_task(&mut self, t: TaskId) {
         let cpu = self.tasks[t].cpu;
+        self.update_load_avg(t);
         let rq = &mut self.rq[cpu];
         let was_overloaded = rq.nr_running() > 1;
         if rq.curr == Some(t) {
@@ -275,6 +306,7 @@ impl Kernel {
             .iter()
             .enumerate()
             .min_by_key(|&(_, &t)| (self.tasks[t].vruntime, t))?;
+        self.update_load_avg(t);
         let rq = &mut self.rq[cpu];
         rq.queue.remove(i);
         rq.curr = Some(t);
@@ -284,12 +316,15 @@ impl Kernel {
         task.wait_ns += now.saturating_sub(task.wait_start);
         task.state = TaskState::Running;
         task.exec_start = now;
+        task.lru_stamp = now;
         Some(t)
     }
 
     /// Puts the running task of `cpu` back in the queue (`put_prev_task`).
     pub fn put_prev_task(&mut self, cpu: CpuId) {
-        if let Some(t) = self.rq[cpu].curr.take() {
+        if let Some(t) = self.rq[cpu].curr {
+            self.update_load_avg(t);
+            self.rq[cpu].curr = None;
             self.rq[cpu].gen += 1;
             let now = self.now;
             let task = &mut self.tasks[t];
@@ -330,21 +365,38 @@ impl Kernel {
     }
 
     /// Charges kernel work to task `t` as system time it still has to pay
-    /// (it delays the task's next progress).
-    pub fn charge_sys(&mut self, t: TaskId, ns: f64) {
+    /// (it delays the task's next progress). `ns` is the work's cost on
+    /// native hardware (physics/costs.rs); what is charged is that times
+    /// the machine's `[kernel] cost_scale`, and is returned.
+    pub fn charge_sys(&mut self, t: TaskId, ns: f64) -> f64 {
+        let ns = ns * self.m.kernel.cost_scale;
         let task = &mut self.tasks[t];
         task.sys_ns += ns;
         task.debt_ns += ns;
         let cg = task.cgroup;
         self.cgroups.all[cg].sys_ns += ns;
+        ns
     }
 
     /// Charges kernel work done on `cpu`: to its running task if any,
-    /// otherwise as idle-CPU kernel time.
-    pub fn charge_cpu(&mut self, cpu: CpuId, ns: f64) {
+    /// otherwise as idle-CPU kernel time. Scaled by `cost_scale` as
+    /// [`Kernel::charge_sys`]; returns the time charged.
+    pub fn charge_cpu(&mut self, cpu: CpuId, ns: f64) -> f64 {
         match self.rq[cpu].curr {
             Some(t) => self.charge_sys(t, ns),
-            None => self.idle_kernel_ns += ns,
+            None => {
+                let ns = ns * self.m.kernel.cost_scale;
+                self.idle_kernel_ns += ns;
+                ns
+            }
         }
+    }
+
+    /// Time (ns) that moving `bytes` at the machine's core bandwidth takes,
+    /// in the units [`Kernel::charge_sys`] takes: divided by `cost_scale`,
+    /// because the bandwidth is the machine's own measured speed and must
+    /// not be scaled again when charged.
+    pub fn bytes_cost_ns(&self, bytes: f64) -> f64 {
+        bytes / self.m.bandwidth.core_gbps / self.m.kernel.cost_scale
     }
 }

@@ -1,0 +1,246 @@
+//! The `[kernel]` table of a machine spec: how fast the machine does kernel
+//! work (`cost_scale`) and what background activity its kernel runs beside
+//! any workload (`background`).
+//!
+//! ```toml
+//! [kernel]
+//! cost_scale = 1.0            # every kernel cost of physics/costs.rs, x this
+//! background = [              # absent: the defaults below; [] = a quiet machine
+//!   { name = "kworker", per = "cpu", period_ms = 1000.0, runtime_us = 5.0 },
+//! ]
+//! ```
+//!
+//! `cost_scale` multiplies what the model charges for kernel work (page
+//! faults, hinting faults, page-migration overheads, PTE scanning, task
+//! migrations, balancing): 1 on native hardware, where the costs were
+//! measured; larger on a machine whose kernel runs slower (an emulator).
+//! Byte copies at the machine's own bandwidth are not scaled again.
+//!
+//! Background tasks are kernel threads that wake every `period_ms`, run
+//! `runtime_us` of CPU work (times `cost_scale`: it is kernel work) and
+//! sleep again, one per CPU (`per = "cpu"`, bound to it), per node (bound
+//! to the node's CPUs) or one for the machine (unbound). Their first wakeup
+//! is at a seeded random point of their period, so runs stay deterministic.
+//!
+//! Left out: activity that depends on the workload's own behaviour
+//! (ksoftirqd under softirq overload, kswapd under reclaim, writeback
+//! flushers), interrupts, and the sizes of any of these on a specific
+//! machine: the defaults are one set of figures for every machine.
+
+use crate::TopologyError;
+use serde::{Deserialize, Serialize};
+
+/// Where a background task runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackgroundPer {
+    /// One per CPU, bound to it (`kworker/N`, `migration/N`).
+    Cpu,
+    /// One per node with CPUs, bound to its CPUs (`kcompactdN`).
+    Node,
+    /// One for the machine, unbound (`rcu_preempt`, `khugepaged`).
+    Machine,
+}
+
+/// One kind of periodic background work.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    /// Task name (`comm`).
+    pub name: String,
+    /// One per CPU, per node or for the machine.
+    pub per: BackgroundPer,
+    /// Time between wakeups, ms.
+    pub period_ms: f64,
+    /// CPU work per wakeup on native hardware, us (scaled by `cost_scale`).
+    pub runtime_us: f64,
+}
+
+/// The kernel parameters of a machine.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelParams {
+    /// Speed of kernel work relative to the native hardware the costs in
+    /// physics/costs.rs come from (1.0 = native; 100 = 100x slower).
+    pub cost_scale: f64,
+    /// Periodic background work.
+    pub background: Vec<Background>,
+}
+
+impl Default for KernelParams {
+    fn default() -> Self {
+        KernelParams {
+            cost_scale: 1.0,
+            background: default_background(),
+        }
+    }
+}
+
+/// The background work every machine has unless its spec says otherwise.
+/// Periods are kernel defaults (sources per entry); runtimes are a
+/// modeling choice (no per-machine measurement): a few microseconds for
+/// bookkeeping work, half a millisecond for a khugepaged scan pass.
+pub fn default_background() -> Vec<Background> {
+    let b = |name: &str, per, period_ms, runtime_us| Background {
+        name: name.to_string(),
+        per,
+        period_ms,
+        runtime_us,
+    };
+    vec![
+        // mm/vmstat.c: vmstat_update re-queues itself on every CPU each
+        // sysctl_stat_interval (HZ: 1 s); refresh_cpu_vm_stats folds the
+        // per-CPU counters (runtime: modeling choice).
+        b("kworker/vmstat", BackgroundPer::Cpu, 1000.0, 5.0),
+        // kernel/watchdog.c: the softlockup timer queues softlockup_fn on
+        // the CPU's stopper (migration/N) every sample_period =
+        // watchdog_thresh (10 s) x 2 / 5 = 4 s.
+        b("migration/watchdog", BackgroundPer::Cpu, 4000.0, 2.0),
+        // kernel/rcu/tree.c: the grace-period kthread waits
+        // jiffies_till_first_fqs (3 jiffies at HZ=250: 12 ms) between
+        // force-quiescent-state scans while a grace period is in flight.
+        b("rcu_preempt", BackgroundPer::Machine, 12.0, 3.0),
+        // mm/compaction.c: kcompactd wakes every
+        // HPAGE_FRAG_CHECK_INTERVAL_MSEC (500 ms) to check proactive
+        // compaction.
+        b("kcompactd", BackgroundPer::Node, 500.0, 2.0),
+        // mm/khugepaged.c: khugepaged_scan_sleep_millisecs = 10000, up to
+        // khugepaged_pages_to_scan (4096 pages) per pass.
+        b("khugepaged", BackgroundPer::Machine, 10_000.0, 500.0),
+    ]
+}
+
+/// The `[kernel]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct KernelSpec {
+    cost_scale: Option<f64>,
+    background: Option<Vec<Background>>,
+}
+
+/// Checks and resolves the `[kernel]` table (absent: the defaults).
+pub(crate) fn resolve_kernel(
+    spec: Option<KernelSpec>,
+    origin: &str,
+) -> Result<KernelParams, TopologyError> {
+    let err = |field: String, message: String| TopologyError::Field {
+        origin: origin.to_string(),
+        field,
+        message,
+    };
+    let Some(spec) = spec else {
+        return Ok(KernelParams::default());
+    };
+    let cost_scale = spec.cost_scale.unwrap_or(1.0);
+    if !cost_scale.is_finite() || !(1e-3..=1e6).contains(&cost_scale) {
+        return Err(err(
+            "kernel.cost_scale".into(),
+            format!("must be in [0.001, 1000000], got {cost_scale}"),
+        ));
+    }
+    let background = spec.background.unwrap_or_else(default_background);
+    for (i, b) in background.iter().enumerate() {
+        if !b.period_ms.is_finite() || b.period_ms < 1.0 {
+            return Err(err(
+                format!("kernel.background[{i}].period_ms"),
+                format!("must be at least 1 ms, got {}", b.period_ms),
+            ));
+        }
+        if !b.runtime_us.is_finite()
+            || b.runtime_us < 0.0
+            || b.runtime_us * 1e-3 * cost_scale >= b.period_ms
+        {
+            return Err(err(
+                format!("kernel.background[{i}].runtime_us"),
+                format!(
+                    "must be >= 0 and, times cost_scale, shorter than the period, got {}",
+                    b.runtime_us
+                ),
+            ));
+        }
+        if b.name.is_empty() {
+            return Err(err(
+                format!("kernel.background[{i}].name"),
+                "must not be empty".into(),
+            ));
+        }
+    }
+    Ok(KernelParams {
+        cost_scale,
+        background,
+    })
+}
+
+/// The `[kernel]` table of `k`, or nothing when it is the default.
+pub(crate) fn render_kernel(k: &KernelParams) -> String {
+    if *k == KernelParams::default() {
+        return String::new();
+    }
+    let mut out = format!(
+        "\n[kernel]\ncost_scale = {}\nbackground = [\n",
+        crate::spec::toml_f64(k.cost_scale)
+    );
+    for b in &k.background {
+        let per = match b.per {
+            BackgroundPer::Cpu => "cpu",
+            BackgroundPer::Node => "node",
+            BackgroundPer::Machine => "machine",
+        };
+        out.push_str(&format!(
+            "  {{ name = {}, per = \"{per}\", period_ms = {}, runtime_us = {} }},\n",
+            crate::spec::toml_str(&b.name),
+            crate::spec::toml_f64(b.period_ms),
+            crate::spec::toml_f64(b.runtime_us)
+        ));
+    }
+    out.push_str("]\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{parse_machine, to_toml};
+
+    const BASE: &str = "[topology]\npackages = 1\nnodes_per_package = 2\ncores_per_node = 2\nthreads_per_core = 1\n[memory]\nper_node_gib = 1\n[latency]\nlocal_ns = 80\nremote_ns = 130\n[bandwidth]\nnode_gbps = 50\n";
+
+    #[test]
+    fn absent_kernel_table_gives_native_speed_and_the_default_background() {
+        let m = parse_machine(BASE, "t").unwrap();
+        assert_eq!(m.kernel.cost_scale, 1.0);
+        assert_eq!(m.kernel.background, super::default_background());
+        assert!(m.kernel.background.iter().all(|b| b.runtime_us * 1e-3 < b.period_ms));
+    }
+
+    #[test]
+    fn kernel_table_is_read_checked_and_written_back() {
+        let text = format!(
+            "{BASE}[kernel]\ncost_scale = 50.0\nbackground = [ {{ name = \"kw\", per = \"node\", period_ms = 100.0, runtime_us = 20.0 }} ]\n"
+        );
+        let m = parse_machine(&text, "t").unwrap();
+        assert_eq!(m.kernel.cost_scale, 50.0);
+        assert_eq!(m.kernel.background.len(), 1);
+        assert_eq!(m.kernel.background[0].per, super::BackgroundPer::Node);
+        let back = parse_machine(&to_toml(&m), "t").unwrap();
+        assert_eq!(back.kernel, m.kernel);
+        // A quiet machine.
+        let q = parse_machine(&format!("{BASE}[kernel]\nbackground = []\n"), "t").unwrap();
+        assert!(q.kernel.background.is_empty());
+        // Bad values name their field.
+        for (bad, field) in [
+            ("cost_scale = 0.0", "kernel.cost_scale"),
+            ("cost_scale = -3.0", "kernel.cost_scale"),
+            (
+                "background = [ { name = \"x\", per = \"cpu\", period_ms = 1.0, runtime_us = 2000.0 } ]",
+                "kernel.background[0].runtime_us",
+            ),
+            (
+                "background = [ { name = \"x\", per = \"cpu\", period_ms = 0.5, runtime_us = 1.0 } ]",
+                "kernel.background[0].period_ms",
+            ),
+        ] {
+            let e = parse_machine(&format!("{BASE}[kernel]\n{bad}\n"), "t").unwrap_err();
+            assert!(e.to_string().contains(field), "{bad}: {e}");
+        }
+        let e = parse_machine(&format!("{BASE}[kernel]\nspeed = 2.0\n"), "t").unwrap_err();
+        assert!(e.to_string().contains("speed"), "{e}");
+    }
+}
