@@ -97,3 +97,126 @@ impl Kernel {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::numa::tests::fx;
+    use crate::kernel::stats::Vm;
+    use crate::kernel::MmId;
+
+    /// A two-node kernel with `sets`, cgroups `/a` and `/a/b`, and a
+    /// process of two threads in `/a/b` over 16 MB on node 0, due to scan.
+    fn setup(sets: &[&str]) -> (Kernel, MmId, TaskId, CgroupId, CgroupId) {
+        let mut k = fx::kernel("tiny-2n", sets);
+        let a = k.cgroups.mkdir("/a", None, None).unwrap();
+        let b = k.cgroups.mkdir("/a/b", None, None).unwrap();
+        let mm = fx::add_mm(&mut k, 16 << 20, false, None);
+        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(0));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        fx::add_task(&mut k, mm, fx::c(2));
+        k.cgroup_attach_process(k.tasks[t].tgid, b);
+        k.now = 2_000_000_000;
+        (k, mm, t, a, b)
+    }
+
+    /// PTE updates one `task_numa_work` of `t` makes.
+    fn scan(k: &mut Kernel, t: TaskId) -> u64 {
+        let before = k.vmstat.get(Vm::NumaPteUpdates);
+        k.task_numa_work(t, fx::c(0));
+        k.vmstat.get(Vm::NumaPteUpdates) - before
+    }
+
+    /// A hinting fault of `t` on page 0 (marked first); true when
+    /// `task_numa_fault` accounted it.
+    fn fault_accounted(k: &mut Kernel, mm: MmId, t: TaskId) -> bool {
+        fx::mark(k, mm, 0);
+        k.do_numa_page(t, fx::c(2), fx::V0, 0);
+        !k.tasks[t].numa.faults.is_empty()
+    }
+
+    #[test]
+    fn mode_4_with_nothing_enabled_scans_nothing_and_accounts_no_fault() {
+        let (mut k, mm, t, _, _) = setup(&["kernel.numa_balancing=4"]);
+        assert!(k.numa_balancing_enabled(), "mode 4 turns the key on");
+        assert_eq!(scan(&mut k, t), 0);
+        assert_eq!(k.tasks[t].sys_ns, 0.0, "a gated scan costs nothing");
+        assert!(!fault_accounted(&mut k, mm, t));
+        // do_numa_page itself is not gated: the fault is counted.
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
+    }
+
+    #[test]
+    fn parent_0_child_1_scans_nothing_and_parent_1_child_1_scans() {
+        let (mut k, mm, t, a, b) = setup(&["kernel.numa_balancing=4"]);
+        k.numa_balance_write(b, true);
+        assert_eq!(scan(&mut k, t), 0, "parent 0 / child 1");
+        assert!(!fault_accounted(&mut k, mm, t));
+        k.numa_balance_write(a, true);
+        assert_eq!(scan(&mut k, t), 4096, "parent 1 / child 1: 16 MB");
+        assert!(fault_accounted(&mut k, mm, t));
+        // Charged to /a/b, the task's cgroup, and summed up when reported.
+        assert_eq!(k.cgroups.all[b].stat.get(Vm::NumaPteUpdates), 4096);
+    }
+
+    #[test]
+    fn without_the_hierarchy_only_the_own_cgroup_counts() {
+        let (mut k, _, t, _, b) = setup(&[
+            "kernel.numa_balancing=4",
+            "numalab.numa_balancing_cgroup_hierarchy=0",
+        ]);
+        k.numa_balance_write(b, true);
+        assert_eq!(scan(&mut k, t), 4096, "as posted: parent 0 / child 1 scans");
+    }
+
+    #[test]
+    fn a_moved_process_follows_its_new_cgroup() {
+        let (mut k, _, t, a, b) = setup(&["kernel.numa_balancing=4"]);
+        let c = k.cgroups.mkdir("/c", None, None).unwrap();
+        k.numa_balance_write(a, true);
+        k.numa_balance_write(b, true);
+        k.cgroup_attach_process(k.tasks[t].tgid, c);
+        assert!(k.tasks.iter().all(|x| x.cgroup == c), "every thread moves");
+        assert_eq!(scan(&mut k, t), 0, "/c is disabled");
+        k.cgroup_attach_process(k.tasks[t].tgid, b);
+        assert_eq!(scan(&mut k, t), 4096, "back in the enabled /a/b");
+        assert_eq!(k.cgroups.all[c].stat.get(Vm::NumaPteUpdates), 0);
+    }
+
+    #[test]
+    fn a_write_takes_effect_at_the_next_scan() {
+        let (mut k, _, t, a, b) = setup(&["kernel.numa_balancing=4"]);
+        k.numa_balance_write(a, true);
+        k.numa_balance_write(b, true);
+        assert_eq!(scan(&mut k, t), 4096);
+        k.numa_balance_write(b, false);
+        k.now += 10_000_000_000;
+        assert_eq!(scan(&mut k, t), 0);
+    }
+
+    #[test]
+    fn the_per_task_control_wins_over_the_cgroup_but_not_over_mode_0() {
+        // Mode 4, cgroup disabled, task enabled: scanned.
+        let (mut k, _, t, _, _) = setup(&["kernel.numa_balancing=4"]);
+        k.prctl_set_numa_balancing(t, PrNumaBalancing::Enabled);
+        assert_eq!(scan(&mut k, t), 4096);
+        // Mode 4, cgroup enabled, task disabled: not scanned.
+        let (mut k, mm, t, a, b) = setup(&["kernel.numa_balancing=4"]);
+        k.numa_balance_write(a, true);
+        k.numa_balance_write(b, true);
+        k.prctl_set_numa_balancing(t, PrNumaBalancing::Disabled);
+        assert_eq!(scan(&mut k, t), 0);
+        assert!(!fault_accounted(&mut k, mm, t));
+        // Mode 1: the cgroup file means nothing, the task can opt out.
+        let (mut k, _, t, _, _) = setup(&["kernel.numa_balancing=1"]);
+        assert!(k.task_numa_balance_enabled(t));
+        k.prctl_set_numa_balancing(t, PrNumaBalancing::Disabled);
+        assert_eq!(scan(&mut k, t), 0);
+        // Mode 0: nothing is balanced, whatever the task says.
+        let (mut k, _, t, _, _) = setup(&["kernel.numa_balancing=0"]);
+        k.prctl_set_numa_balancing(t, PrNumaBalancing::Enabled);
+        assert!(!k.task_numa_balance_enabled(t));
+        assert!(!k.numa_balancing_enabled());
+    }
+}
