@@ -4,7 +4,11 @@
 //! The registry checks the file name; the value is checked by the model
 //! when the cgroup exists, against the machine (a CPU list names CPUs the
 //! machine must have). A real run passes any cgroup interface file
-//! through to the kernel. Left out: every other cgroup v2 file.
+//! through to the kernel. `cpu.numa_load_balance` is proposal 4's (Chen
+//! Yu, 2025): not in mainline; the cpuset files are set before a run
+//! starts, while a flag file may also be written by a workload phase
+//! during a run ([`CgroupFile::during_run`]). Left out: every other cgroup
+//! v2 file.
 
 /// The kind of value a cgroup file holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +17,8 @@ pub enum CgroupValue {
     CpuList,
     /// A node list such as `0,2`.
     NodeList,
+    /// `0` or `1` (a `read_u64`/`write_u64` flag file).
+    Flag,
 }
 
 impl CgroupValue {
@@ -21,6 +27,17 @@ impl CgroupValue {
         match self {
             CgroupValue::CpuList => "cpu list",
             CgroupValue::NodeList => "node list",
+            CgroupValue::Flag => "0 or 1",
+        }
+    }
+
+    /// Checks a flag value (`0` or `1`); lists are checked against the
+    /// machine by the model, which knows its CPUs and nodes.
+    pub fn check_flag(value: &str) -> Result<bool, String> {
+        match value.trim() {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            v => Err(format!("'{v}' is not 0 or 1")),
         }
     }
 }
@@ -36,6 +53,9 @@ pub struct CgroupFile {
     pub source: &'static str,
     /// What it does.
     pub description: &'static str,
+    /// True when a workload phase may write it while tasks run (its
+    /// effect is read at each use); the cpuset files are set up front.
+    pub during_run: bool,
 }
 
 /// Every cgroup file the model understands.
@@ -45,12 +65,21 @@ pub const CGROUP_FILES: &[CgroupFile] = &[
         value: CgroupValue::CpuList,
         source: "kernel/cgroup/cpuset.c cpuset_write_resmask()",
         description: "CPUs the cgroup's tasks may run on",
+        during_run: false,
     },
     CgroupFile {
         name: "cpuset.mems",
         value: CgroupValue::NodeList,
         source: "kernel/cgroup/cpuset.c cpuset_write_resmask()",
         description: "nodes the cgroup's tasks may allocate from",
+        during_run: false,
+    },
+    CgroupFile {
+        name: "cpu.numa_load_balance",
+        value: CgroupValue::Flag,
+        source: "proposal 4 (Chen Yu, 2025, not in mainline): kernel/sched/core.c numa_balance_write_u64(), tg->nlb_enabled, read by fair.c tg_numa_balance_enabled()",
+        description: "in kernel.numa_balancing=4, 1 lets NUMA balancing scan the cgroup's tasks and account their hinting faults; every cgroup starts at 0. With numalab.numa_balancing_cgroup_hierarchy=1 every ancestor up to the root (/:cpu.numa_load_balance) must be 1 too",
+        during_run: true,
     },
 ];
 

@@ -31,14 +31,14 @@ choice! {
 
 declare! {
     /// `sysctl_numa_balancing_mode`.
-    NUMA_BALANCING: uint(0, 3) {
+    NUMA_BALANCING: uint(0, 4) {
         name: "kernel.numa_balancing",
         aliases: [],
         default: 1,
         unit: None,
         location: Location::Sysctl("kernel/numa_balancing"),
-        source: "kernel/sched/core.c sysctl_numa_balancing(), sysctl_numa_balancing_mode; default from mm/mempolicy.c check_numabalancing_enable()",
-        description: "0 off, 1 NUMA_BALANCING_NORMAL (default with >1 node); 2/3 (memory tiering) are refused by the model: not modeled",
+        source: "kernel/sched/core.c sysctl_numa_balancing(), sysctl_numa_balancing_mode, range [0, SYSCTL_FOUR] since memory tiering (5.18); default from mm/mempolicy.c check_numabalancing_enable(); 4 = NUMA_BALANCING_CGROUP of proposal 4 (Chen Yu, 2025, not in mainline)",
+        description: "0 off, 1 NUMA_BALANCING_NORMAL (default with >1 node), 4 NUMA_BALANCING_CGROUP (proposal 4: only tasks whose cgroup has cpu.numa_load_balance=1); 2/3 (memory tiering) are refused by the model: not modeled; 5-7 are refused: NUMA_BALANCING_CGROUP excludes the other bits",
     }
 
     /// `sysctl_numa_balancing_scan_delay`.
@@ -177,6 +177,17 @@ declare! {
         location: Location::Lab,
         source: "the machine spec's [kernel] background list (numalab-topology kernel_spec.rs: kworker vmstat_update, RCU grace-period kthread, khugepaged, kcompactd, watchdog), plus the real-run sampler in validate's scenarios",
         description: "1: the machine's background tasks (small periodic CPU work, seeded phases) run beside the workload; 0: a quiet machine with only the workload's tasks",
+    }
+
+    /// The cgroup hierarchy rule of per-cgroup NUMA balancing.
+    NUMA_BALANCING_CGROUP_HIERARCHY: bool {
+        name: "numalab.numa_balancing_cgroup_hierarchy",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Lab,
+        source: "proposal 4 (Chen Yu, 2025) tg_numa_balance_enabled() and its to-do, after mm/memcontrol.c mem_cgroup_zswap_writeback_enabled() (e39925734909)",
+        description: "in mode 4, 1: a task's cgroup is enabled only when it and every ancestor up to the root have cpu.numa_load_balance=1 (the posting's to-do, as numalab implements it); 0: only the task's own cgroup counts (the posting as posted)",
     }
 
     /// The Run record's sampling interval.

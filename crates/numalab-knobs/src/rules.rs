@@ -3,6 +3,11 @@
 //! on. Declared here once, checked by [`crate::Knobs::validate`] for model
 //! runs and by the real runner for the values it is given.
 //!
+//! Bits of a bitmask knob that exclude each other ([`EXCLUSIVE_BITS`]) are
+//! checked before the range, so the error names the rule rather than only
+//! the range: `kernel.numa_balancing`'s NUMA_BALANCING_CGROUP (4) of
+//! proposal 4 cannot be combined with modes 1 or 2.
+//!
 //! Left out: rules the kernel itself does not enforce beyond these (the
 //! kernel accepts `scan_period_min_ms > scan_period_max_ms` and lets
 //! `task_scan_max()` clamp to the minimum; numalab refuses it as a mistake).
@@ -43,6 +48,37 @@ pub const NOT_MODELED: &[NotModeled] = &[NotModeled {
     values: &[2, 3],
     what: "memory tiering (NUMA_BALANCING_MEMORY_TIERING)",
 }];
+
+/// A bit of a bitmask knob that excludes other bits.
+#[derive(Clone, Copy, Debug)]
+pub struct ExclusiveBits {
+    /// The knob.
+    pub knob: UintKnob,
+    /// The bit.
+    pub bit: u64,
+    /// The bits it cannot be combined with.
+    pub others: u64,
+    /// The rule, as the error states it.
+    pub rule: &'static str,
+}
+
+/// Every exclusive-bit rule.
+pub const EXCLUSIVE_BITS: &[ExclusiveBits] = &[ExclusiveBits {
+    knob: NUMA_BALANCING,
+    bit: 4,
+    others: 1 | 2,
+    rule: "NUMA_BALANCING_CGROUP (4) cannot be combined with NUMA_BALANCING_NORMAL (1) or NUMA_BALANCING_MEMORY_TIERING (2): proposal 4 keeps the sysctl's range at [0, 4] (SYSCTL_FOUR), so 5, 6 and 7 are refused",
+}];
+
+/// The refusal of value text `value` of knob `def` by an exclusive-bit
+/// rule, if one refuses it (checked before the range, see the module doc).
+pub fn exclusive_bits(def: &'static Def, value: &str) -> Option<String> {
+    let v: u64 = value.trim().parse().ok()?;
+    EXCLUSIVE_BITS
+        .iter()
+        .find(|r| r.knob.def().idx == def.idx && v & r.bit != 0 && v & r.others != 0)
+        .map(|r| format!("--set {}={v}: {}", def.name, r.rule))
+}
 
 /// Checks the ordering rules over the values `value` knows (a rule with a
 /// value missing is not checked: a real run knows only what `--set` gives).

@@ -85,6 +85,9 @@ impl Knobs {
         }
         let def = lookup(key)
             .ok_or_else(|| format!("--set {key}: unknown knob (see `numalab list knobs`)"))?;
+        if let Some(e) = rules::exclusive_bits(def, value) {
+            return Err(e);
+        }
         let raw = def.parse(value).map_err(|e| format!("--set {key}: {e}"))?;
         if let Some(e) = rules::not_modeled(def, raw) {
             return Err(e);

@@ -52,6 +52,30 @@ fn visit_phases<'a>(phases: &'a [Phase], f: &mut dyn FnMut(&'a Phase)) {
     }
 }
 
+/// Why a real run refuses the model-only phases.
+pub const MODEL_ONLY_PHASES: &str = "set_numa_balancing (numalab's model of a per-task prctl, which no kernel has) and cgroup_write phases run in the model only";
+
+/// Refuses a workload with a phase a real run cannot do: numalab's
+/// per-task NUMA balancing control, and cgroup writes during the run (the
+/// worker does not know the run's cgroup directories).
+fn refuse_model_only_phases(w: &Workload) -> Result<(), String> {
+    for p in &w.processes {
+        for t in &p.threads {
+            let mut found = false;
+            visit_phases(&t.phases, &mut |ph| {
+                found |= matches!(ph, Phase::SetNumaBalancing(_) | Phase::CgroupWrite { .. });
+            });
+            if found {
+                return Err(format!(
+                    "refused: thread '{}/{}': {MODEL_ONLY_PHASES}",
+                    p.name, t.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every memory policy the workload uses (tasks, VMAs, phases), with a
 /// label for messages; the bool is true for a VMA (`mbind`) policy.
 pub fn policies(w: &Workload) -> Vec<(String, PolicySpec, bool)> {
@@ -200,6 +224,7 @@ pub fn plan(
     allow_sysctl: bool,
 ) -> Result<Plan, String> {
     check_structure(w)?;
+    refuse_model_only_phases(w)?;
     let mut plan = Plan::default();
 
     // CPUs.
@@ -325,6 +350,11 @@ pub fn plan(
                     ));
                 }
                 check_knob(k)?;
+                crate::knobs::probe_numa_balancing_cgroup(
+                    key,
+                    v,
+                    facts.cgroup2.as_ref().map(|c| c.mount.as_path()),
+                )?;
                 plan.file_knobs.push((key.clone(), path.clone(), v.clone()));
             }
             Knob::Lab { key } => {

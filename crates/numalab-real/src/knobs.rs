@@ -28,6 +28,14 @@
 //!
 //! Undeclared `numalab.*` names are refused.
 //!
+//! `kernel.numa_balancing=4` (proposal 4's NUMA_BALANCING_CGROUP) is probed
+//! before anything is written ([`probe_numa_balancing_cgroup`]): mainline
+//! accepts 4 too (its range is `[0, SYSCTL_FOUR]` since memory tiering), so
+//! the range cannot tell, and a mainline kernel in mode 4 would scan without
+//! marking top-tier pages, balancing nothing. The probe looks for the
+//! proposal's `cpu.numa_load_balance` file instead and refuses mode 4 on a
+//! kernel without it.
+//!
 //! [`KnobGuard`] writes values in order and restores the saved ones in
 //! reverse order, on [`KnobGuard::restore`] or on drop (an early return, an
 //! error, a caught signal). A SIGKILL of numalab itself cannot be caught:
@@ -259,6 +267,9 @@ pub fn resolve_sets(
     for (k, v) in sets {
         let knob = resolve_knob(k, roots)?;
         if let Some(def) = knob::lookup(k) {
+            if let Some(e) = numalab_knobs::rules::exclusive_bits(def, v) {
+                return Err(e);
+            }
             let raw = def.parse(v).map_err(|e| format!("--set {k}: {e}"))?;
             given.insert(def.name, raw);
         }
@@ -266,6 +277,38 @@ pub fn resolve_sets(
     }
     numalab_knobs::rules::check_ordered(|d| given.get(d.name).copied())?;
     Ok(out)
+}
+
+/// Refuses `kernel.numa_balancing=4` (NUMA_BALANCING_CGROUP, proposal 4)
+/// on a kernel without per-cgroup NUMA balancing: the cgroup v2 hierarchy
+/// at `cgroup2` (its root, where the cpu controller's files without
+/// `CFTYPE_NOT_ON_ROOT` show) must have `cpu.numa_load_balance`. Other
+/// keys and values pass. `key` is a canonical knob name.
+pub fn probe_numa_balancing_cgroup(
+    key: &str,
+    value: &str,
+    cgroup2: Option<&Path>,
+) -> Result<(), String> {
+    if key != knob::NUMA_BALANCING.def().name
+        || value.trim().parse::<u64>().map_or(true, |v| v & 4 == 0)
+    {
+        return Ok(());
+    }
+    let Some(root) = cgroup2 else {
+        return Err(format!(
+            "refused: --set {key}={value} (NUMA_BALANCING_CGROUP, proposal 4) needs a cgroup v2 hierarchy with cpu.numa_load_balance, and this host has no cgroup2 mount"
+        ));
+    };
+    let file = root.join("cpu.numa_load_balance");
+    if !file.is_file() {
+        return Err(format!(
+            "refused: --set {key}={value}: this kernel has no per-cgroup NUMA balancing ({} does not exist). \
+             A mainline kernel accepts 4 (its sysctl range is [0, 4]) but would scan without marking top-tier pages, so nothing would be balanced; \
+             boot a kernel with proposal 4 (NUMA_BALANCING_CGROUP) applied",
+            file.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that a file knob exists and can be written, without writing it.
@@ -438,6 +481,32 @@ pub fn snapshot_settings(roots: &KnobRoots) -> BTreeMap<String, String> {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod numa_balancing_cgroup_tests {
+    use super::probe_numa_balancing_cgroup;
+
+    #[test]
+    fn mode_4_needs_the_cgroup_file_and_other_modes_do_not() {
+        let d = tempfile::tempdir().unwrap();
+        let key = "kernel.numa_balancing";
+        for v in ["0", "1", "2", "3"] {
+            probe_numa_balancing_cgroup(key, v, Some(d.path())).unwrap();
+        }
+        let e = probe_numa_balancing_cgroup(key, "4", Some(d.path())).unwrap_err();
+        assert!(
+            e.contains("no per-cgroup NUMA balancing") && e.contains("cpu.numa_load_balance"),
+            "{e}"
+        );
+        assert!(probe_numa_balancing_cgroup(key, "4", None)
+            .unwrap_err()
+            .contains("no cgroup2 mount"));
+        std::fs::write(d.path().join("cpu.numa_load_balance"), "0\n").unwrap();
+        probe_numa_balancing_cgroup(key, "4", Some(d.path())).unwrap();
+        // Another knob with the value 4 is not probed.
+        probe_numa_balancing_cgroup("numa_balancing.scan_size_mb", "4", None).unwrap();
+    }
 }
 
 #[cfg(test)]

@@ -751,6 +751,11 @@ impl Exec<'_> {
                 })?;
                 Ok(Flow::Go)
             }
+            Phase::SetNumaBalancing(_) | Phase::CgroupWrite { .. } => Err(format!(
+                "thread '{}': {}",
+                self.name,
+                crate::check::MODEL_ONLY_PHASES
+            )),
             Phase::Repeat {
                 times,
                 body,

@@ -66,6 +66,42 @@ pub enum Distribution {
     },
 }
 
+/// numalab's per-task NUMA balancing control: the value of a
+/// `PR_SET_NUMA_BALANCING`-like prctl, numalab's model of the per-task
+/// control reviewers of proposal 4 asked for (not a mainline interface).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum NumaBalancingCtl {
+    /// Follow the cgroup (`kernel.numa_balancing=4`) or the system-wide
+    /// mode 1.
+    Default,
+    /// Balance this thread in modes 1 and 4, whatever its cgroup says.
+    Enabled,
+    /// Never balance this thread.
+    Disabled,
+}
+
+impl NumaBalancingCtl {
+    /// The word a spec uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            NumaBalancingCtl::Default => "default",
+            NumaBalancingCtl::Enabled => "enabled",
+            NumaBalancingCtl::Disabled => "disabled",
+        }
+    }
+
+    /// The control a spec word names.
+    pub fn from_word(w: &str) -> Option<NumaBalancingCtl> {
+        [
+            NumaBalancingCtl::Default,
+            NumaBalancingCtl::Enabled,
+            NumaBalancingCtl::Disabled,
+        ]
+        .into_iter()
+        .find(|c| c.word() == w)
+    }
+}
+
 /// One step of a thread's life.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Phase {
@@ -115,6 +151,22 @@ pub enum Phase {
     SetMempolicy(Option<PolicySpec>),
     /// `sched_setaffinity`; `None` is all CPUs.
     SetAffinity(Option<CpuSet>),
+    /// numalab's per-task NUMA balancing control (a
+    /// `PR_SET_NUMA_BALANCING`-like prctl, see [`NumaBalancingCtl`]). A
+    /// thread's `numa_balancing` key resolves to this as its first phase.
+    SetNumaBalancing(NumaBalancingCtl),
+    /// A write to a cgroup interface file while tasks run (only files the
+    /// knob registry allows during a run: `cpu.numa_load_balance`). It
+    /// takes effect where the kernel reads the file (for
+    /// `cpu.numa_load_balance`, each task's next scan or hinting fault).
+    CgroupWrite {
+        /// Cgroup path (`/` or a workload cgroup).
+        cgroup: String,
+        /// File name.
+        file: String,
+        /// Value written.
+        value: String,
+    },
     /// Repeat `body` `times` times. When `request` is set, each completed
     /// iteration counts as one request toward the workload's throughput score.
     Repeat {

@@ -5,7 +5,8 @@
 //! HARD_BIND / INVERSE_BIND builds of each, written from the
 //! pholasek/autonuma-benchmark sources (`numa01.c`, `numa02.c`,
 //! `preproc.awk`, `Makefile`); plus an OLTP-like service after
-//! research/workloads.md §5. Each preset is a TOML file in
+//! research/workloads.md §5; and `mixed-cgroups`, a gaining and a losing
+//! workload in two cgroups for proposal 4's `per-cgroup-mixed`. Each preset is a TOML file in
 //! `crates/numalab-workload/presets/`, embedded at build time; its comments
 //! say where every number comes from.
 //!
@@ -57,6 +58,10 @@ const PRESETS: &[(&str, &str)] = &[
         include_str!("../presets/numa02-smt-inverse-bind.toml"),
     ),
     ("oltp", include_str!("../presets/oltp.toml")),
+    (
+        "mixed-cgroups",
+        include_str!("../presets/mixed-cgroups.toml"),
+    ),
 ];
 
 /// Every preset as `(name, one-line description)`, in listing order.

@@ -19,8 +19,8 @@
 
 use crate::expr::{self, Env, Kind};
 use crate::model::{
-    Cgroup, Distribution, PageSize, Phase, PolicyMode, PolicySpec, Process, Region, Score, Thread,
-    Workload,
+    Cgroup, Distribution, NumaBalancingCtl, PageSize, Phase, PolicyMode, PolicySpec, Process,
+    Region, Score, Thread, Workload,
 };
 use crate::ranges;
 use numalab_knobs::cgroup::CgroupValue;
@@ -204,6 +204,20 @@ pub enum PhaseSpec {
     SetMempolicy(PolicyValue),
     /// `{ set_affinity = SET }`.
     SetAffinity(String),
+    /// `{ set_numa_balancing = "default" | "enabled" | "disabled" }`:
+    /// numalab's per-task control; also the thread key `numa_balancing`,
+    /// which [`parse`] turns into a first phase.
+    SetNumaBalancing(NumaBalancingCtl),
+    /// `{ cgroup_write = "CGROUP:FILE=VALUE" }`: a write to a cgroup file
+    /// during the run.
+    CgroupWrite {
+        /// Cgroup path.
+        cgroup: String,
+        /// File name.
+        file: String,
+        /// Value.
+        value: String,
+    },
     /// `{ repeat = COUNT, request, body }`.
     Repeat {
         /// Iterations.
@@ -235,9 +249,9 @@ pub struct CgroupSpec {
     pub cpuset_cpus: Option<String>,
     /// `cpuset.mems` as a node list string.
     pub cpuset_mems: Option<String>,
-    /// Other files to write. [`parse`] leaves it empty: every file the
-    /// model declares has its own key above, and a spec's `files` entries
-    /// are checked and folded into those keys.
+    /// Other files to write: the declared flag files
+    /// (`cpu.numa_load_balance`), checked and normalised to `0`/`1`; a
+    /// spec's cpuset entries are folded into the keys above.
     pub files: BTreeMap<String, String>,
 }
 
@@ -490,6 +504,7 @@ struct RawThread {
     affinity: Option<String>,
     policy: Option<RawPolicy>,
     start_after: Option<String>,
+    numa_balancing: Option<String>,
     #[serde(default)]
     phases: Vec<RawPhase>,
 }
@@ -505,6 +520,8 @@ struct RawPhase {
     set_mempolicy: Option<RawPolicy>,
     #[serde(default, deserialize_with = "opt_text")]
     set_affinity: Option<String>,
+    set_numa_balancing: Option<String>,
+    cgroup_write: Option<String>,
     repeat: Option<Num>,
     #[serde(rename = "for")]
     for_: Option<String>,
@@ -530,6 +547,8 @@ const VERBS: &[&str] = &[
     "sleep",
     "set_mempolicy",
     "set_affinity",
+    "set_numa_balancing",
+    "cgroup_write",
     "repeat",
     "for",
 ];
@@ -543,6 +562,8 @@ impl RawPhase {
             self.sleep.is_some(),
             self.set_mempolicy.is_some(),
             self.set_affinity.is_some(),
+            self.set_numa_balancing.is_some(),
+            self.cgroup_write.is_some(),
             self.repeat.is_some(),
             self.for_.is_some(),
         ];
@@ -578,6 +599,10 @@ impl RawPhase {
 // ---------------------------------------------------------------------------
 // parse
 // ---------------------------------------------------------------------------
+
+/// A cgroup's `cpuset_cpus`, `cpuset_mems` and flag files, as
+/// [`Checker::cgroup_files`] folds them.
+type CgroupFiles = (Option<String>, Option<String>, BTreeMap<String, String>);
 
 struct Checker<'a> {
     origin: &'a str,
@@ -904,6 +929,14 @@ impl Checker<'_> {
                 self.cpuset(&s, &vf)?;
                 PhaseSpec::SetAffinity(s)
             }
+            "set_numa_balancing" => {
+                let w = ph.set_numa_balancing.take().unwrap_or_default();
+                PhaseSpec::SetNumaBalancing(self.numa_ctl(&w, &vf)?)
+            }
+            "cgroup_write" => {
+                let w = ph.cgroup_write.take().unwrap_or_default();
+                self.cgroup_write(&w, &vf)?
+            }
             "repeat" => {
                 let times = ph.repeat.take().unwrap_or(Num::Int(1));
                 self.num(&times, &vf)?;
@@ -961,6 +994,57 @@ impl Checker<'_> {
         })
     }
 
+    /// A `numa_balancing` word (numalab's per-task control).
+    fn numa_ctl(&self, w: &str, field: &str) -> Result<NumaBalancingCtl> {
+        NumaBalancingCtl::from_word(w).ok_or_else(|| {
+            self.err(
+                field,
+                format!("'{w}' is not one of default, enabled, disabled"),
+            )
+        })
+    }
+
+    /// A `cgroup_write = "CGROUP:FILE=VALUE"` phase: the file must be one
+    /// the registry lets a phase write during a run, the value of its kind.
+    /// Whether the cgroup exists is checked once all cgroups are known
+    /// ([`Checker::spec`]).
+    fn cgroup_write(&self, w: &str, field: &str) -> Result<PhaseSpec> {
+        let bad = || self.err(field, format!("'{w}': expected \"CGROUP:FILE=VALUE\""));
+        let (key, value) = w.split_once('=').ok_or_else(bad)?;
+        let (cgroup, file) = key.trim().split_once(':').ok_or_else(bad)?;
+        if cgroup != "/" {
+            self.cgroup_path(cgroup, field)?;
+        }
+        let decl = numalab_knobs::cgroup::cgroup_file(file)
+            .ok_or_else(|| self.err(field, format!("unknown cgroup file '{file}'")))?;
+        if !decl.during_run {
+            let ok: Vec<&str> = numalab_knobs::cgroup::CGROUP_FILES
+                .iter()
+                .filter(|f| f.during_run)
+                .map(|f| f.name)
+                .collect();
+            return Err(self.err(
+                field,
+                format!(
+                    "{file} is set before the run starts (as a `[[cgroup]]` key or --set), not by a phase; a phase may write {}",
+                    ok.join(", ")
+                ),
+            ));
+        }
+        let value = match decl.value {
+            CgroupValue::Flag => {
+                let on = CgroupValue::check_flag(value).map_err(|e| self.err(field, e))?;
+                if on { "1" } else { "0" }.to_string()
+            }
+            CgroupValue::CpuList | CgroupValue::NodeList => value.trim().to_string(),
+        };
+        Ok(PhaseSpec::CgroupWrite {
+            cgroup: cgroup.to_string(),
+            file: file.to_string(),
+            value,
+        })
+    }
+
     fn cgroup_path(&self, path: &str, field: &str) -> Result<()> {
         let Some(rest) = path.strip_prefix('/') else {
             return Err(self.err(field, format!("'{path}' must start with '/'")));
@@ -988,12 +1072,15 @@ impl Checker<'_> {
     /// Checks a cgroup's `files` against the knob registry's declared
     /// cgroup files (`numalab_knobs::cgroup::CGROUP_FILES`): an unknown file,
     /// a value of the wrong kind, or a file also set by its own key is an
-    /// error. Every declared file has its own key, so the values are folded
-    /// into `cpuset_cpus` / `cpuset_mems`, which the model and the real
-    /// runner both apply; `files` is left empty. Returns the two keys.
-    fn cgroup_files(&self, c: &RawCgroup, f: &str) -> Result<(Option<String>, Option<String>)> {
+    /// error. The cpuset files have their own keys, so their values are
+    /// folded into `cpuset_cpus` / `cpuset_mems`; flag files
+    /// (`cpu.numa_load_balance`) stay in `files`, normalised to `0`/`1`.
+    /// The model and the real runner both apply all three. Returns the two
+    /// keys and the flag files.
+    fn cgroup_files(&self, c: &RawCgroup, f: &str) -> Result<CgroupFiles> {
         let mut cpus = c.cpuset_cpus.clone();
         let mut mems = c.cpuset_mems.clone();
+        let mut flags = BTreeMap::new();
         for (name, Text(value)) in &c.files {
             let ff = format!("{f}.files.\"{name}\"");
             let Some(decl) = numalab_knobs::cgroup::cgroup_file(name) else {
@@ -1020,13 +1107,50 @@ impl Checker<'_> {
                         .map_err(|e| self.err(&ff, format!("'{value}' is not a node list: {e}")))?;
                     (&mut mems, "cpuset_mems")
                 }
+                CgroupValue::Flag => {
+                    let on = CgroupValue::check_flag(value).map_err(|e| self.err(&ff, e))?;
+                    flags.insert(name.clone(), if on { "1" } else { "0" }.to_string());
+                    continue;
+                }
             };
             if slot.is_some() {
                 return Err(self.err(ff, format!("{name} is also given as `{key}`: give it once")));
             }
             *slot = Some(value.clone());
         }
-        Ok((cpus, mems))
+        Ok((cpus, mems, flags))
+    }
+
+    /// Checks that every `cgroup_write` in `ph` names `/` or a declared
+    /// cgroup.
+    fn cgroup_writes_exist(
+        &self,
+        ph: &PhaseSpec,
+        paths: &BTreeSet<String>,
+        field: &str,
+    ) -> Result<()> {
+        match ph {
+            PhaseSpec::CgroupWrite { cgroup, .. } => {
+                let known = cgroup == "/"
+                    || paths
+                        .iter()
+                        .any(|c| c == cgroup || c.starts_with(&format!("{cgroup}/")));
+                if !known {
+                    return Err(self.err(
+                        format!("{field}.cgroup_write"),
+                        format!("cgroup '{cgroup}' is not declared in [[cgroup]]"),
+                    ));
+                }
+                Ok(())
+            }
+            PhaseSpec::Repeat { body, .. } | PhaseSpec::For { body, .. } => {
+                for (k, b) in body.iter().enumerate() {
+                    self.cgroup_writes_exist(b, paths, &format!("{field}.body[{k}]"))?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn spec(&self, raw: RawSpec) -> Result<WorkloadSpec> {
@@ -1066,7 +1190,7 @@ impl Checker<'_> {
                     format!("cgroup '{}' is declared twice", c.path),
                 ));
             }
-            let (cpuset_cpus, cpuset_mems) = self.cgroup_files(&c, &f)?;
+            let (cpuset_cpus, cpuset_mems, files) = self.cgroup_files(&c, &f)?;
             if let Some(s) = &cpuset_cpus {
                 self.cpuset(s, &format!("{f}.cpuset_cpus"))?;
             }
@@ -1077,7 +1201,7 @@ impl Checker<'_> {
                 path: c.path,
                 cpuset_cpus,
                 cpuset_mems,
-                files: BTreeMap::new(),
+                files,
             });
         }
         let mut processes = Vec::new();
@@ -1156,8 +1280,17 @@ impl Checker<'_> {
                         ));
                     }
                 }
-                let phases =
+                let mut phases =
                     self.phases(t.phases, &format!("{tf}.phases"), &rnames, &mut Vec::new())?;
+                // The per-task control as the thread's first act (numalab's
+                // prctl; the kernel would have it inherited at clone).
+                if let Some(w) = &t.numa_balancing {
+                    let c = self.numa_ctl(w, &format!("{tf}.numa_balancing"))?;
+                    phases.insert(0, PhaseSpec::SetNumaBalancing(c));
+                }
+                for (k, ph) in phases.iter().enumerate() {
+                    self.cgroup_writes_exist(ph, &paths, &format!("{tf}.phases[{k}]"))?;
+                }
                 gnames.push(t.name.clone());
                 threads.push(ThreadSpec {
                     name: t.name,
@@ -1564,6 +1697,20 @@ impl Resolver<'_> {
                 PhaseSpec::SetAffinity(s) => {
                     let c = self.cpuset(s, env, &format!("{f}.set_affinity"))?;
                     out.push(IPhase::Done(Phase::SetAffinity(c)));
+                }
+                PhaseSpec::SetNumaBalancing(c) => {
+                    out.push(IPhase::Done(Phase::SetNumaBalancing(*c)));
+                }
+                PhaseSpec::CgroupWrite {
+                    cgroup,
+                    file,
+                    value,
+                } => {
+                    out.push(IPhase::Done(Phase::CgroupWrite {
+                        cgroup: cgroup.clone(),
+                        file: file.clone(),
+                        value: value.clone(),
+                    }));
                 }
                 PhaseSpec::Repeat {
                     times,

@@ -81,9 +81,10 @@ enum Cmd {
         /// Shrink memory and passes (1 = as published).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
-        /// Iterations (seeds) per configuration.
-        #[arg(long, default_value_t = 1)]
-        iterations: u32,
+        /// Iterations (seeds) per configuration (default: the
+        /// reproduction's, as `list reproductions` shows).
+        #[arg(long)]
+        iterations: Option<u32>,
         /// First seed.
         #[arg(long, default_value_t = 1)]
         seed: u64,

@@ -27,6 +27,15 @@ pub enum Metric {
     LabPct(&'static str),
     /// Change of the mean score against configuration `base`, in percent.
     ScoreChangePct(&'static str),
+    /// Seconds until the last process of a cgroup (the path, or a cgroup
+    /// below it) exited.
+    CgroupElapsed(&'static str),
+    /// A cgroup's memory.stat counter (hierarchical, as the kernel's).
+    MemoryStat(&'static str, &'static str),
+    /// One memory.stat counter of a cgroup over another of the same.
+    StatRatio(&'static str, &'static str, &'static str),
+    /// The mean of a metric over its mean in configuration `base`.
+    RatioVs(&'static str, &'static Metric),
 }
 
 impl Metric {
@@ -38,6 +47,10 @@ impl Metric {
             Metric::Score => "score".into(),
             Metric::LabPct(k) => format!("{k} (%)"),
             Metric::ScoreChangePct(base) => format!("score change vs {base} (%)"),
+            Metric::CgroupElapsed(cg) => format!("{cg} elapsed (s)"),
+            Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
+            Metric::StatRatio(cg, a, b) => format!("{cg} {a} / {b}"),
+            Metric::RatioVs(base, m) => format!("{} / {base}'s", m.name()),
         }
     }
 
@@ -49,7 +62,16 @@ impl Metric {
             Metric::Sys => Some(r.sys_s),
             Metric::Score => Some(r.score.as_ref().map_or(f64::NAN, |s| s.value)),
             Metric::LabPct(k) => Some(r.lab.get(*k).map_or(f64::NAN, |v| v * 100.0)),
-            Metric::ScoreChangePct(_) => None,
+            Metric::CgroupElapsed(cg) => Some(
+                r.processes
+                    .iter()
+                    .filter(|p| p.cgroup == *cg || p.cgroup.starts_with(&format!("{cg}/")))
+                    .map(|p| p.elapsed_s)
+                    .fold(f64::NAN, f64::max),
+            ),
+            Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
+            Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
+            Metric::ScoreChangePct(_) | Metric::RatioVs(..) => None,
         }
     }
 
@@ -63,20 +85,36 @@ impl Metric {
                 let score = |s: &RunSet| mean(s.runs.iter().filter_map(|r| Metric::Score.of(r)));
                 (score(set) / score(b) - 1.0) * 100.0
             }
+            Metric::RatioVs(base, m) => {
+                let Some(b) = sets.iter().find(|s| s.name == *base) else {
+                    return f64::NAN;
+                };
+                m.modeled(set, sets) / m.modeled(b, sets)
+            }
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
     }
 }
 
-/// One published figure: configuration label, metric, value.
+/// Counter `item` of cgroup `cg`'s memory.stat in run `r` (NaN if absent).
+fn stat(r: &RunRecord, cg: &str, item: &str) -> f64 {
+    r.cgroups
+        .get(cg)
+        .and_then(|c| c.memory_stat.get(item))
+        .map_or(f64::NAN, |&v| v as f64)
+}
+
+/// One published figure: configuration label, metric, value; or a
+/// modeled figure the posting did not publish (`value` None), printed
+/// beside the others.
 #[derive(Clone, Debug)]
 pub struct Published {
     /// Configuration it belongs to.
     pub config: &'static str,
     /// What was measured.
     pub metric: Metric,
-    /// The published value.
-    pub value: f64,
+    /// The published value; None for a figure only the model gives.
+    pub value: Option<f64>,
 }
 
 /// A configuration: a label and its knobs.
@@ -101,6 +139,11 @@ pub struct Reproduction {
     pub machine: &'static str,
     /// Workload presets.
     pub workloads: &'static [&'static str],
+    /// A cgroup to run the workloads' root-cgroup processes in (created
+    /// empty), as a posting that ran its benchmark in a cgroup did.
+    pub cgroup: Option<&'static str>,
+    /// Iterations (seeds) per configuration unless `--iterations` says.
+    pub iterations: u32,
     /// Configurations, base first.
     pub configs: &'static [Config],
     /// Published numbers.
@@ -109,7 +152,12 @@ pub struct Reproduction {
 
 /// All reproductions.
 pub fn all() -> Vec<Reproduction> {
-    vec![numa_balancing_threadlocal(), numa_balance_serialize()]
+    vec![
+        numa_balancing_threadlocal(),
+        numa_balance_serialize(),
+        crate::reproduce_cgroup::per_cgroup_numa_balancing(),
+        crate::reproduce_cgroup::per_cgroup_mixed(),
+    ]
 }
 
 /// Proposal 4's baseline: NUMA balancing off vs on.
@@ -120,6 +168,8 @@ fn numa_balancing_threadlocal() -> Reproduction {
         source: "mission.md §4: Sapphire Rapids, 4 nodes, NUMA01_THREADLOCAL: elapsed 3:33 -> 1:54, user 29360 s -> 7590 s, system ~16300 s both ways; earlier version on 4 nodes x 80 CPUs: 212.9 s vs 127.1 s",
         machine: "spr-4n",
         workloads: &["numa01-threadlocal"],
+        cgroup: None,
+        iterations: 1,
         configs: &[
             Config {
                 label: "balancing-off",
@@ -135,32 +185,32 @@ fn numa_balancing_threadlocal() -> Reproduction {
                 Published {
                     config: "balancing-off",
                     metric: Metric::Elapsed,
-                    value: 213.0,
+                    value: Some(213.0),
                 },
                 Published {
                     config: "balancing-on",
                     metric: Metric::Elapsed,
-                    value: 114.0,
+                    value: Some(114.0),
                 },
                 Published {
                     config: "balancing-off",
                     metric: Metric::User,
-                    value: 29360.0,
+                    value: Some(29360.0),
                 },
                 Published {
                     config: "balancing-on",
                     metric: Metric::User,
-                    value: 7590.0,
+                    value: Some(7590.0),
                 },
                 Published {
                     config: "balancing-off",
                     metric: Metric::Sys,
-                    value: 16300.0,
+                    value: Some(16300.0),
                 },
                 Published {
                     config: "balancing-on",
                     metric: Metric::Sys,
-                    value: 16300.0,
+                    value: Some(16300.0),
                 },
             ]
         },
@@ -175,6 +225,8 @@ fn numa_balance_serialize() -> Reproduction {
         source: "mission.md §5 (Tim Chen, \"sched/fair: Skip sched_balance_running cmpxchg when balance is not due\", tip 2265c5d4, 6.19): 2-socket GNR with SNC, OLTP: 7.8% of all CPU cycles contending on sched_balance_running before; after, gone from the profile and +5% throughput",
         machine: "gnr-2s-snc3",
         workloads: &["oltp"],
+        cgroup: None,
+        iterations: 1,
         configs: &[
             Config {
                 label: "legacy",
@@ -191,17 +243,17 @@ fn numa_balance_serialize() -> Reproduction {
                 Published {
                     config: "legacy",
                     metric: Metric::LabPct(share),
-                    value: 7.8,
+                    value: Some(7.8),
                 },
                 Published {
                     config: "fixed",
                     metric: Metric::LabPct(share),
-                    value: 0.0,
+                    value: Some(0.0),
                 },
                 Published {
                     config: "fixed",
                     metric: Metric::ScoreChangePct("legacy"),
-                    value: 5.0,
+                    value: Some(5.0),
                 },
             ]
         },
@@ -212,7 +264,7 @@ fn numa_balance_serialize() -> Reproduction {
 pub fn reproduce(
     name: &str,
     scale: f64,
-    iterations: u32,
+    iterations: Option<u32>,
     seed: u64,
     json_dir: Option<&str>,
 ) -> Result<(), String> {
@@ -222,6 +274,7 @@ pub fn reproduce(
             all().iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
         )
     })?;
+    let iterations = iterations.unwrap_or(r.iterations);
     if iterations == 0 {
         return Err("--iterations must be at least 1".into());
     }
@@ -236,9 +289,10 @@ pub fn reproduce(
         let mut runs = Vec::new();
         for w in r.workloads {
             for i in 0..iterations {
-                let (rec, _) = runner::run_model(
+                let (rec, _) = runner::run_model_in(
                     &m,
                     w,
+                    r.cgroup,
                     &knobs,
                     seed.wrapping_add(u64::from(i)),
                     scale,
@@ -284,16 +338,16 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> String
             continue;
         };
         let m = p.metric.modeled(set, sets);
-        let ratio = if p.value != 0.0 {
-            format!("{:>8.2}x", m / p.value)
-        } else {
-            format!("{:>9}", "-")
+        let (published, ratio) = match p.value {
+            Some(v) if v != 0.0 => (format!("{v:>14.2}"), format!("{:>8.2}x", m / v)),
+            Some(v) => (format!("{v:>14.2}"), format!("{:>9}", "-")),
+            None => (format!("{:>14}", "-"), format!("{:>9}", "-")),
         };
         out.push_str(&format!(
-            "{:<16} {:<50} {:>14.2} {:>14.3} {}\n",
+            "{:<16} {:<50} {} {:>14.3} {}\n",
             p.config,
             p.metric.name(),
-            p.value,
+            published,
             m,
             ratio
         ));

@@ -28,12 +28,52 @@ pub fn run_model(
     trace: bool,
     show_progress: bool,
 ) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
+    run_model_in(
+        machine,
+        workload,
+        None,
+        knobs,
+        seed,
+        scale,
+        trace,
+        show_progress,
+    )
+}
+
+/// [`run_model`], with the workload's processes of the root cgroup moved
+/// into cgroup `cgroup` (created empty) when given, as a benchmark run
+/// inside a cgroup is (`numalab reproduce per-cgroup-numa-balancing`).
+#[allow(clippy::too_many_arguments)]
+pub fn run_model_in(
+    machine: &Machine,
+    workload: &str,
+    cgroup: Option<&str>,
+    knobs: &Knobs,
+    seed: u64,
+    scale: f64,
+    trace: bool,
+    show_progress: bool,
+) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(format!("--scale {scale}: must be in (0, 1]"));
     }
     let spec = numalab_workload::presets::load(workload).map_err(|e| e.to_string())?;
-    let w =
+    let mut w =
         numalab_workload::spec::resolve(&spec, machine, seed, scale).map_err(|e| e.to_string())?;
+    if let Some(cg) = cgroup {
+        if w.cgroups.iter().any(|c| c.path == cg) {
+            return Err(format!("workload {workload} already has a cgroup {cg}"));
+        }
+        w.cgroups.push(numalab_workload::Cgroup {
+            path: cg.to_string(),
+            cpuset_cpus: None,
+            cpuset_mems: None,
+            files: Default::default(),
+        });
+        for p in w.processes.iter_mut().filter(|p| p.cgroup == "/") {
+            p.cgroup = cg.to_string();
+        }
+    }
     let opts = RunOptions {
         seed,
         scale,

@@ -227,7 +227,10 @@ impl Cost {
                         }
                         Phase::Compute { ns } => *ns as f64 / self.smt,
                         Phase::Sleep { ns } => *ns as f64,
-                        Phase::SetMempolicy(_) | Phase::SetAffinity(_) => 0.0,
+                        Phase::SetMempolicy(_)
+                        | Phase::SetAffinity(_)
+                        | Phase::SetNumaBalancing(_)
+                        | Phase::CgroupWrite { .. } => 0.0,
                         Phase::Repeat { times, body, .. } => *times as f64 * self.phases(body),
                     }
             })

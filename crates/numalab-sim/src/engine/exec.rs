@@ -132,6 +132,9 @@ enum Next {
     Sleep(u64),
     SetMempolicy(Option<numalab_workload::PolicySpec>),
     SetAffinity(Option<numalab_topology::CpuSet>),
+    /// numalab's per-task control or a cgroup file write (proposal 4):
+    /// kernel state only, done at once (engine/control.rs).
+    Control(Phase),
     Exit,
 }
 
@@ -240,6 +243,9 @@ impl Sim {
                 Phase::Sleep { ns } => Next::Sleep(*ns),
                 Phase::SetMempolicy(p) => Next::SetMempolicy(p.clone()),
                 Phase::SetAffinity(s) => Next::SetAffinity(s.clone()),
+                ph @ (Phase::SetNumaBalancing(_) | Phase::CgroupWrite { .. }) => {
+                    Next::Control(ph.clone())
+                }
             };
         }
     }
@@ -400,6 +406,10 @@ impl Sim {
                     Next::Exit => break Stop::Exit,
                     Next::SetMempolicy(p) => {
                         self.set_mempolicy(t, p.as_ref())?;
+                        continue;
+                    }
+                    Next::Control(ph) => {
+                        self.control_phase(t, &ph)?;
                         continue;
                     }
                     Next::SetAffinity(s) => {

@@ -18,6 +18,7 @@
 
 mod background;
 pub mod budget;
+mod control;
 pub mod exec;
 mod numa;
 pub mod record;
@@ -188,8 +189,9 @@ impl Sim {
             k.cgroups
                 .mkdir(&cg.path, cg.cpuset_cpus.clone(), mems)
                 .map_err(SimError::Refused)?;
-            let id = k.cgroups.find(&cg.path).unwrap_or(CgroupId::new(0));
-            k.cgroups.all[id].files = cg.files.clone();
+            for (file, value) in &cg.files {
+                apply_cgroup_file(&mut k, &cg.path, file, value)?;
+            }
         }
         for f in k.knobs.cgroup_files.clone() {
             apply_cgroup_file(&mut k, &f.cgroup, &f.file, &f.value)?;
@@ -828,6 +830,11 @@ fn apply_cgroup_file(k: &mut Kernel, path: &str, file: &str, value: &str) -> Res
             }
             k.cgroups.all[id].mems = Some(m);
             k.cgroups.all[id].effective_mems = m;
+        }
+        "cpu.numa_load_balance" => {
+            let on = numalab_knobs::cgroup::CgroupValue::check_flag(value)
+                .map_err(|e| SimError::Refused(format!("{path}:{file}={value}: {e}")))?;
+            k.numa_balance_write(id, on);
         }
         _ => {
             k.cgroups.all[id]

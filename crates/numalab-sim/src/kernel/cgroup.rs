@@ -4,12 +4,18 @@
 //! Each task belongs to one cgroup. `cpuset.cpus` and `cpuset.mems` narrow
 //! what a task may use, intersected down the hierarchy (effective values);
 //! cpu.stat user/system time and memory.stat NUMA counters are charged to a
-//! task's cgroup and summed up the tree when reported. Other cgroup files
-//! (`CGROUP:FILE=VALUE`) are kept as strings; nothing in the model reads
-//! them yet (proposal 4's `cpu.numa_load_balance` is meant to).
+//! task's cgroup and summed up the tree when reported. Proposal 4's
+//! `cpu.numa_load_balance` is the cgroup's `nlb_enabled` flag (`struct
+//! task_group`), 0 when the cgroup is made, read by
+//! `tg_numa_balance_enabled` (kernel/numa/cgroup.rs, which also moves a
+//! process as a write to `cgroup.procs` does). Other cgroup files
+//! (`CGROUP:FILE=VALUE`) are kept as strings without effect.
 //!
 //! Left out: weights, bandwidth limits, memory limits and reclaim,
-//! cpuset partitions, threaded cgroups.
+//! cpuset partitions, threaded cgroups; memory.stat charges follow the
+//! task (the kernel charges hinting faults and migrations to the folio's
+//! memcg and PTE updates to the mm owner's, which differ from the task's
+//! cgroup only for memory allocated before a move).
 
 use crate::kernel::ids::TiVec;
 use crate::kernel::stats::VmStat;
@@ -42,6 +48,9 @@ pub struct Cgroup {
     pub sys_ns: f64,
     /// Tasks that ever ran here directly.
     pub nr_tasks: u64,
+    /// `tg->nlb_enabled`: `cpu.numa_load_balance` (proposal 4), 0 when
+    /// made.
+    pub nlb_enabled: bool,
 }
 
 /// The cgroup tree.
@@ -67,6 +76,7 @@ impl Cgroups {
                 user_ns: 0.0,
                 sys_ns: 0.0,
                 nr_tasks: 0,
+                nlb_enabled: false,
             }]),
         }
     }
@@ -134,6 +144,7 @@ impl Cgroups {
             user_ns: 0.0,
             sys_ns: 0.0,
             nr_tasks: 0,
+            nlb_enabled: false,
         }))
     }
 
@@ -146,6 +157,30 @@ impl Cgroups {
             c = p;
         }
         v
+    }
+
+    /// Whether cgroup `cg` lets NUMA balancing act on its tasks in mode 4.
+    /// With `hierarchy`, `cg` and every ancestor below the root must have
+    /// `cpu.numa_load_balance=1` (the posting's to-do, after zswap.writeback);
+    /// without, only `cg`'s own file counts (the posting as posted). The
+    /// root's file governs only the root's own tasks: were it an ancestor
+    /// that must be enabled, enabling any cgroup would enable every task
+    /// left in the root too, which per-cgroup control exists to avoid.
+    pub fn numa_balance_enabled(&self, cg: CgroupId, hierarchy: bool) -> bool {
+        if !self.all[cg].nlb_enabled {
+            return false;
+        }
+        if !hierarchy {
+            return true;
+        }
+        let mut c = cg;
+        while let Some(p) = self.all[c].parent {
+            if self.all[p].parent.is_some() && !self.all[p].nlb_enabled {
+                return false;
+            }
+            c = p;
+        }
+        true
     }
 
     /// True when `anc` is `cg` or one of its ancestors.
@@ -168,6 +203,31 @@ fn normalize(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numa_balance_needs_every_ancestor_below_the_root_with_the_hierarchy() {
+        let mut cg = Cgroups::new(CpuSet::first_n(4), NodeMask::first_n(2));
+        let a = cg.mkdir("/a", None, None).unwrap();
+        let b = cg.mkdir("/a/b", None, None).unwrap();
+        let root = CgroupId::new(0);
+        // Every cgroup starts disabled.
+        for c in [root, a, b] {
+            assert!(!cg.numa_balance_enabled(c, true));
+            assert!(!cg.numa_balance_enabled(c, false));
+        }
+        cg.all[b].nlb_enabled = true;
+        assert!(!cg.numa_balance_enabled(b, true), "parent 0, child 1");
+        assert!(
+            cg.numa_balance_enabled(b, false),
+            "as posted: own file only"
+        );
+        cg.all[a].nlb_enabled = true;
+        assert!(cg.numa_balance_enabled(b, true), "parent 1, child 1");
+        // The root's own file is not an ancestor's.
+        assert!(!cg.numa_balance_enabled(root, true));
+        cg.all[a].nlb_enabled = false;
+        assert!(!cg.numa_balance_enabled(b, true));
+    }
 
     #[test]
     fn child_cpuset_must_nest_in_parent() {

@@ -32,6 +32,10 @@
 //! first tick after their exit (`task_numa_free`; the engine has no exit
 //! hook).
 //!
+//! Proposal 4's per-cgroup mode (`kernel.numa_balancing=4`) and numalab's
+//! per-task control gate `task_numa_work` and `task_numa_fault`
+//! ([`cgroup`]).
+//!
 //! Left out: memory tiering (modes 2 and 3: slow-tier promotion, hot
 //! thresholds, rate limits), file-backed and shared memory (no page here is
 //! mapped by two address spaces, so `TNF_SHARED` never occurs, and every
@@ -45,6 +49,7 @@
 //! `migrate_task_to` and once per task in `migrate_swap`; they were
 //! reverted in 6.16-rc6, so a mainline kernel reports neither.
 
+pub mod cgroup;
 pub mod fault;
 pub mod migrate;
 pub mod placement;
@@ -141,6 +146,9 @@ pub const TNF_MIGRATE_FAIL: u32 = 0x10;
 
 /// `NUMA_BALANCING_NORMAL`, bit 0 of `kernel.numa_balancing`.
 pub const NUMA_BALANCING_NORMAL: u64 = 1;
+/// `NUMA_BALANCING_CGROUP`, bit 2 of `kernel.numa_balancing`: proposal 4's
+/// per-cgroup mode (see [`cgroup`]).
+pub const NUMA_BALANCING_CGROUP: u64 = 4;
 
 /// Bits of the pid kept in a `last_cpupid` (`LAST__PID_MASK`).
 pub const LAST_PID_MASK: u32 = 0xff;
@@ -244,6 +252,9 @@ pub struct TaskNumaState {
     /// The group the task was in when it exited (gid, MEM/CPU faults),
     /// kept for the Run record.
     pub exit_group: Option<(u64, Vec<i64>)>,
+    /// numalab's per-task control (`PR_SET_NUMA_BALANCING`-like, see
+    /// [`cgroup`]); kept across `init_numa_balancing`.
+    pub prctl: cgroup::PrNumaBalancing,
 }
 
 /// `sched_numa_topology_type` (kernel/sched/topology.c).
@@ -336,10 +347,13 @@ impl Kernel {
         self.knobs.get(crate::kernel::sysctl::knob::NUMA_BALANCING)
     }
 
-    /// The `sched_numa_balancing` static key: NORMAL mode on a machine with
-    /// more than one node (the kernel applies the default only then).
+    /// The `sched_numa_balancing` static key: NORMAL mode, or proposal 4's
+    /// CGROUP mode, on a machine with more than one node (the kernel applies
+    /// the default only then). In CGROUP mode the per-task gates decide
+    /// ([`Kernel::task_numa_balance_enabled`]).
     pub fn numa_balancing_enabled(&self) -> bool {
-        self.numa_balancing_mode() & NUMA_BALANCING_NORMAL != 0 && self.m.nr_nodes() > 1
+        self.numa_balancing_mode() & (NUMA_BALANCING_NORMAL | NUMA_BALANCING_CGROUP) != 0
+            && self.m.nr_nodes() > 1
     }
 
     /// `msecs_to_jiffies`.

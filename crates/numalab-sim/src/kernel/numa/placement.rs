@@ -43,6 +43,10 @@ impl Kernel {
         if !self.numa_balancing_enabled() {
             return;
         }
+        // Proposal 4: a disabled task's faults are not accounted.
+        if !self.task_numa_balance_enabled(t) {
+            return;
+        }
         let nn = self.m.nr_nodes();
         let cpu_node = self.cpu_node(cpu);
         let mut local = flags & super::TNF_FAULT_LOCAL != 0;

@@ -200,6 +200,12 @@ impl Kernel {
         if self.tasks[t].state == TaskState::Dead {
             return;
         }
+        // Proposal 4: a task whose cgroup (or per-task control) is not
+        // enabled is not scanned; read at every scan, so a write takes
+        // effect at the next one.
+        if !self.task_numa_balance_enabled(t) {
+            return;
+        }
         // Memory pinned to one node by cpuset.mems: nothing can migrate.
         if self.task_mems(t).len() == 1 {
             return;

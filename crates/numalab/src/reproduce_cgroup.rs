@@ -1,0 +1,122 @@
+//! Proposal 4's reproductions (per-cgroup NUMA balancing, Chen Yu 2025,
+//! mission.md section 4): the posting's own experiment, and the case the
+//! proposal exists for, which the posting did not measure.
+//!
+//! Published numbers are only printed beside the model's (see
+//! [`crate::reproduce`]); figures marked unpublished are the model's alone.
+
+use crate::reproduce::{Config, Metric, Published, Reproduction};
+
+/// A published (`Some`) or model-only (`None`) figure.
+fn fig(config: &'static str, metric: Metric, value: Option<f64>) -> Published {
+    Published {
+        config,
+        metric,
+        value,
+    }
+}
+
+/// The posting's experiment: NUMA01_THREADLOCAL in cgroup `/mytest`,
+/// `kernel.numa_balancing=4`, `/mytest` disabled vs enabled.
+pub fn per_cgroup_numa_balancing() -> Reproduction {
+    Reproduction {
+        name: "per-cgroup-numa-balancing",
+        description: "NUMA01_THREADLOCAL in cgroup /mytest on 4 nodes x 80 CPUs, kernel.numa_balancing=4 (proposal 4) with /mytest's cpu.numa_load_balance 0 vs 1, 6 iterations",
+        source: "mission.md §4 and seed 000 (Chen Yu, \"sched/numa: Introduce per cgroup numa balance control\" v2, 2025): Sapphire Rapids, 4 nodes, 6 runs: elapsed 3:33 -> 1:54 (0.54), user 29360 s -> ~7600 s, system ~16300 s both; /mytest memory.stat numa_pages_migrated 10238503, numa_pte_updates 24378124, numa_hint_faults 16921590, numa_task_migrated 253, numa_task_swapped 4",
+        machine: "spr-4n",
+        workloads: &["numa01-threadlocal"],
+        cgroup: Some("/mytest"),
+        iterations: 6,
+        configs: &[
+            Config {
+                label: "mytest-disabled",
+                sets: &["kernel.numa_balancing=4"],
+            },
+            Config {
+                label: "mytest-enabled",
+                sets: &["kernel.numa_balancing=4", "/mytest:cpu.numa_load_balance=1"],
+            },
+        ],
+        published: || {
+            let (off, on) = ("mytest-disabled", "mytest-enabled");
+            let cg = "/mytest";
+            vec![
+                fig(off, Metric::Elapsed, Some(213.0)),
+                fig(on, Metric::Elapsed, Some(114.0)),
+                fig(off, Metric::User, Some(29360.0)),
+                fig(on, Metric::User, Some(7600.0)),
+                fig(off, Metric::Sys, Some(16300.0)),
+                fig(on, Metric::Sys, Some(16300.0)),
+                fig(on, Metric::RatioVs(off, &Metric::Elapsed), Some(114.0 / 213.0)),
+                fig(on, Metric::RatioVs(off, &Metric::User), Some(7600.0 / 29360.0)),
+                fig(on, Metric::MemoryStat(cg, "numa_pages_migrated"), Some(10238503.0)),
+                fig(on, Metric::MemoryStat(cg, "numa_pte_updates"), Some(24378124.0)),
+                fig(on, Metric::MemoryStat(cg, "numa_hint_faults"), Some(16921590.0)),
+                fig(on, Metric::MemoryStat(cg, "numa_task_migrated"), Some(253.0)),
+                fig(on, Metric::MemoryStat(cg, "numa_task_swapped"), Some(4.0)),
+                fig(
+                    on,
+                    Metric::StatRatio(cg, "numa_pages_migrated", "numa_hint_faults"),
+                    Some(10238503.0 / 16921590.0),
+                ),
+                fig(
+                    on,
+                    Metric::StatRatio(cg, "numa_hint_faults", "numa_pte_updates"),
+                    Some(16921590.0 / 24378124.0),
+                ),
+                fig(off, Metric::MemoryStat(cg, "numa_pte_updates"), None),
+                fig(off, Metric::MemoryStat(cg, "numa_hint_faults"), None),
+            ]
+        },
+    }
+}
+
+/// The case the proposal exists for: a workload that gains from NUMA
+/// balancing (`/gain`) and one that loses (`/lose`) on one machine, under
+/// mode 0, mode 1, and mode 4 with only `/gain` enabled.
+pub fn per_cgroup_mixed() -> Reproduction {
+    Reproduction {
+        name: "per-cgroup-mixed",
+        description: "one spr-4n machine, /gain (NUMA01_THREADLOCAL's shape on half the CPUs) beside /lose (random writes to a buffer shared by writers on every node): mode 0, mode 1, and mode 4 with only /gain enabled (not published; the model's answer)",
+        source: "mission.md §4: the proposal's motivation (balancing helps some workloads and hurts others on one machine, so it is switched off everywhere), not measured by the posting; no published figures",
+        machine: "spr-4n",
+        workloads: &["mixed-cgroups"],
+        cgroup: None,
+        iterations: 3,
+        configs: &[
+            Config {
+                label: "mode-0",
+                sets: &["kernel.numa_balancing=0"],
+            },
+            Config {
+                label: "mode-1",
+                sets: &["kernel.numa_balancing=1"],
+            },
+            Config {
+                label: "mode-4-gain",
+                sets: &["kernel.numa_balancing=4", "/gain:cpu.numa_load_balance=1"],
+            },
+        ],
+        published: || {
+            let mut v = Vec::new();
+            for c in ["mode-0", "mode-1", "mode-4-gain"] {
+                v.push(fig(c, Metric::CgroupElapsed("/gain"), None));
+                v.push(fig(c, Metric::CgroupElapsed("/lose"), None));
+            }
+            for base in ["mode-0", "mode-1"] {
+                for m in [
+                    &Metric::CgroupElapsed("/gain"),
+                    &Metric::CgroupElapsed("/lose"),
+                    &Metric::Elapsed,
+                ] {
+                    v.push(fig("mode-4-gain", Metric::RatioVs(base, m), None));
+                }
+            }
+            for c in ["mode-1", "mode-4-gain"] {
+                v.push(fig(c, Metric::MemoryStat("/lose", "numa_pages_migrated"), None));
+                v.push(fig(c, Metric::MemoryStat("/gain", "numa_pages_migrated"), None));
+            }
+            v
+        },
+    }
+}
