@@ -18,6 +18,7 @@
 use super::Sim;
 use crate::kernel::ids::{CpuSetExt, NodeMaskExt};
 use crate::kernel::{CpuId, MmId, NodeId, TaskId, VmaId};
+use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
@@ -319,14 +320,17 @@ impl Sim {
                             / CACHE_LINE
                     }
                 };
-                let write = match op {
-                    Op::Stream { write, .. } | Op::Random { write, .. } => *write,
-                    _ => 0.0,
+                // A `write` stream is `bzero`-like: whole-line stores, no
+                // read for ownership; random writes update part of a line.
+                let (write, stores) = match op {
+                    Op::Stream { write, .. } => (*write, Stores::FullLine),
+                    Op::Random { write, .. } => (*write, Stores::WriteAllocate),
+                    _ => (0.0, Stores::WriteAllocate),
                 };
                 let mut uses = Vec::new();
                 for (n, &f) in NodeId::range(mix.len()).zip(&mix) {
                     if f > 0.0 {
-                        self.fluid.res.traffic(n, cn, f, write, &mut uses);
+                        self.fluid.res.traffic(n, cn, f, write, stores, &mut uses);
                     }
                 }
                 Demand {

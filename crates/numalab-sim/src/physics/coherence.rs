@@ -4,10 +4,21 @@
 //! Per cache line of memory node `m` touched from a CPU on node `c`:
 //! - a read moves the line from `m`'s memory along the route `m -> c`, and
 //!   when `m != c` a request message goes the other way (`c -> m`);
-//! - a write is a read for ownership (as a read: request toward `m`, data
-//!   toward `c`) and, when the dirty line is evicted, a writeback: the line
-//!   back along `c -> m` into `m`'s memory and a completion message toward
-//!   `c`. Memory serves the line twice (read, then write).
+//! - a write by an ordinary, write-allocate store ([`Stores::WriteAllocate`]:
+//!   the writes of random phases) is a read for ownership (as a read:
+//!   request toward `m`, data toward `c`) and, when the dirty line is
+//!   evicted, a writeback: the line back along `c -> m` into `m`'s memory
+//!   and a completion message toward `c`. Memory serves the line twice
+//!   (read, then write).
+//! - a write by whole-line stores ([`Stores::FullLine`]: the workload's
+//!   `write` streams, `bzero`/`memset` of large buffers, which glibc does
+//!   with `rep stosb` fast-string stores or non-temporal stores; both write
+//!   whole lines without reading them first: Intel SDM vol. 3A §8.2.4,
+//!   "Out-of-Order Stores For String Operations": in fast-string mode the
+//!   processor issues an invalidation for each destination line, not a
+//!   read) is an invalidation (a request toward `m`, an acknowledgement
+//!   back) and the writeback: the line along `c -> m` into `m`'s memory and
+//!   a completion message back. Memory serves it once.
 //! - under broadcast snooping (`[coherence] snoop = "broadcast"`) the home
 //!   node snoops every package other than its own and the requester's, for
 //!   each remote line: a snoop message out and a response back.
@@ -23,9 +34,7 @@
 //! With the lab switch `numalab.coherence_traffic=0` a byte loads its memory
 //! once and the route `m -> c` once, read or written (the model before).
 //!
-//! Left out: non-temporal and fast-string stores (glibc's `memset` of large
-//! buffers), which write whole lines without a read for ownership; the
-//! directory's own memory writes (Intel keeps it in ECC bits); snoops for
+//! Left out: the directory's own memory writes (Intel keeps it in ECC bits); snoops for
 //! local lines under broadcast snooping; ownership moving between caches
 //! (lines written by several nodes: another model); link latency under load.
 
@@ -35,6 +44,16 @@ use numalab_topology::{Machine, Snoop};
 
 /// Cache-line size the message cost is relative to, bytes.
 const LINE: f64 = 64.0;
+
+/// How an op's writes reach memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stores {
+    /// Ordinary stores: the line is read for ownership, then written back.
+    WriteAllocate,
+    /// Whole-line stores (fast-string `rep stosb`, non-temporal): no read
+    /// for ownership, the line is written once.
+    FullLine,
+}
 
 /// The coherence parameters of a run.
 #[derive(Clone, Debug)]
@@ -59,8 +78,8 @@ impl Coherence {
 
     /// Adds to `uses` what share `f` of an op's bytes loads when they live
     /// on node `mem` (memory controller `mem_res`) and are touched from a
-    /// CPU on node `cpu`, `write` of them (0..=1) written: resource ->
-    /// bytes per byte of the op.
+    /// CPU on node `cpu`, `write` of them (0..=1) written by `stores`:
+    /// resource -> bytes per byte of the op.
     #[allow(clippy::too_many_arguments)]
     pub fn line_traffic(
         &self,
@@ -70,6 +89,7 @@ impl Coherence {
         mem_res: ResId,
         f: f64,
         write: f64,
+        stores: Stores,
         uses: &mut Vec<(ResId, f64)>,
     ) {
         if !self.on {
@@ -80,18 +100,27 @@ impl Coherence {
             return;
         }
         let w = write.clamp(0.0, 1.0);
-        add(uses, mem_res, f * (1.0 + w));
+        // Lines read from memory: every line, except those whole-line
+        // stores write without reading; those send an invalidation
+        // (request and acknowledgement) in place of the read.
+        let (read, inval) = match stores {
+            Stores::WriteAllocate => (1.0, 0.0),
+            Stores::FullLine => (1.0 - w, w),
+        };
+        add(uses, mem_res, f * (read + w));
         if mem == cpu {
             return;
         }
         let msg = self.message;
-        // Toward the CPU: the line (read or RFO), a writeback's completion.
+        // Toward the CPU: the lines read (reads, RFOs), invalidation
+        // acknowledgements, a writeback's completion.
         for &r in net.route(mem, cpu) {
-            add(uses, r, f * (1.0 + w * msg));
+            add(uses, r, f * (read + (inval + w) * msg));
         }
-        // Toward the home: the request, a writeback's line.
+        // Toward the home: read and invalidation requests, a writeback's
+        // line.
         for &r in net.route(cpu, mem) {
-            add(uses, r, f * (msg + w));
+            add(uses, r, f * ((read + inval) * msg + w));
         }
         if self.broadcast {
             let (pm, pc) = (net.package(mem), net.package(cpu));
@@ -130,6 +159,17 @@ mod tests {
     }
 
     fn traffic(m: &Machine, on: bool, mem: usize, cpu: usize, write: f64) -> Vec<(String, f64)> {
+        traffic_by(m, on, mem, cpu, write, Stores::WriteAllocate)
+    }
+
+    fn traffic_by(
+        m: &Machine,
+        on: bool,
+        mem: usize,
+        cpu: usize,
+        write: f64,
+        stores: Stores,
+    ) -> Vec<(String, f64)> {
         let (mut cap, mut name) = (
             vec![100.0; m.nr_nodes()],
             (0..m.nr_nodes())
@@ -138,7 +178,7 @@ mod tests {
         );
         let net = Interconnect::new(m, true, &mut cap, &mut name);
         let mut uses = Vec::new();
-        Coherence::new(m, on).line_traffic(&net, mem, cpu, mem, 1.0, write, &mut uses);
+        Coherence::new(m, on).line_traffic(&net, mem, cpu, mem, 1.0, write, stores, &mut uses);
         uses.into_iter()
             .map(|(r, s)| (name[r].clone(), s))
             .collect()
@@ -179,6 +219,23 @@ mod tests {
                 ("link-pkg0->pkg1".to_string(), 1.0)
             ]
         );
+    }
+
+    #[test]
+    fn whole_line_stores_write_memory_once_toward_the_home() {
+        let m = machine(2, "");
+        let t = traffic_by(&m, true, 0, 1, 1.0, Stores::FullLine);
+        assert_eq!(
+            t,
+            [
+                ("mem0".to_string(), 1.0),
+                ("link-pkg0->pkg1".to_string(), 0.25),
+                ("link-pkg1->pkg0".to_string(), 1.125),
+            ]
+        );
+        // Half written: the read half is read as usual.
+        let half = traffic_by(&m, true, 1, 1, 0.5, Stores::FullLine);
+        assert_eq!(half, [("mem1".to_string(), 1.0)]);
     }
 
     #[test]

@@ -9,15 +9,18 @@
 //! reads for ownership, writebacks and coherence messages that writes and
 //! remote lines cost ([`coherence`]). [`max_min_fair`] shares the resources
 //! by progressive filling, as network and grid simulators do. Latency rises
-//! with a memory controller's utilisation ([`loaded_latency`]).
+//! with a memory controller's utilisation ([`loaded_latency`]). A line
+//! another core still holds Modified costs a cache-to-cache transfer on top
+//! of that latency ([`sharing`]), priced by the one contended-line model
+//! ([`line`]) that kernel locks and the `sched_balance_running` flag use too.
 //!
-//! Lab switches ([`Switches`]): `numalab.link_routes` and
-//! `numalab.coherence_traffic`.
+//! Lab switches: `numalab.link_routes` and `numalab.coherence_traffic`
+//! ([`Switches`]), `numalab.shared_line_transfers`, `numalab.line_queueing`.
 //!
 //! Left out: caches (every access of a stream is a miss; a working set that
 //! fits in the LLC is not faster), prefetchers beyond what the per-core
 //! streaming bandwidth already contains, latency that rises with link load
-//! (only memory-controller load raises it), non-temporal stores.
+//! (only memory-controller load raises it).
 
 pub mod coherence;
 pub mod costs;
@@ -158,7 +161,7 @@ impl Resources {
 
     /// Adds to `uses` the load of share `f` of an op's bytes living on
     /// `mem_node` and touched from `cpu_node`, `write` (0..=1) of them
-    /// written: memory, links and coherence messages
+    /// written by `stores`: memory, links and coherence messages
     /// ([`Coherence::line_traffic`]).
     pub fn traffic(
         &self,
@@ -166,6 +169,7 @@ impl Resources {
         cpu_node: NodeId,
         f: f64,
         write: f64,
+        stores: coherence::Stores,
         uses: &mut Vec<(ResId, f64)>,
     ) {
         self.coherence.line_traffic(
@@ -175,6 +179,7 @@ impl Resources {
             self.mem(mem_node),
             f,
             write,
+            stores,
             uses,
         );
     }
