@@ -31,7 +31,7 @@ fn background_threads_take_cpu_time_but_never_show_in_the_record() {
         r.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>()
     };
     assert_eq!(names(&quiet), names(&busy));
-    assert_eq!(quiet.tasks.len(), 4);
+    assert_eq!(quiet.tasks.len(), 3);
     // Same seed, same bytes.
     let again = run_toml("tiny-2n", HOGS, &["kernel.numa_balancing=0"]).unwrap();
     assert_eq!(
