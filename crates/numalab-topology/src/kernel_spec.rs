@@ -207,7 +207,11 @@ mod tests {
         let m = parse_machine(BASE, "t").unwrap();
         assert_eq!(m.kernel.cost_scale, 1.0);
         assert_eq!(m.kernel.background, super::default_background());
-        assert!(m.kernel.background.iter().all(|b| b.runtime_us * 1e-3 < b.period_ms));
+        assert!(m
+            .kernel
+            .background
+            .iter()
+            .all(|b| b.runtime_us * 1e-3 < b.period_ms));
     }
 
     #[test]

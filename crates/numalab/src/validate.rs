@@ -170,8 +170,7 @@ pub fn run_model(
     };
     let mut m = m.clone();
     m.kernel.background.extend(real_run_sampler(w, 1.0));
-    let sim = numalab_sim::Sim::new(m, w.clone(), knobs, opts)
-        .map_err(|e| e.to_string())?;
+    let sim = numalab_sim::Sim::new(m, w.clone(), knobs, opts).map_err(|e| e.to_string())?;
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
         let n = trace.iter().filter(|e| e.name == ev).count();

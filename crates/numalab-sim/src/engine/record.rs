@@ -24,8 +24,18 @@ impl Sim {
         let k = &self.k;
         let elapsed_ns = end as f64;
         // Background kernel threads are not the workload's: left out.
-        let user: f64 = k.tasks.iter().filter(|t| !t.kthread).map(|t| t.user_ns).sum();
-        let sys: f64 = k.tasks.iter().filter(|t| !t.kthread).map(|t| t.sys_ns).sum();
+        let user: f64 = k
+            .tasks
+            .iter()
+            .filter(|t| !t.kthread)
+            .map(|t| t.user_ns)
+            .sum();
+        let sys: f64 = k
+            .tasks
+            .iter()
+            .filter(|t| !t.kthread)
+            .map(|t| t.sys_ns)
+            .sum();
         let mut vmstat = BTreeMap::new();
         for (name, v) in VM_NAMES.iter().zip(k.vmstat.0.iter()) {
             vmstat.insert(name.to_string(), *v);

@@ -599,7 +599,11 @@ mod tests {
                 fx::add_task(&mut k, mm, cpu)
             })
             .collect();
-        k.now = 2_000_000_000;
+        // Two seconds of running, ticked, so the PELT signals say busy.
+        while k.now < 2_000_000_000 {
+            k.now += k.tick_ns;
+            k.pelt_tick();
+        }
         (k, ts)
     }
 

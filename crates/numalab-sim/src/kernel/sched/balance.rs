@@ -551,7 +551,13 @@ impl Kernel {
     /// `group_imbalanced` flags apply). With `numalab.pelt=0` the group
     /// type is the runnable-count rule of the model before PELT (fewer
     /// tasks than CPUs: spare; as many: fully busy; more: overloaded).
-    pub(crate) fn sg_stats(&self, level_pct: i64, imbalanced: bool, group: &CpuSet, cpus: &CpuSet) -> SgStats {
+    pub(crate) fn sg_stats(
+        &self,
+        level_pct: i64,
+        imbalanced: bool,
+        group: &CpuSet,
+        cpus: &CpuSet,
+    ) -> SgStats {
         let mut s = SgStats::default();
         let mut cores: Vec<usize> = Vec::new();
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
@@ -651,7 +657,12 @@ impl Kernel {
     ) -> Option<(usize, MigrationType, i64)> {
         let sd = &self.topo.sd[cpu][level];
         let pct = sd.imbalance_pct as i64;
-        let local = self.sg_stats(pct, self.sg_imbalanced(level, &sd.groups[0]), &sd.groups[0], cpus);
+        let local = self.sg_stats(
+            pct,
+            self.sg_imbalanced(level, &sd.groups[0]),
+            &sd.groups[0],
+            cpus,
+        );
         let mut busiest: Option<(usize, SgStats)> = None;
         let (mut total_load, mut total_capacity) = (local.load, local.capacity);
         for (i, g) in sd.groups.iter().enumerate().skip(1) {

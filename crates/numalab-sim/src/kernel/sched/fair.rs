@@ -198,12 +198,14 @@ impl Kernel {
                         if self.cpu_node(cpu) == pref {
                             return None;
                         }
-                        if sd.groups[idlest].cpu_ids().next().map(|c| self.cpu_node(c)) == Some(pref) {
+                        if sd.groups[idlest].cpu_ids().next().map(|c| self.cpu_node(c))
+                            == Some(pref)
+                        {
                             return Some(idlest);
                         }
                     }
-                    let imb_numa_nr = (sd.imb_numa_nr as i64)
-                        .min(sd.groups[0].and(allowed).len() as i64);
+                    let imb_numa_nr =
+                        (sd.imb_numa_nr as i64).min(sd.groups[0].and(allowed).len() as i64);
                     let imbalance = (local.idle_cpus - is.idle_cpus).abs();
                     if adjust_numa_imbalance(imbalance, local.nr_running + 1, imb_numa_nr) == 0 {
                         return None;

@@ -74,7 +74,9 @@ pub struct Task {
     pub vruntime: u64,
     /// `sum_exec_runtime`, ns.
     pub sum_exec_runtime: u64,
-    /// When the task last started running (`exec_start`), ns.
+    /// `se.exec_start`: when the task was last accounted running (picked,
+    /// or taken off the CPU, as `update_curr` leaves it), ns. The
+    /// balancer's cache-hot test measures from it.
     pub exec_start: u64,
     /// User time, ns.
     pub user_ns: f64,
@@ -283,6 +285,7 @@ impl Kernel {
         if rq.curr == Some(t) {
             rq.curr = None;
             rq.gen += 1;
+            self.tasks[t].exec_start = self.now;
         } else if let Some(i) = rq.queue.iter().position(|&x| x == t) {
             rq.queue.remove(i);
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
@@ -324,6 +327,7 @@ impl Kernel {
     pub fn put_prev_task(&mut self, cpu: CpuId) {
         if let Some(t) = self.rq[cpu].curr {
             self.update_load_avg(t);
+            self.tasks[t].exec_start = self.now;
             self.rq[cpu].curr = None;
             self.rq[cpu].gen += 1;
             let now = self.now;
