@@ -78,7 +78,7 @@ pub const CGROUP_FILES: &[CgroupFile] = &[
         name: "cpu.numa_load_balance",
         value: CgroupValue::Flag,
         source: "proposal 4 (Chen Yu, 2025, not in mainline): kernel/sched/core.c numa_balance_write_u64(), tg->nlb_enabled, read by fair.c tg_numa_balance_enabled()",
-        description: "in kernel.numa_balancing=4, 1 lets NUMA balancing scan the cgroup's tasks and account their hinting faults; every cgroup starts at 0. With numalab.numa_balancing_cgroup_hierarchy=1 every ancestor up to the root (/:cpu.numa_load_balance) must be 1 too",
+        description: "in kernel.numa_balancing=4, 1 lets NUMA balancing scan the cgroup's tasks and account their hinting faults; every cgroup starts at 0. With numalab.numa_balancing_cgroup_hierarchy=1 every ancestor below the root must be 1 too (the root's file governs only the root's own tasks)",
         during_run: true,
     },
 ];

@@ -187,7 +187,7 @@ declare! {
         unit: None,
         location: Location::Lab,
         source: "proposal 4 (Chen Yu, 2025) tg_numa_balance_enabled() and its to-do, after mm/memcontrol.c mem_cgroup_zswap_writeback_enabled() (e39925734909)",
-        description: "in mode 4, 1: a task's cgroup is enabled only when it and every ancestor up to the root have cpu.numa_load_balance=1 (the posting's to-do, as numalab implements it); 0: only the task's own cgroup counts (the posting as posted)",
+        description: "in mode 4, 1: a task's cgroup is enabled only when it and every ancestor below the root have cpu.numa_load_balance=1 (the posting's to-do, as numalab implements it; the root's file governs only the root's own tasks); 0: only the task's own cgroup counts (the posting as posted)",
     }
 
     /// The Run record's sampling interval.

@@ -61,9 +61,9 @@ fn choice_knobs_take_only_their_words() {
 #[test]
 fn out_of_range_and_bad_values_are_refused_naming_the_knob() {
     let mut k = Knobs::default();
-    let e = k.set("kernel.numa_balancing=7").unwrap_err();
+    let e = k.set("kernel.numa_balancing=8").unwrap_err();
     assert!(
-        e.contains("kernel.numa_balancing") && e.contains("out of range [0, 3]"),
+        e.contains("kernel.numa_balancing") && e.contains("out of range [0, 4]"),
         "{e}"
     );
     let e = k.set("numa_balancing.scan_size_mb=0").unwrap_err();
@@ -93,10 +93,9 @@ fn unknown_names_and_bad_forms_are_refused() {
         .set("kernel.numa_balancing")
         .unwrap_err()
         .contains("KEY=VALUE"));
-    assert!(k
-        .set("/a:memory.max=1")
-        .unwrap_err()
-        .contains("unknown cgroup file 'memory.max' (known: cpuset.cpus, cpuset.mems)"));
+    assert!(k.set("/a:memory.max=1").unwrap_err().contains(
+        "unknown cgroup file 'memory.max' (known: cpuset.cpus, cpuset.mems, cpu.numa_load_balance)"
+    ));
 }
 
 #[test]
@@ -111,6 +110,50 @@ fn memory_tiering_is_refused_by_the_model() {
     }
     k.set("kernel.numa_balancing=0").unwrap();
     assert_eq!(k.get(knob::NUMA_BALANCING), 0);
+}
+
+#[test]
+fn numa_balancing_cgroup_mode_is_accepted_alone_and_refused_combined() {
+    let mut k = Knobs::default();
+    k.set("kernel.numa_balancing=4").unwrap();
+    assert_eq!(k.get(knob::NUMA_BALANCING), 4);
+    for v in [5, 6, 7] {
+        let e = k.set(&format!("kernel.numa_balancing={v}")).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "--set kernel.numa_balancing={v}: NUMA_BALANCING_CGROUP (4) cannot be combined"
+            )),
+            "{e}"
+        );
+        assert_eq!(
+            k.get(knob::NUMA_BALANCING),
+            4,
+            "a refused value changes nothing"
+        );
+    }
+    // The hierarchy rule is a lab switch, on by default.
+    assert!(k.get(knob::NUMA_BALANCING_CGROUP_HIERARCHY));
+    k.set("numalab.numa_balancing_cgroup_hierarchy=0").unwrap();
+    assert!(!k.get(knob::NUMA_BALANCING_CGROUP_HIERARCHY));
+}
+
+#[test]
+fn cpu_numa_load_balance_is_a_cgroup_flag_a_phase_may_write() {
+    let k = Knobs::from_sets(&["/mytest:cpu.numa_load_balance=1"]).unwrap();
+    assert_eq!(k.settings()["/mytest:cpu.numa_load_balance"], "1");
+    let f = crate::cgroup::cgroup_file("cpu.numa_load_balance").unwrap();
+    assert!(f.during_run);
+    assert!(
+        !crate::cgroup::cgroup_file("cpuset.cpus")
+            .unwrap()
+            .during_run
+    );
+    use crate::cgroup::CgroupValue;
+    assert_eq!(CgroupValue::check_flag(" 1"), Ok(true));
+    assert_eq!(CgroupValue::check_flag("0"), Ok(false));
+    assert!(CgroupValue::check_flag("2")
+        .unwrap_err()
+        .contains("not 0 or 1"));
 }
 
 #[test]

@@ -379,3 +379,84 @@ fn test_names_default_to_the_name_and_bind_forms_share_their_base_test() {
         assert_eq!(numalab_workload::presets::load(preset).unwrap().test, test);
     }
 }
+
+/// Proposal 4's additions: the per-task control (thread key and phase) and
+/// a cgroup file written by a phase during the run.
+#[test]
+fn numa_balancing_control_and_cgroup_writes() {
+    let w = go(r#"
+[[cgroup]]
+path = "/a"
+files = { "cpu.numa_load_balance" = 1 }
+
+[[cgroup]]
+path = "/a/b"
+
+[[process]]
+name = "p"
+cgroup = "/a/b"
+
+[[process.thread]]
+name = "t"
+numa_balancing = "disabled"
+phases = [
+    { compute = "1ms" },
+    { cgroup_write = "/a/b:cpu.numa_load_balance=1" },
+    { repeat = 2, body = [ { set_numa_balancing = "default" } ] },
+]
+"#);
+    let a = w.cgroups.iter().find(|c| c.path == "/a").unwrap();
+    assert_eq!(a.files["cpu.numa_load_balance"], "1");
+    let ph = &w.processes[0].threads[0].phases;
+    assert_eq!(
+        ph[0],
+        Phase::SetNumaBalancing(numalab_workload::NumaBalancingCtl::Disabled),
+        "the thread key is the thread's first act"
+    );
+    assert_eq!(
+        ph[2],
+        Phase::CgroupWrite {
+            cgroup: "/a/b".into(),
+            file: "cpu.numa_load_balance".into(),
+            value: "1".into(),
+        }
+    );
+    let Phase::Repeat { body, .. } = &ph[3] else {
+        panic!("{:?}", ph[3]);
+    };
+    assert_eq!(
+        body[0],
+        Phase::SetNumaBalancing(numalab_workload::NumaBalancingCtl::Default)
+    );
+}
+
+#[test]
+fn bad_numa_balancing_controls_and_cgroup_writes_are_refused() {
+    let err = |phases: &str, key: &str| {
+        let t = format!(
+            "[[cgroup]]\npath = \"/a\"\n[[process]]\nname = \"p\"\n[[process.thread]]\nname = \"t\"\n{key}\nphases = [ {phases} ]\n"
+        );
+        parse(&t, "t.toml").unwrap_err().to_string()
+    };
+    let e = err("", "numa_balancing = \"on\"");
+    assert!(
+        e.contains("numa_balancing") && e.contains("not one of default, enabled, disabled"),
+        "{e}"
+    );
+    let e = err("{ set_numa_balancing = \"yes\" }", "");
+    assert!(e.contains("set_numa_balancing"), "{e}");
+    let e = err("{ cgroup_write = \"/a:cpuset.cpus=0\" }", "");
+    assert!(
+        e.contains("set before the run starts") && e.contains("cpu.numa_load_balance"),
+        "{e}"
+    );
+    let e = err("{ cgroup_write = \"/nope:cpu.numa_load_balance=1\" }", "");
+    assert!(e.contains("'/nope' is not declared"), "{e}");
+    let e = err("{ cgroup_write = \"/a:cpu.numa_load_balance=2\" }", "");
+    assert!(e.contains("not 0 or 1"), "{e}");
+    let e = err("{ cgroup_write = \"/a:cpu.numa_load_balance\" }", "");
+    assert!(e.contains("CGROUP:FILE=VALUE"), "{e}");
+    // The root may be written, and is not declared.
+    let t = "[[process]]\nname = \"p\"\n[[process.thread]]\nname = \"t\"\nphases = [ { cgroup_write = \"/:cpu.numa_load_balance=0\" } ]\n";
+    parse(t, "t.toml").unwrap();
+}

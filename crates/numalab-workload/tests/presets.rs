@@ -67,6 +67,7 @@ const ALL: &[&str] = &[
     "numa02-smt-hard-bind",
     "numa02-smt-inverse-bind",
     "oltp",
+    "mixed-cgroups",
 ];
 
 #[test]

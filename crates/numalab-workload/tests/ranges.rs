@@ -115,11 +115,16 @@ const PROC: &str = "[[process]]\nname = \"a\"\ncgroup = \"/g\"\n[[process.thread
 
 #[test]
 fn cgroup_files_are_checked_against_the_registry() {
+    let e = error(&format!("{CG}files = {{ \"memory.max\" = \"1\" }}\n{PROC}"));
+    assert!(
+        e.contains("field `cgroup[0].files.\"memory.max\"`: unknown cgroup file 'memory.max': the model knows cpuset.cpus (cpu list), cpuset.mems (node list), cpu.numa_load_balance (0 or 1)"),
+        "{e}"
+    );
     let e = error(&format!(
-        "{CG}files = {{ \"cpu.numa_load_balance\" = \"1\" }}\n{PROC}"
+        "{CG}files = {{ \"cpu.numa_load_balance\" = 2 }}\n{PROC}"
     ));
     assert!(
-        e.contains("field `cgroup[0].files.\"cpu.numa_load_balance\"`: unknown cgroup file 'cpu.numa_load_balance': the model knows cpuset.cpus (cpu list), cpuset.mems (node list)"),
+        e.contains("`cgroup[0].files.\"cpu.numa_load_balance\"`: '2' is not 0 or 1"),
         "{e}"
     );
     let e = error(&format!(
