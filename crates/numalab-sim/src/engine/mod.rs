@@ -18,6 +18,7 @@
 
 pub mod budget;
 pub mod exec;
+mod fault;
 mod numa;
 pub mod record;
 
@@ -143,6 +144,7 @@ pub struct Sim {
     pub requests: u64,
     paid_in_op: f64,
     mix_cache: std::collections::HashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
+    race_streams: fault::RaceStreams,
     tick_start: u64,
     interval_local_bytes: f64,
     interval_bytes: f64,
@@ -225,6 +227,7 @@ impl Sim {
             requests: 0,
             paid_in_op: 0.0,
             mix_cache: Default::default(),
+            race_streams: Default::default(),
             tick_start: 0,
             interval_local_bytes: 0.0,
             interval_bytes: 0.0,
@@ -484,6 +487,7 @@ impl Sim {
     }
 
     fn tick(&mut self) -> Result<(), SimError> {
+        self.flush_race_debts();
         self.ticks += 1;
         self.tick_start = self.k.now;
         let now = self.k.now;
