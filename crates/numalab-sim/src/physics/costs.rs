@@ -4,9 +4,12 @@
 //! time to the task (or CPU) that does the work. Costs that scale with bytes
 //! (zeroing, copying) are not constants: they use the machine's bandwidth.
 //!
-//! Left out: cache and TLB refill after a fault or migration, lock contention
-//! inside the fault path (mmap_lock, page-table lock convoys when many
-//! threads fault the same range at once), and memcg charging costs.
+//! Lock hold times of the fault path, TLB-shootdown and migration step
+//! costs are at the end (kernel/locking/, kernel/mm/tlb.rs); the waiting on
+//! those locks is not a constant but comes from the contended-line model.
+//!
+//! Left out: cache and TLB refill after a fault or migration, and memcg
+//! charging costs.
 
 /// Fixed cost of an anonymous page fault that allocates a page: exception
 /// entry/exit, page allocation, rmap and PTE install, excluding zeroing (ns).
@@ -155,10 +158,10 @@ pub const PTL_HOLD_CHECK_NS: f64 = 60.0;
 /// Exception entry and exit plus the `handle_mm_fault` page-table walk of
 /// a fault that finds nothing to do after taking the page-table lock (the
 /// loser of a race retries the access) (ns). Part of [`FAULT_ALLOC_NS`] and
-/// [`HINT_FAULT_NS`]. Source: a minor fault that maps nothing costs the
-/// exception round trip, ~0.1-0.2 us on Intel servers with PTI off
-/// (lmbench lat_pagefault on cached pages: ~0.2-0.3 us per fault including
-/// a trivial mapping). ESTIMATED: 250 ns.
+/// [`HINT_FAULT_NS`]. ESTIMATED: the exception round trip (entry, `iret`)
+/// is of the order of 0.1 us on Intel servers without PTI, plus the
+/// four-level walk and the VMA lookup; 250 ns, a quarter of
+/// [`FAULT_ALLOC_NS`].
 pub const FAULT_ENTRY_NS: f64 = 250.0;
 
 /// Freeing the folio a losing first-touch fault allocated and zeroed, back
@@ -218,15 +221,13 @@ pub const TLB_IPI_SEND_NS: f64 = 100.0;
 
 /// The initiator's wait for the acknowledgements of a TLB shootdown after
 /// its last IPI is sent: delivery, the slowest receiver's handler and the
-/// acknowledgement line coming back (ns). Source: IPI round trips of
-/// ~1-3 us on current Xeons are the commonly cited figure (e.g. Amit,
-/// Tai, Wei, "Don't shoot down TLB shootdowns!", EuroSys 2020, measure
-/// a few microseconds for a one-page shootdown to another core).
-/// ESTIMATED: 2 us.
+/// acknowledgement line coming back (ns). ESTIMATED: an IPI round trip on
+/// current Xeons is commonly put at 1-3 us (Amit, Tai, Wei, "Don't shoot
+/// down TLB shootdowns!", EuroSys 2020, study shootdowns of this order);
+/// no measurement on these machines was found. 2 us.
 pub const TLB_SHOOTDOWN_WAIT_NS: f64 = 2000.0;
 
 /// A TLB-flush IPI on the receiving CPU: interrupt entry and exit and
 /// `flush_tlb_func`'s bookkeeping, besides the flush itself (ns).
-/// ESTIMATED: ~1 us (the same source's order of magnitude for the
-/// responder's interruption).
+/// ESTIMATED: ~1 us, half the round trip above.
 pub const TLB_IPI_RECEIVE_NS: f64 = 1000.0;

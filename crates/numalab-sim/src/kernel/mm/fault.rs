@@ -116,10 +116,15 @@ impl Kernel {
             // winner then holds it through the PTE update, the losers for
             // the check.
             let spin = self.race_spin(race, costs::FAULT_ENTRY_NS);
+            let lost = race.losers() > 0;
             return Ok(FaultCost {
                 cpu_ns: own + spin,
-                loser_cpu_ns: costs::FAULT_ENTRY_NS + costs::PTL_HOLD_CHECK_NS + spin,
-                loser_sleep_ns: held,
+                loser_cpu_ns: if lost {
+                    costs::FAULT_ENTRY_NS + costs::PTL_HOLD_CHECK_NS + spin
+                } else {
+                    0.0
+                },
+                loser_sleep_ns: if lost { held } else { 0.0 },
             });
         }
         Ok(FaultCost::default())
@@ -226,10 +231,14 @@ impl Kernel {
         }
         Ok(FaultCost {
             cpu_ns: base + zone + spin,
-            loser_cpu_ns: base - costs::PTL_HOLD_MAP_NS
-                + costs::PTL_HOLD_CHECK_NS
-                + costs::FOLIO_FREE_NS
-                + spin,
+            loser_cpu_ns: if losers > 0 {
+                base - costs::PTL_HOLD_MAP_NS
+                    + costs::PTL_HOLD_CHECK_NS
+                    + costs::FOLIO_FREE_NS
+                    + spin
+            } else {
+                0.0
+            },
             loser_sleep_ns: 0.0,
         })
     }
@@ -237,5 +246,62 @@ impl Kernel {
     /// Bytes of a base page.
     pub fn page_bytes() -> u64 {
         1 << PAGE_SHIFT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::locking::ptl::cpu_set_key;
+    use crate::kernel::numa::tests::fx;
+
+    fn race_on(sets: &[&str]) -> (Kernel, FaultCost) {
+        let mut k = fx::kernel("spr-4n", sets);
+        let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        let cpus: Vec<CpuId> = (0..64).map(|i| fx::c(i * 5)).collect();
+        let mut per_node = vec![0u64; 4];
+        for &c in &cpus {
+            per_node[k.cpu_node(c).index()] += 1;
+        }
+        let race = Race {
+            cpus: &cpus,
+            per_node: &per_node,
+            key: cpu_set_key(&cpus),
+        };
+        let c = k
+            .handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, race)
+            .expect("fault");
+        (k, c)
+    }
+
+    #[test]
+    fn racing_first_touch_losers_pay_and_count_like_the_kernel() {
+        let (alone_k, alone) = {
+            let mut k = fx::kernel("spr-4n", &[]);
+            let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+            let t = fx::add_task(&mut k, mm, fx::c(0));
+            let c = k.handle_mm_fault(t, fx::c(0), fx::V0, 3).expect("fault");
+            (k, c)
+        };
+        let (k, race) = race_on(&[]);
+        // 64 faults on one page: one maps it, 63 retry; all counted.
+        assert_eq!(k.vmstat.get(Vm::PgFault), 64);
+        assert_eq!(alone_k.vmstat.get(Vm::PgFault), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaHit), 64);
+        // Queued behind 63 others on the page-table lock.
+        assert!(
+            race.cpu_ns > alone + 63.0 * costs::PTL_HOLD_CHECK_NS,
+            "{race:?} {alone}"
+        );
+        assert!(race.loser_cpu_ns > race.cpu_ns * 0.5, "{race:?}");
+        // Without the locks the race costs the repeated work only.
+        let (_, nolock) = race_on(&["numalab.fault_locks=0"]);
+        assert!(nolock.cpu_ns < race.cpu_ns);
+        assert!(nolock.loser_cpu_ns > 0.0);
+        // Without retries the others never fault.
+        let (k, noretry) = race_on(&["numalab.fault_retry=0"]);
+        assert_eq!(k.vmstat.get(Vm::PgFault), 1);
+        assert_eq!(noretry.loser_cpu_ns, 0.0);
     }
 }
