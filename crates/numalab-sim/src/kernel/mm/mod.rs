@@ -139,7 +139,7 @@ impl Vma {
             nr_special: npages as u64,
             special_bits: {
                 let mut b = vec![u64::MAX; npages.div_ceil(64)];
-                if npages % 64 != 0 {
+                if !npages.is_multiple_of(64) {
                     if let Some(last) = b.last_mut() {
                         *last = (1u64 << (npages % 64)) - 1;
                     }
