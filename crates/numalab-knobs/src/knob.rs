@@ -190,6 +190,50 @@ declare! {
         description: "in mode 4, 1: a task's cgroup is enabled only when it and every ancestor below the root have cpu.numa_load_balance=1 (the posting's to-do, as numalab implements it; the root's file governs only the root's own tasks); 0: only the task's own cgroup counts (the posting as posted)",
     }
 
+    /// Fault-path locks on the contended-line model.
+    FAULT_LOCKS: bool {
+        name: "numalab.fault_locks",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/memory.c do_anonymous_page/do_numa_page (pte_offset_map_lock: split PTL), lock_vma_under_rcu (vma->vm_lock), mm/page_alloc.c rmqueue_bulk/free_pcppages_bulk (zone->lock behind zone_batchsize/zone_highsize), kernel/sched/fair.c task_numa_work (mmap_read_trylock); numalab kernel/locking/",
+        description: "1: faults, scans and migrations pay the page-table lock, the per-VMA lock, zone->lock, the LRU lock and mmap_lock as contended lines (spinning is system time); 0: every lock uncontended, inside the fixed fault costs",
+    }
+
+    /// Racing faults on one page: the losers retry.
+    FAULT_RETRY: bool {
+        name: "numalab.fault_retry",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/memory.c do_anonymous_page (vmf_pte_changed: !pte_none under the PTL -> release, free the folio, return) and do_numa_page (!pte_same -> unlock, return): the access is retried",
+        description: "1: threads streaming over a page another thread is faulting fault it too, queue on its page-table lock, find the PTE changed and retry (a first touch also allocated, zeroed and frees a page); 0: only the first thread to reach a page faults",
+    }
+
+    /// TLB shootdowns of NUMA scanning and migration.
+    TLB_SHOOTDOWN: bool {
+        name: "numalab.tlb_shootdown",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "arch/x86/mm/tlb.c flush_tlb_mm_range, native_flush_tlb_multi, flush_tlb_func (tlb_single_page_flush_ceiling = 33), arch_tlbbatch_flush; mm/rmap.c set_tlb_ubc_flush_pending (pte_accessible)",
+        description: "1: change_prot_numa's flush and accessible-PTE unmaps send IPIs to the other CPUs running the mm; the sender waits, each receiver pays the interrupt; nr_tlb_* counted; 0: flushes free and not counted",
+    }
+
+    /// A migration costs its steps.
+    MIGRATE_COST: bool {
+        name: "numalab.migrate_cost",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/migrate.c migrate_misplaced_folio_prepare (folio_isolate_lru), migrate_pages_batch (migrate_folio_unmap: try_to_migrate; migrate_folio_move: folio_copy, remove_migration_ptes), migrate_folio_undo_src on failure",
+        description: "1: a NUMA migration costs isolation under the LRU lock, unmap, the copy at the faulting core's bandwidth to the source and destination nodes, and remap; a failed one its isolation and putback; racing faults sleep on the migration entry; 0: a fixed 3 us plus the copy at the core's local bandwidth",
+    }
+
     /// The Run record's sampling interval.
     SAMPLE_INTERVAL_MS: uint(0, 3_600_000) {
         name: "numalab.sample_interval_ms",

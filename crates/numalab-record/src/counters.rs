@@ -57,9 +57,10 @@ pub fn lab_trace(event: &str) -> String {
 }
 
 /// True for the /proc/vmstat counters a record's `vmstat` holds: NUMA
-/// balancing, NUMA allocation, migration, promotion/demotion and fault
-/// counters. A real run filters the kernel's hundreds of counters with
-/// it; the model's counters all pass it.
+/// balancing, NUMA allocation, migration, promotion/demotion, fault and
+/// TLB-shootdown (`nr_tlb_*`, CONFIG_DEBUG_TLBFLUSH) counters. A real run
+/// filters the kernel's hundreds of counters with it; the model's counters
+/// all pass it.
 pub fn is_recorded_vmstat(name: &str) -> bool {
     const PREFIXES: [&str; 6] = [
         "numa_",
@@ -70,7 +71,14 @@ pub fn is_recorded_vmstat(name: &str) -> bool {
         "thp_fault_",
     ];
     PREFIXES.iter().any(|p| name.starts_with(p))
-        || matches!(name, "pgfault" | "pgmajfault" | "nr_tlb_remote_flush")
+        || matches!(name, "pgfault" | "pgmajfault")
+        || matches!(
+            name,
+            "nr_tlb_remote_flush"
+                | "nr_tlb_remote_flush_received"
+                | "nr_tlb_local_flush_all"
+                | "nr_tlb_local_flush_one"
+        )
 }
 
 /// True for the memory.stat counters a record's cgroup `memory_stat`

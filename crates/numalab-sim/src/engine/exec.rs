@@ -6,7 +6,8 @@
 //! and passes left, random accesses left, compute or sleep time left. While
 //! the task runs, [`Sim::run_task`] moves the operation forward at the rate
 //! the physics gave it, stopping at every page that needs a fault (first
-//! touch or hinting fault), charging the fault's cost as system time, and
+//! touch or hinting fault), charging the fault's cost as system time to it
+//! and to the threads racing it (engine/fault.rs), and
 //! returning when the task must block, exit or move, or the time is up.
 //!
 //! Random accesses are not simulated one by one: per chunk of the range,
@@ -525,8 +526,7 @@ impl Sim {
             bytes += gap;
             left -= need;
             if let Some(p) = special {
-                let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
-                self.k.charge_sys(t, cost);
+                self.fault_page(t, cpu, vma, p, Some((offset, len, offset + pos as u64)))?;
                 let pay = self.k.tasks[t].debt_ns.min(left);
                 self.k.tasks[t].debt_ns -= pay;
                 left -= pay;
@@ -634,8 +634,7 @@ impl Sim {
             }
         }
         for q in faults {
-            let cost = self.k.handle_mm_fault(t, cpu, vma, q).map_err(|e| e.0)?;
-            self.k.charge_sys(t, cost);
+            self.fault_page(t, cpu, vma, q, None)?;
         }
         self.account_bytes(t, cpu, vma, offset, len, n * CACHE_LINE);
         let rest = acc_left - n;

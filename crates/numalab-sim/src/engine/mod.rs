@@ -20,6 +20,7 @@ mod background;
 pub mod budget;
 mod control;
 pub mod exec;
+mod fault;
 mod numa;
 pub mod record;
 mod sharing;
@@ -146,6 +147,7 @@ pub struct Sim {
     pub requests: u64,
     paid_in_op: f64,
     mix_cache: std::collections::HashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
+    race_streams: fault::RaceStreams,
     tick_start: u64,
     interval_local_bytes: f64,
     interval_bytes: f64,
@@ -232,6 +234,7 @@ impl Sim {
             paid_in_op: 0.0,
             mix_cache: Default::default(),
             shared: Default::default(),
+            race_streams: Default::default(),
             tick_start: 0,
             interval_local_bytes: 0.0,
             interval_bytes: 0.0,
@@ -492,6 +495,7 @@ impl Sim {
     }
 
     fn tick(&mut self) -> Result<(), SimError> {
+        self.flush_race_debts();
         self.ticks += 1;
         self.tick_start = self.k.now;
         let now = self.k.now;

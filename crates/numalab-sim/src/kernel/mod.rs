@@ -20,6 +20,7 @@
 
 pub mod cgroup;
 pub mod ids;
+pub mod locking;
 pub mod mm;
 pub mod numa;
 pub mod sched;
@@ -114,6 +115,8 @@ pub struct Kernel {
     pub idle_kernel_ns: f64,
     /// Load-balancer state (the SD_SERIALIZE flag and counts).
     pub balance: sched::balance::BalanceState,
+    /// Fault-path locks, on the contended-line model (kernel/locking/).
+    pub locks: locking::Locks,
     /// Derived topology, fixed at boot.
     topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
@@ -141,7 +144,9 @@ impl Kernel {
         let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
         let variant =
             sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
+        let locks = locking::Locks::new(&m, &knobs);
         Kernel {
+            locks,
             topo,
             balance: sched::balance::BalanceState::new(variant),
             nr_overloaded: 0,

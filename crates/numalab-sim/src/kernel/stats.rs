@@ -5,8 +5,10 @@
 //! for the items memcg exports (`numa_pages_migrated`, `numa_pte_updates`,
 //! `numa_hint_faults`, and `numa_task_migrated` / `numa_task_swapped`,
 //! which came with the per-cgroup NUMA balancing statistics of 6.16-rc1
-//! and were reverted in 6.16-rc6). Left out: every counter numalab does not
-//! model.
+//! and were reverted in 6.16-rc6). The `nr_tlb_*` counters are the
+//! kernel's CONFIG_DEBUG_TLBFLUSH items, counted where arch/x86/mm/tlb.c
+//! counts them (kernel/mm/tlb.rs). Left out: every counter numalab does
+//! not model.
 
 /// A /proc/vmstat counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,10 +52,23 @@ pub enum Vm {
     /// `migrate_swap`, so two per swap (`__migrate_swap_task`). 6.16-rc1 to
     /// rc5 only (reverted in 6.16-rc6).
     NumaTaskSwapped,
+    /// Shootdowns sent: one per `native_flush_tlb_multi` call
+    /// (arch/x86/mm/tlb.c). Like the three below, the kernel has it only
+    /// with CONFIG_DEBUG_TLBFLUSH.
+    NrTlbRemoteFlush,
+    /// Shootdown IPIs handled: one per receiving CPU (`flush_tlb_func`,
+    /// not the initiator).
+    NrTlbRemoteFlushReceived,
+    /// Full flushes done by the initiating CPU (`flush_tlb_func`, local).
+    NrTlbLocalFlushAll,
+    /// Pages flushed one by one (`invlpg`) by the initiating CPU: a range
+    /// of at most `tlb_single_page_flush_ceiling` (33) pages counts its
+    /// pages.
+    NrTlbLocalFlushOne,
 }
 
 /// Number of [`Vm`] counters.
-pub const NR_VM_ITEMS: usize = 17;
+pub const NR_VM_ITEMS: usize = 21;
 
 /// Kernel names, in [`Vm`] order.
 pub const VM_NAMES: [&str; NR_VM_ITEMS] = [
@@ -74,6 +89,10 @@ pub const VM_NAMES: [&str; NR_VM_ITEMS] = [
     "pgfault",
     "numa_task_migrated",
     "numa_task_swapped",
+    "nr_tlb_remote_flush",
+    "nr_tlb_remote_flush_received",
+    "nr_tlb_local_flush_all",
+    "nr_tlb_local_flush_one",
 ];
 
 /// Counters that memory.stat exports per cgroup (mainline has the first

@@ -16,9 +16,12 @@
 //! `Kernel::bytes_cost_ns`, which divides by the scale the path multiplies
 //! by.
 //!
-//! Left out: cache and TLB refill after a fault or migration, lock contention
-//! inside the fault path (mmap_lock, page-table lock convoys when many
-//! threads fault the same range at once), and memcg charging costs.
+//! Lock hold times of the fault path, TLB-shootdown and migration step
+//! costs are at the end (kernel/locking/, kernel/mm/tlb.rs); the waiting on
+//! those locks is not a constant but comes from the contended-line model.
+//!
+//! Left out: cache and TLB refill after a fault or migration, and memcg
+//! charging costs.
 
 /// Fixed cost of an anonymous page fault that allocates a page: exception
 /// entry/exit, page allocation, rmap and PTE install, excluding zeroing (ns).
@@ -139,3 +142,104 @@ pub const LINE_QUEUE_GROWTH: f64 = 0.02;
 /// it as long as it is below the time hundreds of line transfers take
 /// (tens of microseconds).
 pub const TICK_SOFTIRQ_SPREAD_NS: f64 = 2000.0;
+
+// --- Fault-path locks, TLB shootdowns and migration (kernel/locking/,
+// kernel/mm/tlb.rs, kernel/numa/fault.rs) ------------------------------------
+//
+// Hold times are the work a critical section does. None of the critical
+// sections below has a published per-section measurement on these machines;
+// each is marked ESTIMATED with the instruction-level reasoning, and the
+// waiting around them comes from the contended-line model (physics/line.rs)
+// with the measured core-to-core latencies above, not from these figures.
+
+/// Time `do_anonymous_page` holds the split page-table lock when it maps a
+/// new folio: `vmf_pte_changed` (pte_none), `folio_add_new_anon_rmap`,
+/// `folio_add_lru_vma` (a per-CPU folio batch), `set_pte_at`,
+/// `update_mmu_cache` (ns). Part of [`FAULT_ALLOC_NS`], not on top of it.
+/// ESTIMATED: a few hundred instructions on lines the faulting CPU already
+/// owns, ~0.15 us; of the order of the whole fault's 10-15 %.
+pub const PTL_HOLD_MAP_NS: f64 = 150.0;
+
+/// Time a fault that lost the race holds the page-table lock: it reads the
+/// PTE (`!pte_none` in `do_anonymous_page`, `!pte_same` in `do_numa_page`),
+/// unlocks and returns (ns). The PTE's line was just written by the winner
+/// on another CPU, so the read is one line transfer. ESTIMATED: one
+/// same-package transfer, [`C2C_SAME_PACKAGE_NS`] (m2), rounded to 60 ns.
+pub const PTL_HOLD_CHECK_NS: f64 = 60.0;
+
+/// Exception entry and exit plus the `handle_mm_fault` page-table walk of
+/// a fault that finds nothing to do after taking the page-table lock (the
+/// loser of a race retries the access) (ns). Part of [`FAULT_ALLOC_NS`] and
+/// [`HINT_FAULT_NS`]. ESTIMATED: the exception round trip (entry, `iret`)
+/// is of the order of 0.1 us on Intel servers without PTI, plus the
+/// four-level walk and the VMA lookup; 250 ns, a quarter of
+/// [`FAULT_ALLOC_NS`].
+pub const FAULT_ENTRY_NS: f64 = 250.0;
+
+/// Freeing the folio a losing first-touch fault allocated and zeroed, back
+/// to the CPU's per-CPU page list (`folio_put` → `free_unref_folios`) (ns).
+/// ESTIMATED: the mirror of the pcp allocation inside [`FAULT_ALLOC_NS`],
+/// ~0.1 us.
+pub const FOLIO_FREE_NS: f64 = 100.0;
+
+/// Time `rmqueue_bulk` / `free_pcppages_bulk` hold `zone->lock` per base
+/// page they move between the buddy lists and a per-CPU list (ns).
+/// ESTIMATED: `__rmqueue_smallest` / `__free_one_page` touch a struct page
+/// and a free-list head each, ~2 cache misses on a refilled list, ~50 ns
+/// per page; a batch of 63 pages holds the lock ~3 us.
+pub const ZONE_LOCK_PER_PAGE_NS: f64 = 50.0;
+
+/// Time `folio_isolate_lru` / `folio_putback_lru` hold the lruvec's
+/// `lru_lock` (ns). ESTIMATED: list removal and flag updates on one folio,
+/// ~100 ns.
+pub const LRU_LOCK_HOLD_NS: f64 = 100.0;
+
+/// Migration of one folio besides the copy, the isolation and the TLB
+/// flush (ns), split as `migrate_pages` spends it:
+/// - [`MIGRATE_UNMAP_NS`]: `try_to_migrate` (folio lock, rmap walk,
+///   install the migration entry);
+/// - [`MIGRATE_REMAP_NS`]: `remove_migration_ptes` (rmap walk, install the
+///   new PTE) and freeing the source folio;
+/// - [`MIGRATE_ALLOC_NS`]: allocating the destination folio and
+///   `migrate_folio` moving flags, mapping and memcg data.
+///
+/// Source: migrate_pages()/move_pages(2) of single 4 KiB pages measure
+/// ~3-5 us per page on Intel servers, of which ~0.4 us is the copy
+/// ([`MIGRATE_PAGE_FIXED_NS`]); the split of the remaining ~3 us between
+/// the three steps is ESTIMATED from their work (two rmap walks, one
+/// allocation).
+pub const MIGRATE_UNMAP_NS: f64 = 1000.0;
+
+/// See [`MIGRATE_UNMAP_NS`] (ns).
+pub const MIGRATE_REMAP_NS: f64 = 1000.0;
+
+/// See [`MIGRATE_UNMAP_NS`] (ns).
+pub const MIGRATE_ALLOC_NS: f64 = 700.0;
+
+/// Invalidating one page's translation with `invlpg` (ns). Source:
+/// arch/x86/mm/tlb.c, the comment on `tlb_single_page_flush_ceiling`:
+/// "Each single flush is about 100 ns".
+pub const TLB_FLUSH_ONE_NS: f64 = 100.0;
+
+/// Flushing a CPU's translations of one address space (`flush_tlb_local`:
+/// a CR3 write with PCID, or INVPCID) (ns). ESTIMATED: the instruction
+/// itself, ~0.2 us; the TLB refill that follows is left out.
+pub const TLB_FLUSH_ALL_NS: f64 = 200.0;
+
+/// Sending one TLB-flush IPI (`smp_call_function_many_cond`: queue the
+/// call, one x2APIC ICR write per target CPU) (ns). ESTIMATED: ~100 ns per
+/// target (an MSR write plus a remote cache-line write of the call queue).
+pub const TLB_IPI_SEND_NS: f64 = 100.0;
+
+/// The initiator's wait for the acknowledgements of a TLB shootdown after
+/// its last IPI is sent: delivery, the slowest receiver's handler and the
+/// acknowledgement line coming back (ns). ESTIMATED: an IPI round trip on
+/// current Xeons is commonly put at 1-3 us (Amit, Tai, Wei, "Don't shoot
+/// down TLB shootdowns!", EuroSys 2020, study shootdowns of this order);
+/// no measurement on these machines was found. 2 us.
+pub const TLB_SHOOTDOWN_WAIT_NS: f64 = 2000.0;
+
+/// A TLB-flush IPI on the receiving CPU: interrupt entry and exit and
+/// `flush_tlb_func`'s bookkeeping, besides the flush itself (ns).
+/// ESTIMATED: ~1 us, half the round trip above.
+pub const TLB_IPI_RECEIVE_NS: f64 = 1000.0;

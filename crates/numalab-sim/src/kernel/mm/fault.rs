@@ -3,12 +3,28 @@
 //! NUMA hinting faults on PROT_NONE pages to the balancing model.
 //!
 //! The first touch allocates on the node the governing policy picks
-//! (`alloc_pages_mpol`), falling back by distance when it is full, counts
-//! `numa_hit`/`numa_miss`/`numa_local`/... like `zone_statistics`, and costs
-//! the faulting task a fixed fault cost plus zeroing the page at its core's
-//! streaming bandwidth. Left out: fault retries, mmap_lock and page-table
-//! lock contention between threads faulting the same range, the zero page
-//! for reads.
+//! (`alloc_pages_mpol`, through the per-CPU page lists and `zone->lock`),
+//! falling back by distance when it is full, counts `numa_hit`/
+//! `numa_miss`/`numa_local`/... like `zone_statistics`, and costs the
+//! faulting task a fixed fault cost plus zeroing the page at its core's
+//! streaming bandwidth.
+//!
+//! Racing faults ([`Kernel::handle_mm_fault_racing`],
+//! `numalab.fault_retry`): threads that reach the same page while it is
+//! being faulted take the fault too. On a first touch each allocates and
+//! zeroes its own folio, takes the page-table lock, finds `!pte_none`
+//! (`vmf_pte_changed`), frees its folio and returns; the access is
+//! retried. On a hinting fault each finds `!pte_same` under the lock and
+//! returns; if the winner is migrating the folio, the retried access
+//! sleeps on the migration entry until the migration is done
+//! (`migration_entry_wait`: the folio lock the migration holds), which is
+//! not CPU time. All of them queue on the page-table lock and take the
+//! per-VMA lock (kernel/locking/ptl.rs, `numalab.fault_locks`). Which
+//! threads race is the engine's answer (engine/fault.rs).
+//!
+//! Left out: the zero page for reads, a loser's allocation landing on
+//! another node than the winner's (counted as the winner's node), faults
+//! on different pages of one page-table page contending for its lock.
 
 use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
@@ -18,14 +34,48 @@ use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_workload::PolicyMode;
 
+/// The threads faulting one page at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Race<'a> {
+    /// CPUs of every thread faulting the page, the winner's included
+    /// (empty or one: no race).
+    pub cpus: &'a [CpuId],
+    /// How many of `cpus` are on each node, the winner's included (empty
+    /// when `cpus` is).
+    pub per_node: &'a [u64],
+    /// [`crate::kernel::locking::ptl::cpu_set_key`] of `cpus`: the lock
+    /// solve is cached under it.
+    pub key: u64,
+}
+
+impl Race<'_> {
+    /// Threads that lose the race.
+    pub fn losers(&self) -> u64 {
+        self.cpus.len().saturating_sub(1) as u64
+    }
+}
+
+/// What one fault cost, in ns: the winner's CPU time and each loser's CPU
+/// time and sleep (the same for every loser).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FaultCost {
+    /// CPU time of the task that took the fault (the winner).
+    pub cpu_ns: f64,
+    /// CPU time of each loser of the race.
+    pub loser_cpu_ns: f64,
+    /// Time each loser sleeps (on the migration the winner does).
+    pub loser_sleep_ns: f64,
+}
+
 /// A fault that cannot be satisfied.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Oom(pub String);
 
 impl Kernel {
     /// Handles an access by task `t` on `cpu` to page `idx` of VMA `vma`
-    /// that is special (not present or PROT_NONE). Returns the CPU time the
-    /// fault cost, in ns (charged by the caller's progress loop).
+    /// that is special (not present or PROT_NONE), with no thread racing
+    /// it. Returns the CPU time the fault cost, in ns (charged by the
+    /// caller's progress loop).
     pub fn handle_mm_fault(
         &mut self,
         t: TaskId,
@@ -33,25 +83,84 @@ impl Kernel {
         vma: VmaId,
         idx: usize,
     ) -> Result<f64, Oom> {
+        Ok(self
+            .handle_mm_fault_racing(t, cpu, vma, idx, Race::default())?
+            .cpu_ns)
+    }
+
+    /// [`Kernel::handle_mm_fault`] with the threads of `race` faulting the
+    /// same page at the same time: `t` on `cpu` (one of `race.cpus`) wins,
+    /// each other thread loses and retries (see the module doc). With
+    /// `numalab.fault_retry` off the race is ignored.
+    pub fn handle_mm_fault_racing(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
+        idx: usize,
+        race: Race<'_>,
+    ) -> Result<FaultCost, Oom> {
+        let race = if self.locks.on.fault_retry && race.cpus.len() > 1 {
+            race
+        } else {
+            Race::default()
+        };
         let mm = self.tasks[t].mm;
         let page = self.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
-            return self.do_anonymous_page(t, cpu, vma, idx);
+            return self.do_anonymous_page(t, cpu, vma, idx, race);
         }
         if page.protnone {
-            return Ok(self.do_numa_page(t, cpu, vma, idx));
+            let (own, held) = self.do_numa_page_timed(t, cpu, vma, idx);
+            // Everyone gets to the lock after the exception entry; the
+            // winner then holds it through the PTE update, the losers for
+            // the check.
+            let spin = self.race_spin(race, costs::FAULT_ENTRY_NS);
+            let lost = race.losers() > 0;
+            return Ok(FaultCost {
+                cpu_ns: own + spin,
+                loser_cpu_ns: if lost {
+                    costs::FAULT_ENTRY_NS + costs::PTL_HOLD_CHECK_NS + spin
+                } else {
+                    0.0
+                },
+                loser_sleep_ns: if lost { held } else { 0.0 },
+            });
         }
-        Ok(0.0)
+        Ok(FaultCost::default())
     }
 
-    /// `do_anonymous_page`: allocate, zero and map page `idx`.
+    /// Spin per fault (page-table lock and per-VMA lock) of each thread of
+    /// `race`, each doing `own_ns` of work before the lock; 0 without a
+    /// race or with `numalab.fault_locks` off.
+    fn race_spin(&mut self, race: Race<'_>, own_ns: f64) -> f64 {
+        if race.cpus.len() < 2 || !self.locks.on.fault_locks {
+            return 0.0;
+        }
+        let model = self.locks.model;
+        let s = self.locks.races.solve(
+            &model,
+            &self.m,
+            race.cpus,
+            race.key,
+            own_ns,
+            costs::PTL_HOLD_MAP_NS,
+            costs::PTL_HOLD_CHECK_NS,
+        );
+        s.ptl_ns + s.vm_lock_ns
+    }
+
+    /// `do_anonymous_page`: allocate, zero and map page `idx`; the other
+    /// threads of `race` did the same, lost the page-table lock to `t` and
+    /// freed theirs.
     fn do_anonymous_page(
         &mut self,
         t: TaskId,
         cpu: CpuId,
         vma: VmaId,
         idx: usize,
-    ) -> Result<f64, Oom> {
+        race: Race<'_>,
+    ) -> Result<FaultCost, Oom> {
         let mm = self.tasks[t].mm;
         let pol = self.vma_policy(t, vma);
         let local = self.cpu_node(cpu);
@@ -100,11 +209,99 @@ impl Kernel {
         }
         self.vmstat.add(Vm::PgFault, 1);
         let zero_ns = self.bytes_cost_ns(psize as f64);
-        Ok(costs::FAULT_ALLOC_NS + zero_ns)
+        let base = costs::FAULT_ALLOC_NS + zero_ns;
+        let zone = self.pcp_alloc(cpu, nid, nr);
+        // Losers: each allocated (counted like the winner's allocation),
+        // zeroed, queued on the lock and freed its folio. Its folio comes
+        // from and goes back to its own per-CPU list: no `zone->lock`
+        // beyond the list's first refill, left out.
+        let spin = self.race_spin(race, base - costs::PTL_HOLD_MAP_NS);
+        let losers = race.losers();
+        if losers > 0 {
+            self.vmstat.add(Vm::PgFault, losers);
+            if Some(nid) == intended {
+                self.vmstat.add(Vm::NumaHit, losers * nr);
+            } else {
+                self.vmstat.add(Vm::NumaMiss, losers * nr);
+                self.vmstat.add(Vm::NumaForeign, losers * nr);
+            }
+            let here = race.per_node[nid.index()] - u64::from(local == nid);
+            self.vmstat.add(Vm::NumaLocal, here * nr);
+            self.vmstat.add(Vm::NumaOther, (losers - here) * nr);
+        }
+        Ok(FaultCost {
+            cpu_ns: base + zone + spin,
+            loser_cpu_ns: if losers > 0 {
+                base - costs::PTL_HOLD_MAP_NS
+                    + costs::PTL_HOLD_CHECK_NS
+                    + costs::FOLIO_FREE_NS
+                    + spin
+            } else {
+                0.0
+            },
+            loser_sleep_ns: 0.0,
+        })
     }
 
     /// Bytes of a base page.
     pub fn page_bytes() -> u64 {
         1 << PAGE_SHIFT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::locking::ptl::cpu_set_key;
+    use crate::kernel::numa::tests::fx;
+
+    fn race_on(sets: &[&str]) -> (Kernel, FaultCost) {
+        let mut k = fx::kernel("spr-4n", sets);
+        let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        let cpus: Vec<CpuId> = (0..64).map(|i| fx::c(i * 5)).collect();
+        let mut per_node = vec![0u64; 4];
+        for &c in &cpus {
+            per_node[k.cpu_node(c).index()] += 1;
+        }
+        let race = Race {
+            cpus: &cpus,
+            per_node: &per_node,
+            key: cpu_set_key(&cpus),
+        };
+        let c = k
+            .handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, race)
+            .expect("fault");
+        (k, c)
+    }
+
+    #[test]
+    fn racing_first_touch_losers_pay_and_count_like_the_kernel() {
+        let (alone_k, alone) = {
+            let mut k = fx::kernel("spr-4n", &[]);
+            let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+            let t = fx::add_task(&mut k, mm, fx::c(0));
+            let c = k.handle_mm_fault(t, fx::c(0), fx::V0, 3).expect("fault");
+            (k, c)
+        };
+        let (k, race) = race_on(&[]);
+        // 64 faults on one page: one maps it, 63 retry; all counted.
+        assert_eq!(k.vmstat.get(Vm::PgFault), 64);
+        assert_eq!(alone_k.vmstat.get(Vm::PgFault), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaHit), 64);
+        // Queued behind 63 others on the page-table lock.
+        assert!(
+            race.cpu_ns > alone + 63.0 * costs::PTL_HOLD_CHECK_NS,
+            "{race:?} {alone}"
+        );
+        assert!(race.loser_cpu_ns > race.cpu_ns * 0.5, "{race:?}");
+        // Without the locks the race costs the repeated work only.
+        let (_, nolock) = race_on(&["numalab.fault_locks=0"]);
+        assert!(nolock.cpu_ns < race.cpu_ns);
+        assert!(nolock.loser_cpu_ns > 0.0);
+        // Without retries the others never fault.
+        let (k, noretry) = race_on(&["numalab.fault_retry=0"]);
+        assert_eq!(k.vmstat.get(Vm::PgFault), 1);
+        assert_eq!(noretry.loser_cpu_ns, 0.0);
     }
 }

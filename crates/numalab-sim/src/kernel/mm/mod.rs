@@ -14,6 +14,7 @@
 pub mod fault;
 pub mod mempolicy;
 pub mod page_alloc;
+pub mod tlb;
 
 use crate::kernel::ids::TiVec;
 use crate::kernel::{MmId, NodeId, VmaId};
@@ -93,6 +94,9 @@ pub struct Vma {
     pub chunk_special: Vec<u32>,
     /// Special pages in the whole VMA.
     pub nr_special: u64,
+    /// One bit per page, set when the page is special: lets
+    /// [`Vma::next_special`] find the next one a word at a time.
+    special_bits: Vec<u64>,
     /// Bumped whenever a page changes node or presence.
     pub version: u64,
     nr_nodes: usize,
@@ -133,6 +137,15 @@ impl Vma {
             node_pages: vec![0; nr_nodes],
             chunk_special,
             nr_special: npages as u64,
+            special_bits: {
+                let mut b = vec![u64::MAX; npages.div_ceil(64)];
+                if !npages.is_multiple_of(64) {
+                    if let Some(last) = b.last_mut() {
+                        *last = (1u64 << (npages % 64)) - 1;
+                    }
+                }
+                b
+            },
             version: 0,
             nr_nodes,
             numab: None,
@@ -183,7 +196,7 @@ impl Vma {
             self.node_pages[nid as usize] += 1;
         }
         self.pages[idx].nid = nid;
-        self.fix_special(c, was_special, self.pages[idx].special());
+        self.fix_special(idx, c, was_special, self.pages[idx].special());
         self.version += 1;
     }
 
@@ -192,18 +205,20 @@ impl Vma {
         let c = self.chunk_of(idx);
         let was_special = self.pages[idx].special();
         self.pages[idx].protnone = on;
-        self.fix_special(c, was_special, self.pages[idx].special());
+        self.fix_special(idx, c, was_special, self.pages[idx].special());
     }
 
-    fn fix_special(&mut self, c: usize, was: bool, now: bool) {
+    fn fix_special(&mut self, idx: usize, c: usize, was: bool, now: bool) {
         match (was, now) {
             (false, true) => {
                 self.chunk_special[c] += 1;
                 self.nr_special += 1;
+                self.special_bits[idx / 64] |= 1u64 << (idx % 64);
             }
             (true, false) => {
                 self.chunk_special[c] -= 1;
                 self.nr_special -= 1;
+                self.special_bits[idx / 64] &= !(1u64 << (idx % 64));
             }
             _ => {}
         }
@@ -223,11 +238,17 @@ impl Vma {
                 continue;
             }
             while p < chunk_end {
-                if self.pages[p].special() {
-                    return Some(p);
+                let w = self.special_bits[p / 64] >> (p % 64);
+                if w != 0 {
+                    let q = p + w.trailing_zeros() as usize;
+                    if q < chunk_end {
+                        return Some(q);
+                    }
+                    break;
                 }
-                p += 1;
+                p = (p / 64 + 1) * 64;
             }
+            p = chunk_end;
         }
         None
     }
@@ -298,6 +319,11 @@ impl Vma {
 
     /// Checks the chunk summaries against the pages (debug invariant).
     pub fn check_invariants(&self) -> Result<(), String> {
+        if let Some(i) = (0..self.pages.len())
+            .find(|&i| self.pages[i].special() != (self.special_bits[i / 64] >> (i % 64) & 1 == 1))
+        {
+            return Err(format!("vma {} page {i}: special bit wrong", self.name));
+        }
         let mut special = 0u64;
         for c in 0..self.nr_chunks() {
             let s = c * self.pages_per_chunk;

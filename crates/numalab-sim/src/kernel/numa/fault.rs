@@ -5,9 +5,11 @@
 //! the misplaced folio (`migrate_misplaced_folio_prepare`,
 //! `migrate_misplaced_folio`, mm/migrate.c).
 //!
-//! A fault costs the faulting task `HINT_FAULT_NS`; a migration adds
-//! `MIGRATE_PAGE_FIXED_NS` plus copying the folio at the core's streaming
-//! bandwidth. Counters: `numa_hint_faults` (vmstat and memory.stat),
+//! A fault costs the faulting task `HINT_FAULT_NS`; a migration adds what
+//! `migrate_pages` does ([`Kernel::migrate_cost`]: isolation under the LRU
+//! lock, unmap, the copy at the faulting core's bandwidth to both nodes,
+//! remap), and a failed one its partial work (`numalab.migrate_cost`; off:
+//! `MIGRATE_PAGE_FIXED_NS` plus the copy at the core's local bandwidth). Counters: `numa_hint_faults` (vmstat and memory.stat),
 //! `numa_hint_faults_local`, `numa_pages_migrated` (vmstat and
 //! memory.stat), `pgmigrate_success`/`pgmigrate_fail` (base pages),
 //! `thp_migration_success`.
@@ -21,8 +23,8 @@
 //! has no room: `pgmigrate_fail` counts the pages.
 //!
 //! Left out: memory tiering (promotion by hotness), file folios (exec
-//! shared and dirty ones are never migrated), the folio lock and
-//! `folio_isolate_lru` failing, PTE batching of large folios other than
+//! shared and dirty ones are never migrated), `folio_isolate_lru`
+//! failing, PTE batching of large folios other than
 //! PMD THPs, the mm_migrate_pages_start event, `thp_migration_fail`.
 
 use super::{
@@ -54,8 +56,22 @@ impl Kernel {
     /// `cpu` touched PROT_NONE page `idx` of VMA `vma`. Restores the
     /// mapping, asks whether the folio is misplaced, migrates it if so, and
     /// accounts the fault (`task_numa_fault`). Returns the CPU time the
-    /// fault cost (ns). Left out: the PTE changing under the fault.
+    /// fault cost (ns). Threads racing on the same page are handled by
+    /// the caller (kernel/mm/fault.rs): they find `!pte_same` and retry.
     pub fn do_numa_page(&mut self, t: TaskId, cpu: CpuId, vma: VmaId, idx: usize) -> f64 {
+        self.do_numa_page_timed(t, cpu, vma, idx).0
+    }
+
+    /// [`Kernel::do_numa_page`], also returning how long the migration it
+    /// did held the folio (ns; 0 without one): a racing fault waits that
+    /// long on the migration entry (`migration_entry_wait`).
+    pub fn do_numa_page_timed(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
+        idx: usize,
+    ) -> (f64, f64) {
         let mm = self.tasks[t].mm;
         let page = self.mms[mm].vmas[vma].pages[idx];
         let nr_pages = self.mms[mm].vmas[vma].nr_base_pages();
@@ -63,22 +79,30 @@ impl Kernel {
         // again whatever happens below.
         self.mms[mm].vmas[vma].set_protnone(idx, false);
         let mut cost = costs::HINT_FAULT_NS;
+        let mut held = 0.0;
         let mut flags = 0u32;
         let mut nid = page.node_id();
         let (target, last_cpupid) = self.numa_migrate_check(t, cpu, vma, idx, &mut flags);
         if let Some(target) = target {
             if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
                 flags |= TNF_MIGRATE_FAIL;
-            } else if let Some(c) = self.migrate_misplaced_folio(t, vma, idx, target) {
-                nid = target;
-                flags |= TNF_MIGRATED;
-                cost += c;
             } else {
-                flags |= TNF_MIGRATE_FAIL;
+                match self.migrate_misplaced_folio(t, vma, idx, target) {
+                    Ok(c) => {
+                        nid = target;
+                        flags |= TNF_MIGRATED;
+                        cost += c;
+                        held = c;
+                    }
+                    Err(c) => {
+                        flags |= TNF_MIGRATE_FAIL;
+                        cost += c;
+                    }
+                }
             }
         }
         self.task_numa_fault(t, cpu, last_cpupid, nid, nr_pages, flags);
-        cost
+        (cost, held)
     }
 
     /// `numa_migrate_check` (mm/memory.c): reads `last_cpupid`, marks the
@@ -240,9 +264,23 @@ impl Kernel {
     /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
     /// zones, lowmem reserves, watermark boosting.
     pub fn high_wmark_pages(&self, nid: NodeId) -> u64 {
+        let (min, tmp) = self.wmark_parts(nid);
+        min + 2 * tmp
+    }
+
+    /// `low_wmark_pages` of node `nid`: the min watermark plus one step
+    /// (see [`Kernel::high_wmark_pages`]).
+    pub fn low_wmark_pages(&self, nid: NodeId) -> u64 {
+        let (min, tmp) = self.wmark_parts(nid);
+        min + tmp
+    }
+
+    /// The min watermark of `nid` and the step between watermarks
+    /// (`__setup_per_zone_wmarks`).
+    fn wmark_parts(&self, nid: NodeId) -> (u64, u64) {
         let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
         if total_pages == 0 {
-            return 0;
+            return (0, 0);
         }
         let kbytes = total_pages * (Kernel::page_bytes() / 1024);
         let (lo, hi) = MIN_FREE_KBYTES_RANGE;
@@ -250,7 +288,7 @@ impl Kernel {
         let node_pages = self.nodes[nid].total_pages;
         let min = min_free_kbytes / (Kernel::page_bytes() / 1024) * node_pages / total_pages;
         let tmp = (min / 4).max(node_pages * WATERMARK_SCALE_FACTOR / 10_000);
-        min + 2 * tmp
+        (min, tmp)
     }
 
     /// `migrate_misplaced_folio_prepare` (mm/migrate.c): may `nr` pages be
@@ -267,15 +305,16 @@ impl Kernel {
     /// `nid`. The destination folio is allocated node-exact
     /// (`alloc_misplaced_dst_folio`: `__GFP_THISNODE`, hardwalled by the
     /// task's cpuset.mems, no reclaim). Returns the cost (ns) on success,
-    /// None on failure (`pgmigrate_fail`). Left out: splitting (NUMA
-    /// migration never splits a THP), retries.
+    /// the cost of the partial work on failure (`pgmigrate_fail`); see
+    /// [`Kernel::migrate_cost`]. Left out: splitting (NUMA migration never
+    /// splits a THP), retries.
     pub fn migrate_misplaced_folio(
         &mut self,
         t: TaskId,
         vma: VmaId,
         idx: usize,
         nid: NodeId,
-    ) -> Option<f64> {
+    ) -> Result<f64, f64> {
         let mm = self.tasks[t].mm;
         let v = &self.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
@@ -286,13 +325,14 @@ impl Kernel {
         let ok = allowed && alloc_pages_on(&mut self.nodes, &[nid], nr).is_some();
         let thp_n = u64::from(thp);
         if !ok {
+            let cost = self.migrate_cost(t, src, nid, nr, bytes, false);
             self.vmstat.add(Vm::PgmigrateFail, nr);
             self.trace("mm_migrate_pages", || {
                 format!(
                     "nr_succeeded=0 nr_failed={nr} nr_thp_succeeded=0 nr_thp_failed={thp_n} nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
                 )
             });
-            return None;
+            return Err(cost);
         }
         self.nodes[src].free_pages += nr;
         // folio_migrate_flags copies last_cpupid; set_page_node keeps it.
@@ -307,7 +347,59 @@ impl Kernel {
                 "nr_succeeded={nr} nr_failed=0 nr_thp_succeeded={thp_n} nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
             )
         });
-        Some(costs::MIGRATE_PAGE_FIXED_NS + self.bytes_cost_ns(bytes))
+        Ok(self.migrate_cost(t, src, nid, nr, bytes, true))
+    }
+
+    /// What `migrate_pages` costs the faulting task for one folio of `nr`
+    /// base pages (`bytes`) from `src` to `dst` (ns). With
+    /// `numalab.migrate_cost`:
+    /// - isolation: `folio_isolate_lru` under the source lruvec's
+    ///   `lru_lock` (in `migrate_misplaced_folio_prepare`);
+    /// - the destination folio from the faulting CPU's per-CPU list for
+    ///   `dst` (`zone->lock` on a refill) and `migrate_folio`'s work;
+    /// - unmap: `try_to_migrate` installing the migration entry. The old
+    ///   PTE is PROT_NONE, not `pte_accessible`, so no TLB flush
+    ///   (kernel/mm/tlb.rs);
+    /// - the copy, `folio_copy` on the faulting CPU: every line read from
+    ///   `src` and written to `dst` (a write allocates the line first),
+    ///   each at that core's bandwidth to the node (its line-fill buffers
+    ///   over the latency to the node: `core_gbps` scaled by local over
+    ///   remote latency);
+    /// - remap: `remove_migration_ptes`, and the source folio freed to the
+    ///   per-CPU list for `src`.
+    ///
+    /// A failed one (no destination folio) costs the isolation, the
+    /// attempt and the putback (`lru_lock` again). Without the switch: a
+    /// success costs `MIGRATE_PAGE_FIXED_NS` plus the bytes at the core's
+    /// local bandwidth, a failure nothing.
+    pub fn migrate_cost(
+        &mut self,
+        t: TaskId,
+        src: NodeId,
+        dst: NodeId,
+        nr: u64,
+        bytes: f64,
+        ok: bool,
+    ) -> f64 {
+        if !self.locks.on.migrate_cost {
+            return if ok {
+                costs::MIGRATE_PAGE_FIXED_NS + self.bytes_cost_ns(bytes)
+            } else {
+                0.0
+            };
+        }
+        let cpu = self.tasks[t].cpu;
+        let isolate = self.lru_lock(cpu, src);
+        if !ok {
+            return isolate + costs::MIGRATE_ALLOC_NS + self.lru_lock(cpu, src);
+        }
+        let alloc = costs::MIGRATE_ALLOC_NS + self.pcp_alloc(cpu, dst, nr);
+        let cn = self.cpu_node(cpu).index();
+        let local = self.m.latency_ns[cn][cn];
+        let lat = |n: NodeId| self.m.latency_ns[cn][n.index()];
+        let copy = self.bytes_cost_ns(bytes) * (lat(src) + lat(dst)) / local;
+        let remap = costs::MIGRATE_REMAP_NS + self.pcp_free(cpu, src, nr);
+        isolate + alloc + costs::MIGRATE_UNMAP_NS + copy + remap
     }
 }
 

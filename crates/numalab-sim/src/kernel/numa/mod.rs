@@ -55,7 +55,7 @@ pub mod migrate;
 pub mod placement;
 pub mod scan;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::kernel::mm::CPUPID_UNSET;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};

@@ -8,7 +8,11 @@
 //! Scan cost: `task_numa_work` is charged to the scanning task as system
 //! time, `SCAN_WORK_FIXED_NS` per call plus `PTE_UPDATE_NS` per present
 //! entry walked (a THP PMD is one entry), and pushes the task's
-//! `node_stamp` by 32 times that.
+//! `node_stamp` by 32 times that. Also charged, and in the stamp as the
+//! kernel measures the whole run of `task_numa_work`: the
+//! `mmap_read_trylock` atomics (kernel/locking/mmap_lock.rs) and the TLB
+//! shootdown each `change_prot_numa` that changed PTEs ends with
+//! (kernel/mm/tlb.rs; the other CPUs running the mm pay their interrupts).
 //!
 //! Left out: the skip rules for VMAs and pages the model does not have
 //! (hugetlb, VM_MIXEDMAP, read-only file mappings, PROT_NONE VMAs, KSM,
@@ -194,7 +198,7 @@ impl Kernel {
     /// `numa_scan_offset` with a budget of `scan_size_mb` (pages of chunks
     /// that had an update) and 8 times that of virtual space, and marks
     /// pages PROT_NONE. Left out: the cmpxchg losing (scans are serial
-    /// here), the mmap_lock trylock failing.
+    /// here), the mmap_lock trylock failing (no writer ever holds it).
     pub fn task_numa_work(&mut self, t: TaskId, cpu: CpuId) {
         let now = self.jiffies();
         if self.tasks[t].state == TaskState::Dead {
@@ -235,6 +239,9 @@ impl Kernel {
         let target_node = (self.mms[mm].users == 1).then(|| self.cpu_node(cpu));
         let pid_reset = self.msecs_to_jiffies(VMA_PID_RESET_DELAYS * delay);
         let nvmas = self.mms[mm].vmas.len();
+        // mmap_read_trylock / mmap_read_unlock: the count line's two
+        // atomics (kernel/locking/mmap_lock.rs).
+        let mut locks_ns = self.mmap_read_trylock_unlock(cpu, mm);
         let mut examined = 0u64;
         let mut pids_skipped = false;
         let mut pids_forced = false;
@@ -304,6 +311,11 @@ impl Kernel {
                     let (updated, walked) =
                         self.change_prot_numa(t, mm, i, start, end, target_node);
                     examined += walked;
+                    if updated > 0 {
+                        // tlb_finish_mmu: flush what changed (kernel/mm/tlb.rs).
+                        let stride = self.mms[mm].vmas[i].page_shift;
+                        locks_ns += self.flush_tlb_mm_range(cpu, mm, start, end, stride);
+                    }
                     let span = ((end - start) >> PAGE_SHIFT) as i64;
                     if updated > 0 {
                         pages -= span;
@@ -339,7 +351,7 @@ impl Kernel {
         } else {
             self.reset_ptenuma_scan(mm);
         }
-        let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64;
+        let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + locks_ns;
         // The kernel adds what the scan took: the charged (scaled) time.
         let charged = self.charge_sys(t, cost);
         self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * charged as u64;

@@ -1,0 +1,315 @@
+//! Which threads race a fault, and charging everyone who took it.
+//!
+//! The engine runs each CPU's task ahead to the tick horizon on its own,
+//! so the first task the engine runs over a page takes its fault and the
+//! others find it present. In the machine, threads streaming over the same
+//! range reach a page at the same time and all take the fault (mm/fault.rs
+//! handles the race). Who races, from the tasks running now:
+//! - a first touch: every other running thread of the mm whose current
+//!   stream covers the page. A page not yet present is a wall every such
+//!   stream has to pass, and a stream catches up with the wall at memory
+//!   speed (present pages) while the wall moves at fault speed, so they
+//!   meet there: the convoy of NUMA01's first `bzero` of the shared buffer.
+//! - a hinting fault: every other running thread of the mm whose stream is
+//!   at most one fault's duration of streaming (its rate times
+//!   `HINT_FAULT_NS`) before the page in its current pass: it reaches the
+//!   page while the fault is being handled.
+//!
+//! Streams are read once per tick per VMA (positions as of the first fault
+//! in the VMA that tick; up to one tick stale, like the engine's node
+//! mixes). The threads of one range race every first touch in it
+//! together, so their losers' costs are summed per range and charged at
+//! the next tick (one tick later than the fault, like any kernel work a
+//! task owes); other losers are charged at once. Random accesses do not race: two threads hitting the same page
+//! at the same instant at random is rare.
+//!
+//! Left out: threads blocked or waiting for a CPU (they are not at the
+//! wall), hinting-fault convoys (a slow PROT_NONE range making followers
+//! catch up), races on page-table locks between different pages.
+
+use super::exec::Op;
+use super::Sim;
+use crate::kernel::locking::ptl::cpu_set_key;
+use crate::kernel::mm::fault::Race;
+use crate::kernel::{CpuId, MmId, TaskId, VmaId};
+use crate::physics::costs;
+
+/// The running streams of the VMAs that faulted this tick.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RaceStreams {
+    /// Tick start they were read at.
+    tick: Option<u64>,
+    /// Per (mm, VMA), in first-fault order.
+    vmas: Vec<((MmId, VmaId), VmaStreams)>,
+}
+
+/// The running streams of one VMA, grouped by range.
+#[derive(Clone, Debug, Default)]
+struct VmaStreams {
+    /// Groups sorted by range start.
+    groups: Vec<Group>,
+    /// Longest range of any group (bytes), to bound the search back.
+    max_len: u64,
+}
+
+/// The streams over one range `[offset, offset + len)` of a VMA.
+#[derive(Clone, Debug)]
+struct Group {
+    offset: u64,
+    len: u64,
+    /// The streams, sorted by position.
+    members: Vec<Member>,
+    /// The members' CPUs, in member order.
+    cpus: Vec<CpuId>,
+    /// Members per node.
+    per_node: Vec<u64>,
+    /// `cpu_set_key(cpus)`.
+    key: u64,
+    /// Losers' CPU time summed over this tick's first touches (ns).
+    owed_cpu: f64,
+    /// Losers' sleep summed likewise (ns).
+    owed_sleep: f64,
+}
+
+/// One running stream.
+#[derive(Clone, Debug)]
+struct Member {
+    /// Absolute position in the VMA (bytes).
+    pos: u64,
+    /// Rate (bytes/ns).
+    rate: f64,
+    task: TaskId,
+    cpu: CpuId,
+    /// Loser costs of the faults this member won (it does not owe them).
+    won_cpu: f64,
+    won_sleep: f64,
+}
+
+impl Sim {
+    /// Task `t` on `cpu` faults page `p` of `vma` with the threads racing
+    /// it; charges the winner (`t`) and the losers. `stream` is `t`'s own
+    /// stream (range offset, length and absolute position, bytes), taken
+    /// out of its exec state while it runs; `None` for random accesses.
+    pub(crate) fn fault_page(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
+        p: usize,
+        stream: Option<(u64, u64, u64)>,
+    ) -> Result<(), String> {
+        if !self.k.locks.on.fault_retry {
+            let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
+            self.k.charge_sys(t, cost);
+            return Ok(());
+        }
+        if self.race_streams.tick != Some(self.tick_start) {
+            self.flush_race_debts();
+            self.race_streams.tick = Some(self.tick_start);
+        }
+        let mm = self.k.tasks[t].mm;
+        let vi = match self.race_streams.vmas.iter().position(|e| e.0 == (mm, vma)) {
+            Some(i) => i,
+            None => {
+                let vs = self.read_streams(mm, vma, t, cpu, stream);
+                self.race_streams.vmas.push(((mm, vma), vs));
+                self.race_streams.vmas.len() - 1
+            }
+        };
+        let v = &self.k.mms[mm].vmas[vma];
+        let shift = v.page_shift;
+        let first_touch = v.pages[p].nid == crate::kernel::mm::NO_NODE;
+        let lo = (p as u64) << shift;
+        let hi = lo + (1u64 << shift);
+        let vs = &mut self.race_streams.vmas[vi].1;
+        let covering = vs.covering(lo, hi);
+        // The common case: a first touch in the one range `t` streams
+        // with the others.
+        if first_touch && covering.len() == 1 {
+            let g = &mut vs.groups[covering[0]];
+            if let Some(w) = g.members.iter().position(|m| m.task == t) {
+                let race = Race {
+                    cpus: &g.cpus,
+                    per_node: &g.per_node,
+                    key: g.key,
+                };
+                let c = self
+                    .k
+                    .handle_mm_fault_racing(t, cpu, vma, p, race)
+                    .map_err(|e| e.0)?;
+                self.k.charge_sys(t, c.cpu_ns);
+                if g.members.len() > 1 {
+                    g.owed_cpu += c.loser_cpu_ns;
+                    g.owed_sleep += c.loser_sleep_ns;
+                    g.members[w].won_cpu += c.loser_cpu_ns;
+                    g.members[w].won_sleep += c.loser_sleep_ns;
+                }
+                return Ok(());
+            }
+        }
+        // Otherwise: the racers one by one.
+        let mut racers: Vec<(TaskId, CpuId)> = Vec::new();
+        for &gi in &covering {
+            let g = &vs.groups[gi];
+            if first_touch {
+                racers.extend(
+                    g.members
+                        .iter()
+                        .filter(|m| m.task != t)
+                        .map(|m| (m.task, m.cpu)),
+                );
+            } else {
+                // Before the page by at most one fault's streaming.
+                for m in &g.members {
+                    if m.pos >= hi {
+                        break;
+                    }
+                    let reach = (m.rate * costs::HINT_FAULT_NS) as u64;
+                    if m.task != t && m.pos + reach >= lo {
+                        racers.push((m.task, m.cpu));
+                    }
+                }
+            }
+        }
+        let mut cpus: Vec<CpuId> = Vec::with_capacity(racers.len() + 1);
+        cpus.push(cpu);
+        cpus.extend(racers.iter().map(|r| r.1));
+        let mut per_node = vec![0u64; self.k.m.nr_nodes()];
+        for &c in &cpus {
+            per_node[self.k.cpu_node(c).index()] += 1;
+        }
+        let key = if racers.is_empty() {
+            0
+        } else {
+            cpu_set_key(&cpus)
+        };
+        let race = Race {
+            cpus: &cpus,
+            per_node: &per_node,
+            key,
+        };
+        let c = self
+            .k
+            .handle_mm_fault_racing(t, cpu, vma, p, race)
+            .map_err(|e| e.0)?;
+        self.k.charge_sys(t, c.cpu_ns);
+        for (r, _) in racers {
+            self.k.charge_sys(r, c.loser_cpu_ns);
+            self.k.delay_task(r, c.loser_sleep_ns);
+        }
+        Ok(())
+    }
+
+    /// Charges the losers' costs summed per range this tick, and forgets
+    /// the streams (they are read again at the next fault).
+    pub(crate) fn flush_race_debts(&mut self) {
+        for (_, vs) in std::mem::take(&mut self.race_streams.vmas) {
+            for g in vs.groups {
+                if g.owed_cpu <= 0.0 && g.owed_sleep <= 0.0 {
+                    continue;
+                }
+                for m in g.members {
+                    let cpu_ns = g.owed_cpu - m.won_cpu;
+                    if cpu_ns > 0.0 {
+                        self.k.charge_sys(m.task, cpu_ns);
+                    }
+                    self.k.delay_task(m.task, g.owed_sleep - m.won_sleep);
+                }
+            }
+        }
+        self.race_streams.tick = None;
+    }
+
+    /// Reads the running streams over `vma` of `mm`; the running task
+    /// `cur` on `cur_cpu` streams `stream`.
+    fn read_streams(
+        &self,
+        mm: MmId,
+        vma: VmaId,
+        cur: TaskId,
+        cur_cpu: CpuId,
+        stream: Option<(u64, u64, u64)>,
+    ) -> VmaStreams {
+        let mut groups: Vec<Group> = Vec::new();
+        for (cpu, rq) in self.k.rq.iter_enumerated() {
+            let Some(t) = rq.curr else { continue };
+            if self.k.tasks[t].mm != mm {
+                continue;
+            }
+            let ex = &self.exec[t];
+            let (offset, len, pos) = if t == cur && cpu == cur_cpu {
+                match stream {
+                    Some(s) => s,
+                    None => continue,
+                }
+            } else {
+                match &ex.op {
+                    Op::Stream {
+                        vma: sv,
+                        offset,
+                        len,
+                        pos,
+                        ..
+                    } if *sv == vma => (*offset, *len, offset + *pos as u64),
+                    _ => continue,
+                }
+            };
+            let m = Member {
+                pos,
+                rate: ex.rate,
+                task: t,
+                cpu,
+                won_cpu: 0.0,
+                won_sleep: 0.0,
+            };
+            match groups
+                .iter_mut()
+                .find(|g| g.offset == offset && g.len == len)
+            {
+                Some(g) => g.members.push(m),
+                None => groups.push(Group {
+                    offset,
+                    len,
+                    members: vec![m],
+                    cpus: Vec::new(),
+                    per_node: Vec::new(),
+                    key: 0,
+                    owed_cpu: 0.0,
+                    owed_sleep: 0.0,
+                }),
+            }
+        }
+        let nn = self.k.m.nr_nodes();
+        for g in &mut groups {
+            g.members.sort_by_key(|m| (m.pos, m.task));
+            g.cpus = g.members.iter().map(|m| m.cpu).collect();
+            g.per_node = vec![0; nn];
+            for &c in &g.cpus {
+                g.per_node[self.k.cpu_node(c).index()] += 1;
+            }
+            g.key = cpu_set_key(&g.cpus);
+        }
+        groups.sort_by_key(|g| (g.offset, g.len));
+        let max_len = groups.iter().map(|g| g.len).max().unwrap_or(0);
+        VmaStreams { groups, max_len }
+    }
+}
+
+impl VmaStreams {
+    /// Indices of the groups whose range overlaps `[lo, hi)`.
+    fn covering(&self, lo: u64, hi: u64) -> Vec<usize> {
+        let end = self.groups.partition_point(|g| g.offset < hi);
+        let mut out = Vec::new();
+        for i in (0..end).rev() {
+            let g = &self.groups[i];
+            if g.offset + self.max_len <= lo {
+                break;
+            }
+            if g.offset + g.len > lo {
+                out.push(i);
+            }
+        }
+        out.reverse();
+        out
+    }
+}

@@ -1,0 +1,155 @@
+//! The split page-table lock and the per-VMA lock of racing faults.
+//!
+//! # Which locks a fault takes (6.12)
+//! `do_user_addr_fault` (arch/x86/mm/fault.c) first tries
+//! `lock_vma_under_rcu`: `vma_start_read` takes `vma->vm_lock` for read
+//! (`down_read_trylock`, one atomic on the lock's count line) and
+//! `vma_end_read` releases it (a second atomic). Only when that fails does
+//! the fault fall back to `mmap_read_lock`, which for the anonymous VMAs
+//! modeled here happens once per VMA (`vmf_anon_prepare` setting up the
+//! `anon_vma`); that one fault is left out. Under the VMA lock,
+//! `do_anonymous_page` and `do_numa_page` take the split page-table lock
+//! of the PTE page (`pte_offset_map_lock`: one spinlock per page-table
+//! page, covering 2 MiB of address space with 4 KiB pages) or, for a THP,
+//! the PMD lock (`pmd_lock`, one per PMD page: 1 GiB) — both one lock per
+//! page-table page, here keyed by the page being faulted.
+//!
+//! # A race
+//! When `K` threads reach the same not-present (or PROT_NONE) page at
+//! once, each takes the fault: a first touch allocates and zeroes its own
+//! folio, then all `K` queue on the page-table lock. The first to take it
+//! maps its folio; each other finds `!pte_none` (`vmf_pte_changed`) or
+//! `!pte_same`, unlocks, frees its folio and returns, and the access is
+//! retried. [`RaceCache::solve`] gives the mean spin on each lock: the
+//! `K` CPUs are the fluid line's requesters, each offering one acquisition
+//! per `own_ns` of its own work (the fault work before the lock), holding
+//! it the mean of one map and `K - 1` checks. Its `vm_lock` count line
+//! gets two atomics per fault cycle from the same CPUs.
+//!
+//! Left out: the PTE line itself moving between the racers beyond the one
+//! transfer in the check's hold, the pte_offset_map RCU walk, faults on
+//! different pages of one page-table page contending for its lock (racers
+//! here are threads on the same page).
+
+use crate::kernel::CpuId;
+use crate::physics::line::{LineModel, Requester};
+use numalab_topology::Machine;
+use std::collections::BTreeMap;
+
+/// Spin per fault of one racer (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RaceSpin {
+    /// Waiting for and taking the page-table lock (wait + transfer).
+    pub ptl_ns: f64,
+    /// The two atomics on `vma->vm_lock` (wait + transfer each).
+    pub vm_lock_ns: f64,
+}
+
+/// Solved races, keyed by an id of the racing CPUs (the caller's: the
+/// same whenever the set is) and the per-racer work, so a convoy of the
+/// same threads solves its locks once. Cleared when it grows past
+/// [`RACE_CACHE_MAX`] entries.
+#[derive(Clone, Debug, Default)]
+pub struct RaceCache {
+    solved: BTreeMap<(u64, u64, u64), RaceSpin>,
+}
+
+/// Most solved races kept.
+const RACE_CACHE_MAX: usize = 512;
+
+/// An id of a set of CPUs for [`RaceCache::solve`]: FNV-1a over the sorted
+/// CPU numbers.
+pub fn cpu_set_key(cpus: &[CpuId]) -> u64 {
+    let mut ids: Vec<u32> = cpus.iter().map(|c| c.index() as u32).collect();
+    ids.sort_unstable();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for i in ids {
+        for b in i.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+impl RaceCache {
+    /// The spin of each of the CPUs `cpus` (all racers, the winner
+    /// included; `len() >= 2`; `key` = [`cpu_set_key`] of them) racing on
+    /// one page, each doing `own_ns` of work per fault before the
+    /// page-table lock, the winner holding it `hold_map_ns`, each loser
+    /// `hold_check_ns`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn solve(
+        &mut self,
+        model: &LineModel,
+        m: &Machine,
+        cpus: &[CpuId],
+        key: u64,
+        own_ns: f64,
+        hold_map_ns: f64,
+        hold_check_ns: f64,
+    ) -> RaceSpin {
+        let k = cpus.len() as f64;
+        let hold = (hold_map_ns + (k - 1.0) * hold_check_ns) / k;
+        let key = (key, own_ns.to_bits(), hold.to_bits());
+        if let Some(s) = self.solved.get(&key) {
+            return *s;
+        }
+        let reqs: Vec<Requester> = cpus
+            .iter()
+            .map(|&cpu| Requester {
+                cpu,
+                rate_per_ns: 1.0 / own_ns.max(1.0),
+            })
+            .collect();
+        let ptl = model.spinlock(m, &reqs, hold);
+        let ptl_ns = ptl.spin_ns();
+        // Each fault cycle: own work, the lock, its hold; two atomics on
+        // the VMA lock's count per cycle.
+        let cycle = own_ns + ptl_ns + hold;
+        let vreqs: Vec<Requester> = cpus
+            .iter()
+            .map(|&cpu| Requester {
+                cpu,
+                rate_per_ns: 2.0 / cycle.max(1.0),
+            })
+            .collect();
+        let vm_lock_ns = 2.0 * model.atomic(m, &vreqs).spin_ns();
+        let s = RaceSpin { ptl_ns, vm_lock_ns };
+        if self.solved.len() >= RACE_CACHE_MAX {
+            self.solved.clear();
+        }
+        self.solved.insert(key, s);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn more_racers_spin_longer_and_the_convoy_serializes() {
+        let m = numalab_topology::presets::load("spr-4n").expect("preset");
+        let model = LineModel::new(true);
+        let mut cache = RaceCache::default();
+        let cpus = |n: usize| (0..n).map(|i| CpuId::new(i * 2)).collect::<Vec<_>>();
+        let own = 1400.0;
+        let solve = |cache: &mut RaceCache, c: &[CpuId]| {
+            cache.solve(&model, &m, c, cpu_set_key(c), own, 150.0, 60.0)
+        };
+        let two = solve(&mut cache, &cpus(2));
+        let many = solve(&mut cache, &cpus(160));
+        assert!(many.ptl_ns > 10.0 * two.ptl_ns, "{two:?} {many:?}");
+        // 160 racers each needing the lock once per page: every racer
+        // waits for about all the others' services, far beyond its own
+        // work, so the convoy advances one page per 160 services.
+        assert!(many.ptl_ns > 100.0 * 60.0, "{many:?}");
+        assert!(many.vm_lock_ns > 0.0);
+        // Cached: the same racers in another order give the same answer.
+        let mut rev = cpus(160);
+        rev.reverse();
+        assert_eq!(cpu_set_key(&rev), cpu_set_key(&cpus(160)));
+        assert_eq!(solve(&mut cache, &rev), many);
+    }
+}
