@@ -1046,7 +1046,13 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
     /// deterministic check the CI asserts on the kernel (but "real run").
     #[test]
     fn model_only_pinned_scenario_converges_and_passes_the_ci_checks() {
-        let m = guest();
+        // Native kernel-work speed: at the guest's measured cost_scale
+        // (180) the quarter-scale scenario's scans are throttled by
+        // node_stamp and its migrations take ~0.65 ms each, so it does not
+        // converge within its 30 s (docs/real.md, M1). This test is about
+        // the model half of the pipeline, not that speed.
+        let mut m = guest();
+        m.kernel.cost_scale = 1.0;
         let s = pick(&["pinned-4k".to_string()]).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.25).unwrap();
         // Model and real runs name tasks alike: no renaming needed.

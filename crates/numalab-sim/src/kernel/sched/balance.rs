@@ -12,9 +12,9 @@
 //!    (`numalab.sched_balance_serialize`, see serialize.rs): before the
 //!    patch, `sched_balance_domains` took it before the interval check.
 //! 3. `sched_balance_find_src_group`: classify groups (has_spare,
-//!    fully_busy, overloaded), pick the busiest, decide whether an imbalance
-//!    exists and how many tasks fix it (`calculate_imbalance`, with the
-//!    NUMA allowance of `adjust_numa_imbalance`).
+//!    fully_busy, imbalanced, overloaded), pick the busiest, decide whether
+//!    an imbalance exists and how much fixes it (`calculate_imbalance`,
+//!    with the NUMA allowance of `adjust_numa_imbalance`).
 //! 4. `sched_balance_find_src_rq`: the busiest runqueue of that group.
 //! 5. `detach_tasks`: move waiting tasks that may run here and are not
 //!    cache-hot; if every candidate was pinned by affinity, drop that CPU
@@ -35,8 +35,14 @@
 //! time an idle CPU spends balancing keeps it from running a task until
 //! that time is over (`Rq::kernel_busy_until`).
 //!
-//! Left out: PELT load and utilisation (load is the number of runnable
-//! nice-0 tasks), group_imbalanced / misfit / asym-packing types, NOHZ idle
+//! Loads are PELT's (pelt.rs): groups are classified by `group_classify`
+//! on load, runnable and utilisation sums, imbalances are `migrate_load`,
+//! `migrate_util` or `migrate_task`, and `detach_tasks` takes tasks least
+//! recently run first, by their load or utilisation (`numalab.pelt=0`:
+//! runnable counts).
+//!
+//! Left out: misfit tasks (no asymmetric capacity), asym packing and
+//! smt_balance group types, util_est, NOHZ idle
 //! balancing (idle CPUs balance at their own tick), active balance from the
 //! newly-idle path, the `LBF_DST_PINNED` retry with another destination,
 //! `max_newidle_lb_cost` tracking (the newidle cost test uses the modeled

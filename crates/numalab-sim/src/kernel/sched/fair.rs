@@ -39,42 +39,7 @@ pub fn adjust_numa_imbalance(imbalance: i64, dst_running: i64, imb_numa_nr: i64)
     imbalance
 }
 
-/// Group statistics used by placement (`struct sg_lb_stats`, the parts kept).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct GroupStats {
-    /// `sum_nr_running`.
-    pub nr_running: i64,
-    /// `idle_cpus`.
-    pub idle_cpus: i64,
-    /// `group_weight`.
-    pub weight: i64,
-}
-
-impl GroupStats {
-    /// `group_has_spare`: fewer tasks than CPUs.
-    pub fn has_spare(&self) -> bool {
-        self.nr_running < self.weight
-    }
-}
-
 impl Kernel {
-    /// Statistics of the CPUs in `group` that are also in `allowed`.
-    pub fn group_stats(&self, group: &CpuSet, allowed: Option<&CpuSet>) -> GroupStats {
-        let mut s = GroupStats::default();
-        for c in group.cpu_ids() {
-            if allowed.is_some_and(|a| !a.has(c)) {
-                continue;
-            }
-            s.weight += 1;
-            let n = self.rq[c].nr_running() as i64;
-            s.nr_running += n;
-            if n == 0 {
-                s.idle_cpus += 1;
-            }
-        }
-        s
-    }
-
     /// Placement of a new task (`wake_up_new_task` → `select_task_rq_fair`
     /// with WF_FORK): start from the parent's CPU and descend.
     pub fn select_task_rq_fork(&self, t: TaskId, parent_cpu: CpuId) -> CpuId {
