@@ -69,13 +69,18 @@
 //! assert!(count.wait_ns >= 0.0);
 //! ```
 //!
+//! A queued spinlock ([`LineModel::qspinlock`]) differs in what waits on
+//! the line: its waiters spin on their own MCS nodes, so the lock word
+//! sees at most two outstanding requests, and each hand-over is two
+//! transfers (lock word, then the next waiter's node).
+//!
 //! Left out: reads that share the line (every request here wants it
 //! Modified), non-FIFO arbitration (snoop retries that let a near requester
 //! overtake a far one, unfairness), false sharing with neighbouring data,
 //! the line's home node (the directory lookup is inside the measured
-//! core-to-core latencies), and back-off in the software that spins (a
-//! qspinlock's waiters spin on their own MCS node; here every waiter is one
-//! outstanding request for the lock line).
+//! core-to-core latencies), qspinlock's pending-bit fast path for a single
+//! waiter, and back-off in software that spins on a plain [`LineModel::spinlock`]
+//! (there every waiter is one outstanding request for the lock line).
 
 use super::costs;
 use crate::kernel::sysctl::Knobs;
@@ -184,7 +189,7 @@ impl LineModel {
     /// holding it `hold_ns` beyond its transfer (0 for a bare atomic). See
     /// the module doc. Requesters with a rate of 0 (or below) are ignored.
     pub fn fluid(&self, m: &Machine, reqs: &[Requester], hold_ns: f64) -> FluidLine {
-        fluid(self, m, reqs, hold_ns.max(0.0))
+        fluid(self, m, reqs, hold_ns.max(0.0), false)
     }
 
     /// A spinlock built on the line: each acquisition transfers the lock
@@ -192,6 +197,19 @@ impl LineModel {
     /// CPU time).
     pub fn spinlock(&self, m: &Machine, reqs: &[Requester], hold_ns: f64) -> FluidLine {
         self.fluid(m, reqs, hold_ns)
+    }
+
+    /// A queued spinlock (the kernel's `spinlock_t` on x86: qspinlock)
+    /// built on the line: waiters queue on their own MCS nodes and only
+    /// the head of the queue requests the lock word, so at most two
+    /// requests are outstanding on it (the releasing owner's and the
+    /// head's) however many CPUs wait. A hand-over costs two transfers in
+    /// series: the lock word to the head, then the new owner's write to
+    /// the next waiter's MCS node (`arch_mcs_spin_unlock_contended`)
+    /// before its critical section. Waiters spin ([`FluidLine::spin_ns`]
+    /// is CPU time).
+    pub fn qspinlock(&self, m: &Machine, reqs: &[Requester], hold_ns: f64) -> FluidLine {
+        fluid(self, m, reqs, hold_ns.max(0.0), true)
     }
 
     /// A bare atomic read-modify-write on the line (an rwsem reader's
@@ -332,7 +350,15 @@ impl FluidLine {
 /// Iterations of the mean-value analysis; it converges in a few tens.
 const MVA_ITERATIONS: usize = 200;
 
-fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64) -> FluidLine {
+/// The fluid solve; `mcs`: a queued lock (see [`LineModel::qspinlock`]).
+fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: bool) -> FluidLine {
+    // Transfers per acquisition, and the most requests outstanding on the
+    // lock word.
+    let (hops, cap) = if mcs {
+        (2.0, 2.0)
+    } else {
+        (1.0, f64::INFINITY)
+    };
     let n = reqs.len();
     let active: Vec<usize> = (0..n).filter(|&i| reqs[i].rate_per_ns > 0.0).collect();
     let mut rates = vec![0.0; n];
@@ -355,11 +381,11 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64) -> Fluid
     // Start from the offered rates, each requester alone at the line.
     let mut q: Vec<f64> = vec![0.0; cpus.len()];
     let mut x: Vec<f64> = think.iter().map(|z| 1.0 / z).collect();
-    let mut transfer = mean_transfer(m, &cpus, &x);
+    let mut transfer = hops * mean_transfer(m, &cpus, &x);
     let mut service = transfer + hold;
     for _ in 0..MVA_ITERATIONS {
         let total_q: f64 = q.iter().sum();
-        transfer = mean_transfer(m, &cpus, &x) * model.load_factor(total_q.max(1.0));
+        transfer = hops * mean_transfer(m, &cpus, &x) * model.load_factor(total_q.clamp(1.0, cap));
         service = transfer + hold;
         let mut change = 0.0_f64;
         for i in 0..cpus.len() {
@@ -568,6 +594,21 @@ mod tests {
         assert!(c_off.max_rate_per_ns > b.max_rate_per_ns, "{c_off:?} {b:?}");
         assert!(b.spin_ns() > b.transfer_ns);
         assert!(b.stretch(0.01, 0.0) > 1.0);
+    }
+
+    #[test]
+    fn qspinlock_waiters_do_not_load_the_lock_word() {
+        let m = gnr();
+        let model = LineModel::new(true);
+        let r = reqs((0..160).map(|i| i * 3), 1e-3);
+        let plain = model.spinlock(&m, &r, 60.0);
+        let q = model.qspinlock(&m, &r, 60.0);
+        // Both saturated; the queued lock's hand-over is two unloaded-ish
+        // transfers, the plain one a transfer loaded by every waiter.
+        assert!(q.utilisation > 0.95 && plain.utilisation > 0.95);
+        assert!(q.service_ns < plain.service_ns, "{q:?} {plain:?}");
+        let two = model.qspinlock(&m, &reqs([0, 120].into_iter(), 1e-6), 0.0);
+        assert!(two.transfer_ns > 1.9 * costs::C2C_SAME_LLC_NS, "{two:?}");
     }
 
     #[test]

@@ -10,8 +10,11 @@
 //! with the requesting CPUs and their rates; `mmap_lock`, taken by
 //! `task_numa_work` once per scan, uses the discrete face.
 //!
-//! Spinning (PTL, `zone->lock`, `lru_lock`, the atomics of an rwsem's
-//! fast path) is system time of the spinning task. Sleeping on an rwsem
+//! The spinlocks (PTL, `zone->lock`, `lru_lock`) are `spinlock_t`, a
+//! queued spinlock on x86: they use the line model's qspinlock face
+//! (waiters spin on their own MCS nodes; two transfers per hand-over). The
+//! rwsem counts (`vm_lock`, `mmap_lock`) are bare atomics that every
+//! requester hammers. Spinning is system time of the spinning task. Sleeping on an rwsem
 //! or on a folio under migration is not CPU time: the task is delayed
 //! without being charged ([`Kernel::delay_task`]).
 //!
@@ -22,9 +25,8 @@
 //! (kernel/numa/fault.rs).
 //!
 //! Left out: lock holders being preempted or interrupted, qspinlock's
-//! pending-bit and MCS hand-over details (every waiter is one outstanding
-//! request for the lock line), rwsem optimistic spinning and writer
-//! starvation, lockdep.
+//! pending-bit fast path, rwsem optimistic spinning and writer starvation,
+//! lockdep.
 
 pub mod mmap_lock;
 pub mod ptl;
@@ -173,7 +175,7 @@ impl TickLock {
                         rate_per_ns: f64::from(self.counts[c.index()]) / tick_ns,
                     })
                     .collect();
-                self.wait_ns = model.spinlock(m, &reqs, hold).wait_ns;
+                self.wait_ns = model.qspinlock(m, &reqs, hold).wait_ns;
             }
         }
         for c in self.touched.drain(..) {

@@ -21,7 +21,8 @@
 //! maps its folio; each other finds `!pte_none` (`vmf_pte_changed`) or
 //! `!pte_same`, unlocks, frees its folio and returns, and the access is
 //! retried. [`RaceCache::solve`] gives the mean spin on each lock: the
-//! `K` CPUs are the fluid line's requesters, each offering one acquisition
+//! `K` CPUs are the requesters of the line model's queued spinlock
+//! (`LineModel::qspinlock`), each offering one acquisition
 //! per `own_ns` of its own work (the fault work before the lock), holding
 //! it the mean of one map and `K - 1` checks. Its `vm_lock` count line
 //! gets two atomics per fault cycle from the same CPUs.
@@ -102,7 +103,7 @@ impl RaceCache {
                 rate_per_ns: 1.0 / own_ns.max(1.0),
             })
             .collect();
-        let ptl = model.spinlock(m, &reqs, hold);
+        let ptl = model.qspinlock(m, &reqs, hold);
         let ptl_ns = ptl.spin_ns();
         // Each fault cycle: own work, the lock, its hold; two atomics on
         // the VMA lock's count per cycle.
