@@ -154,14 +154,14 @@ declare! {
         unit: None,
         location: Location::Lab,
         source: "numalab physics/sharing.rs, engine/sharing.rs; transfer costs from physics/line.rs",
-        description: "1: an access to a line another core still holds Modified (written by another task within the last few MiB of its writes, from the running tasks' operations) costs a cache-to-cache transfer by distance and load instead of a memory access; 0: no sharing cost",
+        description: "1: an access to a line another core still holds Modified (written by another task within the last few MiB of its writes, from the running tasks' operations) waits for a cache-to-cache transfer by distance and load on top of its memory latency; 0: no sharing cost",
     }
 
     /// PELT load tracking in the balancer and placement.
-    PELT: uint(0, 1) {
+    PELT: bool {
         name: "numalab.pelt",
         aliases: [],
-        default: 1,
+        default: true,
         unit: None,
         location: Location::Lab,
         source: "kernel/sched/pelt.c ___update_load_sum/___update_load_avg; fair.c update_sg_lb_stats, group_classify, calculate_imbalance, detach_tasks, find_idlest_group, select_idle_cpu (SIS_UTIL), update_numa_stats, task_h_load",
@@ -169,10 +169,10 @@ declare! {
     }
 
     /// Background activity: per-CPU kernel threads and periodic system work.
-    BACKGROUND: uint(0, 1) {
+    BACKGROUND: bool {
         name: "numalab.background",
         aliases: [],
-        default: 1,
+        default: true,
         unit: None,
         location: Location::Lab,
         source: "the machine spec's [kernel] background list (numalab-topology kernel_spec.rs: kworker vmstat_update, RCU grace-period kthread, khugepaged, kcompactd, watchdog), plus the real-run sampler in validate's scenarios",
@@ -183,7 +183,7 @@ declare! {
     NUMA_BALANCING_CGROUP_HIERARCHY: bool {
         name: "numalab.numa_balancing_cgroup_hierarchy",
         aliases: [],
-        default: 1,
+        default: true,
         unit: None,
         location: Location::Lab,
         source: "proposal 4 (Chen Yu, 2025) tg_numa_balance_enabled() and its to-do, after mm/memcontrol.c mem_cgroup_zswap_writeback_enabled() (e39925734909)",

@@ -24,7 +24,7 @@ impl Sim {
     /// Creates the background kernel threads, sleeping until their first
     /// wakeup. Called once, after the workload's first threads exist.
     pub(super) fn start_background(&mut self) {
-        if self.k.knobs.get(knob::BACKGROUND) == 0 {
+        if !self.k.knobs.get(knob::BACKGROUND) {
             return;
         }
         let mut rng = Pcg64Mcg::seed_from_u64(self.opts.seed ^ 0x6b74_6872_6561_6473);

@@ -175,7 +175,7 @@ impl Kernel {
     /// `sched_feat`-like switch: true when the balancer reads PELT signals
     /// (`numalab.pelt=1`), false for runnable counts.
     pub fn pelt_enabled(&self) -> bool {
-        self.knobs.get(knob::PELT) != 0
+        self.knobs.get(knob::PELT)
     }
 
     /// `update_cfs_rq_load_avg`: brings `cpu`'s runqueue signals to now.
