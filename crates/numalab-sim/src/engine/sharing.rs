@@ -20,34 +20,59 @@ use crate::physics::line::LineModel;
 use crate::physics::sharing::{
     Access, AccessKind, RegionWriters, Sharing, Writer, WriterKind, WRITER_CACHE_BYTES,
 };
-use numalab_workload::Phase;
 use std::collections::BTreeMap;
+
+/// The part of a region an operation covers.
+struct Span {
+    vma: VmaId,
+    offset: u64,
+    len: u64,
+    /// Share of its accesses that are writes.
+    write: f64,
+    /// For a stream, the byte of the region it is at.
+    at: Option<u64>,
+}
+
+impl Span {
+    /// The span of a stream or random operation.
+    fn of(op: &Op) -> Option<Span> {
+        match *op {
+            Op::Stream {
+                vma,
+                offset,
+                len,
+                pos,
+                write,
+                ..
+            } => Some(Span {
+                vma,
+                offset,
+                len,
+                write,
+                at: Some(offset + (pos as u64).min(len.saturating_sub(1))),
+            }),
+            Op::Random {
+                vma,
+                offset,
+                len,
+                write,
+                ..
+            } => Some(Span {
+                vma,
+                offset,
+                len,
+                write,
+                at: None,
+            }),
+            _ => None,
+        }
+    }
+}
 
 /// The writers of every region that has any, at the last tick.
 pub(crate) type SharedWriters = BTreeMap<(MmId, VmaId), RegionWriters>;
 
 impl Sim {
-    /// Share of the accesses of task `t`'s operation in progress that are
-    /// writes, from the phase that started it.
-    fn op_write_share(&self, t: TaskId) -> f64 {
-        let ex = &self.exec[t];
-        let mut list: &[Phase] = &self.threads[ex.proc][ex.thread];
-        let depth = ex.frames.len();
-        for f in &ex.frames[..depth - 1] {
-            match list.get(f.pc) {
-                Some(Phase::Repeat { body, .. }) => list = body,
-                _ => return 0.0,
-            }
-        }
-        // The cursor has moved past the phase that started the op.
-        let pc = ex.frames[depth - 1].pc;
-        match pc.checked_sub(1).and_then(|i| list.get(i)) {
-            Some(Phase::Stream { write, .. }) => f64::from(u8::from(*write)),
-            Some(Phase::Random { write_fraction, .. }) => *write_fraction,
-            _ => 0.0,
-        }
-    }
-
     /// Indexes the running writers by region (numalab.shared_line_transfers;
     /// nothing when it is off).
     pub(crate) fn gather_shared_writers(&mut self) {
@@ -60,42 +85,18 @@ impl Sim {
             let Some(t) = self.k.rq[cpu].curr else {
                 continue;
             };
-            let (vma, offset, len, kind) = match &self.exec[t].op {
-                Op::Stream {
-                    vma,
-                    offset,
-                    len,
-                    pos,
-                    ..
-                } => (
-                    *vma,
-                    *offset,
-                    *len,
-                    WriterKind::Stream {
-                        at: offset + (*pos as u64).min(len.saturating_sub(1)),
-                    },
-                ),
-                Op::Random {
-                    vma, offset, len, ..
-                } => (
-                    *vma,
-                    *offset,
-                    *len,
-                    WriterKind::Random {
-                        write_fraction: 0.0,
-                    },
-                ),
-                _ => continue,
+            let Some(span) = Span::of(&self.exec[t].op) else {
+                continue;
             };
-            let share = self.op_write_share(t);
-            if share <= 0.0 || len == 0 {
+            if span.write <= 0.0 || span.len == 0 {
                 continue;
             }
-            let kind = match kind {
-                WriterKind::Random { .. } => WriterKind::Random {
-                    write_fraction: share,
+            let (vma, offset, len) = (span.vma, span.offset, span.len);
+            let kind = match span.at {
+                Some(at) => WriterKind::Stream { at },
+                None => WriterKind::Random {
+                    write_fraction: span.write,
                 },
-                k => k,
             };
             by.entry((self.k.tasks[t].mm, vma))
                 .or_default()
@@ -120,25 +121,19 @@ impl Sim {
         if self.shared.is_empty() {
             return mem_ns;
         }
-        let (vma, offset, len, kind) = match op {
-            Op::Stream {
-                vma,
-                offset,
-                len,
-                pos,
-                ..
-            } => (
-                *vma,
-                *offset,
-                *len,
-                AccessKind::Stream {
-                    at: offset + (*pos as u64).min(len.saturating_sub(1)),
-                },
-            ),
-            Op::Random {
-                vma, offset, len, ..
-            } => (*vma, *offset, *len, AccessKind::Random),
-            _ => return mem_ns,
+        let Some(Span {
+            vma,
+            offset,
+            len,
+            at,
+            ..
+        }) = Span::of(op)
+        else {
+            return mem_ns;
+        };
+        let kind = match at {
+            Some(at) => AccessKind::Stream { at },
+            None => AccessKind::Random,
         };
         let Some(r) = self.shared.get(&(self.k.tasks[t].mm, vma)) else {
             return mem_ns;

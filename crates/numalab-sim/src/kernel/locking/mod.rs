@@ -186,6 +186,15 @@ impl TickLock {
     }
 }
 
+/// The per-node spinlocks of the fault and migration paths.
+#[derive(Clone, Copy, Debug)]
+enum NodeLock {
+    /// `zone->lock`.
+    Zone,
+    /// The node lruvec's `lru_lock`.
+    Lru,
+}
+
 impl Kernel {
     /// Delays task `t` by `ns` without charging CPU time: it sleeps (on an
     /// rwsem, or on a folio a migration holds) and runs again once woken.
@@ -202,18 +211,22 @@ impl Kernel {
     /// ns); with `numalab.fault_locks` off, the hold only.
     pub fn zone_lock(&mut self, cpu: CpuId, nid: NodeId, nr: u32) -> f64 {
         let hold = f64::from(nr) * crate::physics::costs::ZONE_LOCK_PER_PAGE_NS;
+        self.node_spin_lock(NodeLock::Zone, cpu, nid, hold)
+    }
+
+    /// One of node `nid`'s spinlocks taken by `cpu` and held `hold` ns.
+    /// Returns the CPU time (spin + hold, ns); with `numalab.fault_locks`
+    /// off, the hold only.
+    fn node_spin_lock(&mut self, which: NodeLock, cpu: CpuId, nid: NodeId, hold: f64) -> f64 {
         if !self.locks.on.fault_locks {
             return hold;
         }
         let (tick, tick_ns) = (self.jiffies(), self.tick_ns as f64);
-        let spin = self.locks.zone_lock[nid.index()].acquire(
-            &self.locks.model,
-            &self.m,
-            tick,
-            tick_ns,
-            cpu,
-            hold,
-        );
+        let lock = match which {
+            NodeLock::Zone => &mut self.locks.zone_lock[nid.index()],
+            NodeLock::Lru => &mut self.locks.lru_lock[nid.index()],
+        };
+        let spin = lock.acquire(&self.locks.model, &self.m, tick, tick_ns, cpu, hold);
         spin + hold
     }
 
@@ -279,19 +292,7 @@ impl Kernel {
     /// ns); with `numalab.fault_locks` off, the hold only.
     pub fn lru_lock(&mut self, cpu: CpuId, nid: NodeId) -> f64 {
         let hold = crate::physics::costs::LRU_LOCK_HOLD_NS;
-        if !self.locks.on.fault_locks {
-            return hold;
-        }
-        let (tick, tick_ns) = (self.jiffies(), self.tick_ns as f64);
-        let spin = self.locks.lru_lock[nid.index()].acquire(
-            &self.locks.model,
-            &self.m,
-            tick,
-            tick_ns,
-            cpu,
-            hold,
-        );
-        spin + hold
+        self.node_spin_lock(NodeLock::Lru, cpu, nid, hold)
     }
 
     /// The CPUs currently running a task of `mm`: the model's
