@@ -434,21 +434,27 @@ fn mean_transfer(m: &Machine, cpus: &[CpuId], w: &[f64]) -> f64 {
     if total <= 0.0 {
         return costs::C2C_SAME_CORE_NS;
     }
+    // Shares per core, LLC and package, in order of first appearance; a
+    // slot table per kind finds an id's entry without a search (this runs
+    // inside the fluid solve of every contended lock, with hundreds of
+    // CPUs).
     let mut core: Vec<(usize, f64)> = Vec::new();
     let mut llc: Vec<(usize, f64)> = Vec::new();
     let mut pkg: Vec<(usize, f64)> = Vec::new();
-    fn add(v: &mut Vec<(usize, f64)>, k: usize, p: f64) {
-        match v.iter_mut().find(|e| e.0 == k) {
-            Some(e) => e.1 += p,
-            None => v.push((k, p)),
+    let mut slots = vec![[usize::MAX; 3]; m.cpus.len()];
+    fn add(v: &mut Vec<(usize, f64)>, slot: &mut usize, k: usize, p: f64) {
+        if *slot == usize::MAX {
+            *slot = v.len();
+            v.push((k, 0.0));
         }
+        v[*slot].1 += p;
     }
     for (c, &wi) in cpus.iter().zip(w) {
         let p = wi / total;
         let info = &m.cpus[c.index()];
-        add(&mut core, info.core, p);
-        add(&mut llc, info.llc, p);
-        add(&mut pkg, info.package, p);
+        add(&mut core, &mut slots[info.core][0], info.core, p);
+        add(&mut llc, &mut slots[info.llc][1], info.llc, p);
+        add(&mut pkg, &mut slots[info.package][2], info.package, p);
     }
     let sq = |v: &[(usize, f64)]| v.iter().map(|e| e.1 * e.1).sum::<f64>();
     let (s_core, s_llc, s_pkg) = (sq(&core), sq(&llc), sq(&pkg));

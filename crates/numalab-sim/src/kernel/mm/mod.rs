@@ -97,6 +97,9 @@ pub struct Vma {
     /// One bit per page, set when the page is special: lets
     /// [`Vma::next_special`] find the next one a word at a time.
     special_bits: Vec<u64>,
+    /// One bit per chunk, set when the chunk has a special page: lets
+    /// [`Vma::next_special`] skip runs of settled chunks a word at a time.
+    chunk_bits: Vec<u64>,
     /// Bumped whenever a page changes node or presence.
     pub version: u64,
     nr_nodes: usize,
@@ -142,6 +145,16 @@ impl Vma {
                 if !npages.is_multiple_of(64) {
                     if let Some(last) = b.last_mut() {
                         *last = (1u64 << (npages % 64)) - 1;
+                    }
+                }
+                b
+            },
+            // Every chunk starts with special (not present) pages.
+            chunk_bits: {
+                let mut b = vec![u64::MAX; nchunks.div_ceil(64)];
+                if !nchunks.is_multiple_of(64) {
+                    if let Some(last) = b.last_mut() {
+                        *last = (1u64 << (nchunks % 64)) - 1;
                     }
                 }
                 b
@@ -211,12 +224,18 @@ impl Vma {
     fn fix_special(&mut self, idx: usize, c: usize, was: bool, now: bool) {
         match (was, now) {
             (false, true) => {
+                if self.chunk_special[c] == 0 {
+                    self.chunk_bits[c / 64] |= 1u64 << (c % 64);
+                }
                 self.chunk_special[c] += 1;
                 self.nr_special += 1;
                 self.special_bits[idx / 64] |= 1u64 << (idx % 64);
             }
             (true, false) => {
                 self.chunk_special[c] -= 1;
+                if self.chunk_special[c] == 0 {
+                    self.chunk_bits[c / 64] &= !(1u64 << (c % 64));
+                }
                 self.nr_special -= 1;
                 self.special_bits[idx / 64] &= !(1u64 << (idx % 64));
             }
@@ -234,7 +253,10 @@ impl Vma {
             let c = self.chunk_of(p);
             let chunk_end = ((c + 1) * self.pages_per_chunk).min(to);
             if self.chunk_special[c] == 0 {
-                p = chunk_end;
+                match self.next_special_chunk(c + 1) {
+                    Some(n) => p = n * self.pages_per_chunk,
+                    None => return None,
+                }
                 continue;
             }
             while p < chunk_end {
@@ -251,6 +273,19 @@ impl Vma {
             p = chunk_end;
         }
         None
+    }
+
+    /// The first chunk at or after `c` with a special page, if any.
+    fn next_special_chunk(&self, c: usize) -> Option<usize> {
+        let mut i = c / 64;
+        let mut w = self.chunk_bits.get(i)? & (u64::MAX << (c % 64));
+        loop {
+            if w != 0 {
+                return Some(i * 64 + w.trailing_zeros() as usize);
+            }
+            i += 1;
+            w = *self.chunk_bits.get(i)?;
+        }
     }
 
     /// Special pages in `[from, to)`: exact over whole chunks, counted page by
@@ -334,6 +369,9 @@ impl Vma {
                     "vma {} chunk {c}: special {sp} != {}",
                     self.name, self.chunk_special[c]
                 ));
+            }
+            if (sp > 0) != (self.chunk_bits[c / 64] >> (c % 64) & 1 == 1) {
+                return Err(format!("vma {} chunk {c}: chunk bit wrong", self.name));
             }
             special += sp as u64;
             for n in 0..self.nr_nodes {
