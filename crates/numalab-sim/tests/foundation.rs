@@ -25,13 +25,8 @@ fn hard_bind_is_fastest_and_inverse_bind_slowest_on_two_nodes() {
             .elapsed_s;
         assert!(hard < plain, "{base}: hard {hard} !< plain {plain}");
         assert!(hard < inv, "{base}: hard {hard} !< inverse {inv}");
-        // tiny-2n is latency-bound (4 threads fill neither a controller
-        // nor the links), so the unbound run's slowest threads are remote
-        // like every inverse-bound one, and its one home controller also
-        // serves every writeback (physics/coherence.rs), so its queueing
-        // latency is higher: inverse may win by a few percent, no more.
         assert!(
-            inv >= plain * 0.95,
+            inv >= plain * 0.98,
             "{base}: inverse {inv} much faster than plain {plain}"
         );
     }
