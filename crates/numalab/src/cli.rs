@@ -1,7 +1,7 @@
 //! Argument definitions and the subcommands.
 
 use crate::failure::Failure;
-use crate::{bench, out, real, reproduce, runner, validate};
+use crate::{bench, out, parallel, real, reproduce, runner, validate};
 use clap::{Args, Parser, Subcommand};
 use numalab_record::RunSet;
 use std::io::Read;
@@ -74,9 +74,11 @@ enum Cmd {
         #[arg(long)]
         csv: bool,
     },
-    /// Run a published experiment and print modeled beside published.
+    /// Run a published experiment and print modeled beside published,
+    /// with a verdict per figure; `all` runs every one in parallel and
+    /// ends with a summary table.
     Reproduce {
-        /// Reproduction name (see `numalab list reproductions`).
+        /// Reproduction name (see `numalab list reproductions`), or `all`.
         name: String,
         /// Shrink memory and passes (1 = as published).
         #[arg(long, default_value_t = 1.0)]
@@ -91,6 +93,14 @@ enum Cmd {
         /// Write each configuration's RunSet JSON into this directory.
         #[arg(long)]
         json_dir: Option<String>,
+        /// Exit 1 when a published figure misses its tolerance and is not
+        /// declared a known miss.
+        #[arg(long)]
+        check: bool,
+        /// Runs at once (default: the available cores); the output does
+        /// not depend on it.
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
     },
     /// Run a workload on this host's real kernel (docs/real.md).
     Real {
@@ -335,6 +345,25 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 keep_workdir: false,
             },
         }),
+        Cmd::Reproduce {
+            name,
+            scale,
+            iterations,
+            seed,
+            json_dir,
+            check,
+            jobs,
+        } => {
+            let jobs = parallel::jobs(jobs)?;
+            let opts = reproduce::Options {
+                scale,
+                iterations,
+                seed,
+                json_dir,
+                progress: jobs == 1,
+            };
+            parallel::install(jobs, || reproduce::reproduce(&name, &opts, check))?
+        }
         other => dispatch_model(other).map_err(Failure::from),
     }
 }
@@ -342,8 +371,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
 /// The model's subcommands (errors are bad input: exit code 2).
 fn dispatch_model(cmd: Cmd) -> Result<(), String> {
     match cmd {
-        Cmd::Real { .. } | Cmd::Vm { .. } | Cmd::Validate { .. } => {
-            Err("internal: real subcommand in dispatch_model".into())
+        Cmd::Real { .. } | Cmd::Vm { .. } | Cmd::Validate { .. } | Cmd::Reproduce { .. } => {
+            Err("internal: subcommand with its own exit codes in dispatch_model".into())
         }
         Cmd::Run {
             machine,
@@ -362,13 +391,6 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
         Cmd::Schema { what } => schema(&what),
         Cmd::Machine { cmd } => machine(cmd),
         Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
-        Cmd::Reproduce {
-            name,
-            scale,
-            iterations,
-            seed,
-            json_dir,
-        } => reproduce::reproduce(&name, scale, iterations, seed, json_dir.as_deref()),
         Cmd::Bench {
             machine,
             workload,

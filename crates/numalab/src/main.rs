@@ -10,12 +10,14 @@ mod bench;
 mod cli;
 mod failure;
 mod out;
+mod parallel;
 mod progress;
 mod real;
 mod reproduce;
 mod reproduce_cgroup;
 mod runner;
 mod validate;
+mod verdict;
 
 use clap::Parser;
 use std::io::Write;

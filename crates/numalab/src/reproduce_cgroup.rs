@@ -5,16 +5,28 @@
 //! Published numbers are only printed beside the model's (see
 //! [`crate::reproduce`]); figures marked unpublished are the model's alone.
 
-use crate::reproduce::{Config, Metric, Published, Reproduction};
+use crate::reproduce::{
+    Config, Metric, Published, Reproduction, APPROXIMATE, SAME_MACHINE_SPREAD,
+    THREADLOCAL_FIRST_TOUCH as FIRST_TOUCH, THREADLOCAL_SYSTEM_TIME as SYSTEM_TIME,
+    THREADLOCAL_TASKS_STAY as TASKS_STAY,
+};
+use crate::verdict::Tolerance;
 
-/// A published (`Some`) or model-only (`None`) figure.
-fn fig(config: &'static str, metric: Metric, value: Option<f64>) -> Published {
-    Published {
-        config,
-        metric,
-        value,
-    }
-}
+/// A counter of one run: the posting gives no spread, and scan-driven
+/// counters move with scan timing.
+const ONE_RUN_COUNTER: Tolerance = Tolerance::Rel(
+    0.25,
+    "a counter of one run, no spread published; scan-driven counters move with scan timing",
+);
+
+/// A count of a few hundred events or less in one run.
+const FEW_EVENTS: Tolerance = Tolerance::Rel(
+    0.5,
+    "a few hundred task moves in one run: each is one placement decision",
+);
+
+/// A handful of events in one run.
+const HANDFUL: Tolerance = Tolerance::Abs(4.0, "a handful of events in one run");
 
 /// The posting's experiment: NUMA01_THREADLOCAL in cgroup `/mytest`,
 /// `kernel.numa_balancing=4`, `/mytest` disabled vs enabled.
@@ -41,31 +53,34 @@ pub fn per_cgroup_numa_balancing() -> Reproduction {
             let (off, on) = ("mytest-disabled", "mytest-enabled");
             let cg = "/mytest";
             vec![
-                fig(off, Metric::Elapsed, Some(213.0)),
-                fig(on, Metric::Elapsed, Some(114.0)),
-                fig(off, Metric::User, Some(29360.0)),
-                fig(on, Metric::User, Some(7600.0)),
-                fig(off, Metric::Sys, Some(16300.0)),
-                fig(on, Metric::Sys, Some(16300.0)),
-                fig(on, Metric::RatioVs(off, &Metric::Elapsed), Some(114.0 / 213.0)),
-                fig(on, Metric::RatioVs(off, &Metric::User), Some(7600.0 / 29360.0)),
-                fig(on, Metric::MemoryStat(cg, "numa_pages_migrated"), Some(10238503.0)),
-                fig(on, Metric::MemoryStat(cg, "numa_pte_updates"), Some(24378124.0)),
-                fig(on, Metric::MemoryStat(cg, "numa_hint_faults"), Some(16921590.0)),
-                fig(on, Metric::MemoryStat(cg, "numa_task_migrated"), Some(253.0)),
-                fig(on, Metric::MemoryStat(cg, "numa_task_swapped"), Some(4.0)),
-                fig(
+                Published::figure(off, Metric::Elapsed, 213.0, SAME_MACHINE_SPREAD).known_miss(FIRST_TOUCH),
+                Published::figure(on, Metric::Elapsed, 114.0, SAME_MACHINE_SPREAD).known_miss(FIRST_TOUCH),
+                Published::figure(off, Metric::User, 29360.0, SAME_MACHINE_SPREAD).known_miss(FIRST_TOUCH),
+                Published::figure(on, Metric::User, 7600.0, SAME_MACHINE_SPREAD).known_miss(FIRST_TOUCH),
+                Published::figure(off, Metric::Sys, 16300.0, APPROXIMATE).known_miss(SYSTEM_TIME),
+                Published::figure(on, Metric::Sys, 16300.0, APPROXIMATE).known_miss(SYSTEM_TIME),
+                Published::figure(on, Metric::RatioVs(off, &Metric::Elapsed), 114.0 / 213.0, SAME_MACHINE_SPREAD).known_miss(FIRST_TOUCH),
+                Published::figure(on, Metric::RatioVs(off, &Metric::User), 7600.0 / 29360.0, SAME_MACHINE_SPREAD).known_miss(FIRST_TOUCH),
+                Published::figure(on, Metric::MemoryStat(cg, "numa_pages_migrated"), 10238503.0, ONE_RUN_COUNTER).known_miss(TASKS_STAY),
+                Published::figure(on, Metric::MemoryStat(cg, "numa_pte_updates"), 24378124.0, ONE_RUN_COUNTER).known_miss(TASKS_STAY),
+                Published::figure(on, Metric::MemoryStat(cg, "numa_hint_faults"), 16921590.0, ONE_RUN_COUNTER).known_miss(TASKS_STAY),
+                Published::figure(on, Metric::MemoryStat(cg, "numa_task_migrated"), 253.0, FEW_EVENTS).known_miss(TASKS_STAY),
+                Published::figure(on, Metric::MemoryStat(cg, "numa_task_swapped"), 4.0, HANDFUL),
+                Published::figure(
                     on,
                     Metric::StatRatio(cg, "numa_pages_migrated", "numa_hint_faults"),
-                    Some(10238503.0 / 16921590.0),
-                ),
-                fig(
+                    10238503.0 / 16921590.0,
+                    ONE_RUN_COUNTER,
+                )
+                .known_miss(TASKS_STAY),
+                Published::figure(
                     on,
                     Metric::StatRatio(cg, "numa_hint_faults", "numa_pte_updates"),
-                    Some(16921590.0 / 24378124.0),
+                    16921590.0 / 24378124.0,
+                    ONE_RUN_COUNTER,
                 ),
-                fig(off, Metric::MemoryStat(cg, "numa_pte_updates"), None),
-                fig(off, Metric::MemoryStat(cg, "numa_hint_faults"), None),
+                Published::model_only(off, Metric::MemoryStat(cg, "numa_pte_updates")),
+                Published::model_only(off, Metric::MemoryStat(cg, "numa_hint_faults")),
             ]
         },
     }
@@ -100,8 +115,8 @@ pub fn per_cgroup_mixed() -> Reproduction {
         published: || {
             let mut v = Vec::new();
             for c in ["mode-0", "mode-1", "mode-4-gain"] {
-                v.push(fig(c, Metric::CgroupElapsed("/gain"), None));
-                v.push(fig(c, Metric::CgroupElapsed("/lose"), None));
+                v.push(Published::model_only(c, Metric::CgroupElapsed("/gain")));
+                v.push(Published::model_only(c, Metric::CgroupElapsed("/lose")));
             }
             for base in ["mode-0", "mode-1"] {
                 for m in [
@@ -109,12 +124,12 @@ pub fn per_cgroup_mixed() -> Reproduction {
                     &Metric::CgroupElapsed("/lose"),
                     &Metric::Elapsed,
                 ] {
-                    v.push(fig("mode-4-gain", Metric::RatioVs(base, m), None));
+                    v.push(Published::model_only("mode-4-gain", Metric::RatioVs(base, m)));
                 }
             }
             for c in ["mode-1", "mode-4-gain"] {
-                v.push(fig(c, Metric::MemoryStat("/lose", "numa_pages_migrated"), None));
-                v.push(fig(c, Metric::MemoryStat("/gain", "numa_pages_migrated"), None));
+                v.push(Published::model_only(c, Metric::MemoryStat("/lose", "numa_pages_migrated")));
+                v.push(Published::model_only(c, Metric::MemoryStat("/gain", "numa_pages_migrated")));
             }
             v
         },

@@ -324,3 +324,52 @@ fn refused_command_lines_are_one_error_line() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: numalab"));
 }
+
+/// A cheap reproduction: NUMA01_THREADLOCAL scaled down, two seeds per
+/// configuration.
+const SMALL_REPRODUCTION: &[&str] = &[
+    "reproduce",
+    "numa-balancing-threadlocal",
+    "--scale",
+    "0.02",
+    "--iterations",
+    "2",
+];
+
+#[test]
+fn reproduce_output_does_not_depend_on_the_number_of_jobs() {
+    let run = |j: &str| {
+        let mut a = SMALL_REPRODUCTION.to_vec();
+        a.extend(["-j", j]);
+        let o = numalab(&a);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let one = run("1");
+    assert!(one.contains("verdict"), "{one}");
+    assert!(one.contains("tolerances:"), "{one}");
+    assert_eq!(one, run("2"));
+    let mut a = SMALL_REPRODUCTION.to_vec();
+    a.extend(["-j", "0"]);
+    fails_with(&a, &["-j", "at least 1"]);
+}
+
+#[test]
+fn reproduce_check_fails_exactly_when_a_figure_is_an_undeclared_miss() {
+    let mut a = SMALL_REPRODUCTION.to_vec();
+    a.push("--check");
+    let o = numalab(&a);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if out.contains("(MISS)") {
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("not declared known misses"), "{err}");
+    } else {
+        assert_eq!(o.status.code(), Some(0), "{err}");
+    }
+}
