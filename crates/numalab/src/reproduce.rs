@@ -36,6 +36,9 @@ pub enum Metric {
     StatRatio(&'static str, &'static str, &'static str),
     /// The mean of a metric over its mean in configuration `base`.
     RatioVs(&'static str, &'static Metric),
+    /// The mean over the run's samples of a time-series column that is a
+    /// share (0-1), printed in percent (e.g. `local_bytes_share`).
+    SeriesMeanPct(&'static str),
 }
 
 impl Metric {
@@ -51,6 +54,7 @@ impl Metric {
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
             Metric::StatRatio(cg, a, b) => format!("{cg} {a} / {b}"),
             Metric::RatioVs(base, m) => format!("{} / {base}'s", m.name()),
+            Metric::SeriesMeanPct(col) => format!("{col}, mean of samples (%)"),
         }
     }
 
@@ -71,6 +75,7 @@ impl Metric {
             ),
             Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
             Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
+            Metric::SeriesMeanPct(col) => Some(series_mean(r, col) * 100.0),
             Metric::ScoreChangePct(_) | Metric::RatioVs(..) => None,
         }
     }
@@ -93,6 +98,23 @@ impl Metric {
             }
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
+    }
+}
+
+/// The mean of time-series column `col` over run `r`'s samples (NaN
+/// without a series or the column).
+fn series_mean(r: &RunRecord, col: &str) -> f64 {
+    let Some(ts) = &r.timeseries else {
+        return f64::NAN;
+    };
+    let Some(i) = ts.columns.iter().position(|c| c == col) else {
+        return f64::NAN;
+    };
+    let v: Vec<f64> = ts.rows.iter().filter_map(|row| row.get(i).copied()).collect();
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
     }
 }
 
@@ -137,7 +159,9 @@ pub struct Reproduction {
     pub source: &'static str,
     /// Machine preset.
     pub machine: &'static str,
-    /// Workload presets.
+    /// Workload presets. `LABEL:WORKLOAD` runs WORKLOAD only under the
+    /// configuration labelled LABEL (for comparisons whose configurations
+    /// differ in the workload, e.g. a policy flag, not only in knobs).
     pub workloads: &'static [&'static str],
     /// A cgroup to run the workloads' root-cgroup processes in (created
     /// empty), as a posting that ran its benchmark in a cgroup did.
@@ -157,6 +181,8 @@ pub fn all() -> Vec<Reproduction> {
         numa_balance_serialize(),
         crate::reproduce_cgroup::per_cgroup_numa_balancing(),
         crate::reproduce_cgroup::per_cgroup_mixed(),
+        crate::reproduce_interleave::interleave_task_migration(),
+        crate::reproduce_interleave::interleave_task_migration_example(),
     ]
 }
 
@@ -287,7 +313,7 @@ pub fn reproduce(
     for c in r.configs {
         let knobs = runner::knobs(c.sets)?;
         let mut runs = Vec::new();
-        for w in r.workloads {
+        for w in r.workloads.iter().filter_map(|w| for_config(w, c.label)) {
             for i in 0..iterations {
                 let (rec, _) = runner::run_model_in(
                     &m,
@@ -315,6 +341,16 @@ pub fn reproduce(
         numalab_report::compare_table(&sets),
         modeled_vs_published(&r, &sets, scale)
     ))
+}
+
+/// The workload entry `w` of a reproduction under configuration `label`:
+/// a plain name runs under every configuration, `LABEL:NAME` only under
+/// LABEL.
+fn for_config<'a>(w: &'a str, label: &str) -> Option<&'a str> {
+    match w.split_once(':') {
+        Some((l, name)) => (l == label).then_some(name),
+        None => Some(w),
+    }
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {
