@@ -110,7 +110,11 @@ fn series_mean(r: &RunRecord, col: &str) -> f64 {
     let Some(i) = ts.columns.iter().position(|c| c == col) else {
         return f64::NAN;
     };
-    let v: Vec<f64> = ts.rows.iter().filter_map(|row| row.get(i).copied()).collect();
+    let v: Vec<f64> = ts
+        .rows
+        .iter()
+        .filter_map(|row| row.get(i).copied())
+        .collect();
     if v.is_empty() {
         f64::NAN
     } else {
