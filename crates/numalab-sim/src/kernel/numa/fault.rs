@@ -22,6 +22,12 @@
 //! destination is outside the task's cpuset.mems (`__GFP_HARDWALL`) or
 //! has no room: `pgmigrate_fail` counts the pages.
 //!
+//! Proposal 3 (`numalab.interleave_numa_balancing`, not mainline): flagged
+//! interleave (MPOL_F_MOFT) makes `mpol_misplaced` answer NUMA_TASK_MIG, so
+//! its faults place tasks and move no page; `as-posted` adds the posting's
+//! two defects (NUMA_TASK_MIG is node 1: the 4 KiB path skips every
+//! migration to node 1; the THP path takes it as a target).
+//!
 //! Left out: memory tiering (promotion by hotness), file folios (exec
 //! shared and dirty ones are never migrated), `folio_isolate_lru`
 //! failing, PTE batching of large folios other than
