@@ -62,6 +62,39 @@ const PRESETS: &[(&str, &str)] = &[
         "mixed-cgroups",
         include_str!("../presets/mixed-cgroups.toml"),
     ),
+    // Proposal 3 (issue 13): flagged interleave and its plain baselines.
+    (
+        "numa01-threadlocal-interleave",
+        include_str!("../presets/numa01-threadlocal-interleave.toml"),
+    ),
+    (
+        "numa01-threadlocal-interleave-plain",
+        include_str!("../presets/numa01-threadlocal-interleave-plain.toml"),
+    ),
+    (
+        "interleave-swap-example",
+        include_str!("../presets/interleave-swap-example.toml"),
+    ),
+    (
+        "interleave-swap-example-plain",
+        include_str!("../presets/interleave-swap-example-plain.toml"),
+    ),
+    (
+        "interleave-stride-aligned",
+        include_str!("../presets/interleave-stride-aligned.toml"),
+    ),
+    (
+        "interleave-stride-aligned-plain",
+        include_str!("../presets/interleave-stride-aligned-plain.toml"),
+    ),
+    (
+        "interleave-uniform",
+        include_str!("../presets/interleave-uniform.toml"),
+    ),
+    (
+        "interleave-uniform-plain",
+        include_str!("../presets/interleave-uniform-plain.toml"),
+    ),
 ];
 
 /// Every preset as `(name, one-line description)`, in listing order.

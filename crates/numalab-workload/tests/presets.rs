@@ -68,6 +68,14 @@ const ALL: &[&str] = &[
     "numa02-smt-inverse-bind",
     "oltp",
     "mixed-cgroups",
+    "numa01-threadlocal-interleave",
+    "numa01-threadlocal-interleave-plain",
+    "interleave-swap-example",
+    "interleave-swap-example-plain",
+    "interleave-stride-aligned",
+    "interleave-stride-aligned-plain",
+    "interleave-uniform",
+    "interleave-uniform-plain",
 ];
 
 #[test]
@@ -92,7 +100,10 @@ fn every_preset_is_listed_parses_and_resolves_on_both_machines() {
 
 #[test]
 fn numa01_family_has_two_processes_of_ncpus_half_threads_sharing_3gib() {
-    for name in ALL.iter().filter(|n| n.starts_with("numa01")) {
+    for name in ALL
+        .iter()
+        .filter(|n| n.starts_with("numa01") && !n.contains("interleave"))
+    {
         for (m, per) in [(small(), 2), (big(), 160)] {
             let w = run(name, &m, 0);
             assert_eq!(w.score, Score::Elapsed);
@@ -474,6 +485,36 @@ fn resolve_is_deterministic() {
             let b = resolve(&spec, &big(), 42, scale).unwrap();
             assert_eq!(a, b);
             assert_eq!(format!("{a:?}"), format!("{b:?}"));
+        }
+    }
+}
+
+/// Proposal 3's NUMA01_THREADLOCAL: the strided buffer's two page sets,
+/// interleaved over the even and the odd nodes, flagged only in the
+/// flagged preset; each thread's repeated slice is of the even set.
+#[test]
+fn numa01_threadlocal_interleave_is_the_even_and_odd_page_sets() {
+    let m = big();
+    assert_eq!(m.nr_nodes(), 4);
+    for (name, flag) in [
+        ("numa01-threadlocal-interleave", true),
+        ("numa01-threadlocal-interleave-plain", false),
+    ] {
+        let w = run(name, &m, 0);
+        for p in &w.processes {
+            let r: Vec<(&str, Option<&PolicySpec>)> = p
+                .regions
+                .iter()
+                .map(|r| (r.name.as_str(), r.policy.as_ref()))
+                .collect();
+            assert_eq!(r.len(), 2);
+            for ((rname, pol), nodes) in r.iter().zip([[0, 2], [1, 3]]) {
+                let pol = pol.unwrap_or_else(|| panic!("{name} {rname}"));
+                assert_eq!(pol.mode, PolicyMode::Interleave);
+                assert_eq!(pol.nodes, nodes, "{name} {rname}");
+                assert_eq!(pol.numa_balancing, flag);
+            }
+            assert_eq!(p.regions[0].bytes + p.regions[1].bytes, 3 * GIB);
         }
     }
 }

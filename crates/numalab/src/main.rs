@@ -15,6 +15,7 @@ mod progress;
 mod real;
 mod reproduce;
 mod reproduce_cgroup;
+mod reproduce_interleave;
 mod runner;
 mod validate;
 mod verdict;

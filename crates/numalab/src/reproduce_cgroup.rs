@@ -6,24 +6,11 @@
 //! [`crate::reproduce`]); figures marked unpublished are the model's alone.
 
 use crate::reproduce::{
-    Config, Metric, Published, Reproduction, APPROXIMATE, SAME_MACHINE_SPREAD,
-    THREADLOCAL_FIRST_TOUCH as FIRST_TOUCH, THREADLOCAL_SYSTEM_TIME as SYSTEM_TIME,
-    THREADLOCAL_TASKS_STAY as TASKS_STAY,
+    Config, Metric, Published, Reproduction, APPROXIMATE, FEW_EVENTS, ONE_RUN_COUNTER,
+    SAME_MACHINE_SPREAD, THREADLOCAL_FIRST_TOUCH as FIRST_TOUCH,
+    THREADLOCAL_SYSTEM_TIME as SYSTEM_TIME, THREADLOCAL_TASKS_STAY as TASKS_STAY,
 };
 use crate::verdict::Tolerance;
-
-/// A counter of one run: the posting gives no spread, and scan-driven
-/// counters move with scan timing.
-const ONE_RUN_COUNTER: Tolerance = Tolerance::Rel(
-    0.25,
-    "a counter of one run, no spread published; scan-driven counters move with scan timing",
-);
-
-/// A count of a few hundred events or less in one run.
-const FEW_EVENTS: Tolerance = Tolerance::Rel(
-    0.5,
-    "a few hundred task moves in one run: each is one placement decision",
-);
 
 /// A handful of events in one run.
 const HANDFUL: Tolerance = Tolerance::Abs(4.0, "a handful of events in one run");
