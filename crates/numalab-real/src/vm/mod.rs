@@ -24,6 +24,7 @@
 
 pub mod initramfs;
 pub mod kernel;
+pub mod patch;
 pub mod qemu;
 
 use crate::sys::SignalGuard;
