@@ -16,6 +16,8 @@ mod reproduce;
 mod reproduce_cgroup;
 mod runner;
 mod validate;
+mod validate_ab;
+mod vm_kernel;
 
 use clap::Parser;
 use std::io::Write;
