@@ -267,9 +267,38 @@ declare! {
         source: "numalab physics/coherence.rs: write-allocate (RFO + writeback) and the spec's [coherence] message_bytes and snoop mode; no kernel counterpart",
         description: "1: a written line is read for ownership and written back (memory and both link directions), every remote line costs a request (and a completion for writebacks, snoops under broadcast coherence); 0: reads and writes load the memory controller once and the memory-to-CPU direction only",
     }
+
+    // Proposal 3 (issue 13): interleave + MPOL_F_NUMA_BALANCING moves tasks, not pages.
+
+    /// Whether MPOL_INTERLEAVE accepts MPOL_F_NUMA_BALANCING, and which
+    /// version of the proposal the fault path follows.
+    INTERLEAVE_NUMA_BALANCING: choice(InterleaveNumaBalancing) {
+        name: "numalab.interleave_numa_balancing",
+        aliases: [],
+        default: InterleaveNumaBalancing::Off,
+        unit: None,
+        location: Location::Lab,
+        source: "Chen Yu, RFC 3/3 'sched/numa: Allow intervale memory allocation for numa balance' (Feb 2025, not in mainline): mm/mempolicy.c sanitize_mpol_flags (MPOL_F_MOF|MPOL_F_MOFT), mpol_misplaced (NUMA_TASK_MIG), mm/memory.c do_numa_page; as-posted defects found on the patched 6.12 guest (issue 19)",
+        description: "off (mainline: MPOL_INTERLEAVE|MPOL_F_NUMA_BALANCING is EINVAL), on (the proposal as intended: flagged interleaved memory is scanned, its faults place tasks, no page of it migrates), as-posted (the posting's code: NUMA_TASK_MIG is 1, a valid node id, so do_numa_page skips every page migration to node 1 under any policy; do_huge_pmd_numa_page not updated, so flagged huge pages migrate to node 1)",
+    }
 }
 
 /// The declaration answering to `key` (a name or an alias).
 pub fn lookup(key: &str) -> Option<&'static crate::def::Def> {
     ALL.iter().find(|d| d.answers_to(key))
+}
+
+// Proposal 3 (issue 13): the words of INTERLEAVE_NUMA_BALANCING.
+choice! {
+    /// Which version of proposal 3 (interleave + MPOL_F_NUMA_BALANCING)
+    /// the model follows: the words of [`INTERLEAVE_NUMA_BALANCING`].
+    pub enum InterleaveNumaBalancing {
+        /// Mainline: the flag with MPOL_INTERLEAVE is EINVAL.
+        Off = "off",
+        /// The proposal as intended: scan, account, move tasks, never pages.
+        On = "on",
+        /// The posting's code with its two defects (NUMA_TASK_MIG == 1;
+        /// THP path not updated).
+        AsPosted = "as-posted",
+    }
 }

@@ -316,7 +316,8 @@ impl Sim {
     }
 
     fn mpol(&self, s: &PolicySpec) -> Result<MemPolicy, String> {
-        mpol_new(s, self.k.m.nr_nodes()).map_err(|e| e.0)
+        let il = self.k.knobs.get(knob::INTERLEAVE_NUMA_BALANCING);
+        mpol_new(s, self.k.m.nr_nodes(), il).map_err(|e| e.0)
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).

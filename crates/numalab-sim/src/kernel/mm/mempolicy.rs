@@ -5,11 +5,14 @@
 //! `mpol_new`), policy lookup (VMA policy, else task policy, else the
 //! default local policy) and `policy_nodemask`/`interleave_nid` for
 //! allocation. The NUMA-balancing side (`mpol_misplaced`) belongs to the
-//! balancing model. Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES /
+//! balancing model. Proposal 3 (`numalab.interleave_numa_balancing`, not
+//! mainline) lets MPOL_INTERLEAVE take MPOL_F_NUMA_BALANCING, which sets
+//! MPOL_F_MOF|MPOL_F_MOFT (scan it, move tasks, never its pages). Left out: MPOL_WEIGHTED_INTERLEAVE, MPOL_F_STATIC_NODES /
 //! MPOL_F_RELATIVE_NODES remapping, shared-memory policies, home nodes.
 
 use crate::kernel::ids::TiSlice;
 use crate::kernel::NodeId;
+use numalab_knobs::knob::InterleaveNumaBalancing;
 use numalab_topology::NodeMask;
 use numalab_workload::{PolicyMode, PolicySpec};
 
@@ -24,6 +27,9 @@ pub struct MemPolicy {
     pub mof: bool,
     /// MPOL_F_MORON: migrate towards the referencing node.
     pub moron: bool,
+    /// MPOL_F_MOFT (proposal 3, not mainline): task migration on fault but
+    /// no page migration; set on MPOL_INTERLEAVE|MPOL_F_NUMA_BALANCING.
+    pub moft: bool,
 }
 
 impl MemPolicy {
@@ -34,6 +40,7 @@ impl MemPolicy {
         nodes: NodeMask::NONE,
         mof: true,
         moron: true,
+        moft: false,
     };
 }
 
@@ -43,8 +50,13 @@ pub struct Einval(pub String);
 
 /// Validates a policy request the way `set_mempolicy(2)`/`mbind(2)` do and
 /// returns the policy the kernel would store. `nr_nodes` is the number of
-/// nodes with memory.
-pub fn mpol_new(spec: &PolicySpec, nr_nodes: usize) -> Result<MemPolicy, Einval> {
+/// nodes with memory; `il` is `numalab.interleave_numa_balancing`, which
+/// decides whether MPOL_INTERLEAVE takes MPOL_F_NUMA_BALANCING.
+pub fn mpol_new(
+    spec: &PolicySpec,
+    nr_nodes: usize,
+    il: InterleaveNumaBalancing,
+) -> Result<MemPolicy, Einval> {
     let mut nodes = NodeMask::NONE;
     for &n in &spec.nodes {
         if n >= nr_nodes {
@@ -73,22 +85,30 @@ pub fn mpol_new(spec: &PolicySpec, nr_nodes: usize) -> Result<MemPolicy, Einval>
     }
     // sanitize_mpol_flags(): MPOL_F_NUMA_BALANCING is accepted with BIND
     // (5.12) and PREFERRED_MANY (6.10) only, and sets MOF|MORON; anything
-    // else is EINVAL.
-    let mof = spec.numa_balancing;
-    if mof && !matches!(spec.mode, PolicyMode::Bind | PolicyMode::PreferredMany) {
+    // else is EINVAL. Proposal 3 adds INTERLEAVE, setting MOF|MOFT.
+    let flag = spec.numa_balancing;
+    let il_ok = spec.mode == PolicyMode::Interleave && il != InterleaveNumaBalancing::Off;
+    if flag && !matches!(spec.mode, PolicyMode::Bind | PolicyMode::PreferredMany) && !il_ok {
+        let hint = if spec.mode == PolicyMode::Interleave {
+            " (mainline; proposal 3 allows it with --set numalab.interleave_numa_balancing=on)"
+        } else {
+            ""
+        };
         return Err(Einval(format!(
-            "MPOL_F_NUMA_BALANCING is only valid with MPOL_BIND or MPOL_PREFERRED_MANY, not {:?}",
+            "MPOL_F_NUMA_BALANCING is only valid with MPOL_BIND or MPOL_PREFERRED_MANY, not {:?}{hint}",
             spec.mode
         )));
     }
     if matches!(spec.mode, PolicyMode::Default | PolicyMode::Local) {
         return Ok(MemPolicy::DEFAULT);
     }
+    let moft = flag && spec.mode == PolicyMode::Interleave;
     Ok(MemPolicy {
         mode: spec.mode,
         nodes,
-        mof,
-        moron: mof,
+        mof: flag,
+        moron: flag && !moft,
+        moft,
     })
 }
 
@@ -158,6 +178,10 @@ mod tests {
     use super::*;
     use crate::kernel::ids::TiVec;
 
+    fn mpol_new_off(s: &PolicySpec, nr_nodes: usize) -> Result<MemPolicy, Einval> {
+        mpol_new(s, nr_nodes, InterleaveNumaBalancing::Off)
+    }
+
     fn spec(mode: PolicyMode, nodes: &[usize], nb: bool) -> PolicySpec {
         PolicySpec {
             mode,
@@ -168,21 +192,21 @@ mod tests {
 
     #[test]
     fn numa_balancing_flag_only_with_bind_and_preferred_many() {
-        let p = mpol_new(&spec(PolicyMode::Bind, &[0], true), 2).unwrap();
+        let p = mpol_new_off(&spec(PolicyMode::Bind, &[0], true), 2).unwrap();
         assert!(p.mof && p.moron, "MPOL_F_NUMA_BALANCING sets MOF|MORON");
         assert!(
-            mpol_new(&spec(PolicyMode::Bind, &[0], true), 2)
+            mpol_new_off(&spec(PolicyMode::Bind, &[0], true), 2)
                 .unwrap()
                 .mof
         );
-        assert!(mpol_new(&spec(PolicyMode::PreferredMany, &[0, 1], true), 2).is_ok());
+        assert!(mpol_new_off(&spec(PolicyMode::PreferredMany, &[0, 1], true), 2).is_ok());
         for m in [
             PolicyMode::Interleave,
             PolicyMode::Preferred,
             PolicyMode::Default,
         ] {
             let nodes: &[usize] = if m == PolicyMode::Default { &[] } else { &[0] };
-            let e = mpol_new(&spec(m, nodes, true), 2).unwrap_err();
+            let e = mpol_new_off(&spec(m, nodes, true), 2).unwrap_err();
             assert!(e.0.contains("MPOL_F_NUMA_BALANCING"), "{e:?}");
         }
     }
@@ -190,12 +214,12 @@ mod tests {
     #[test]
     fn plain_bind_and_interleave_do_not_migrate_on_fault() {
         assert!(
-            !mpol_new(&spec(PolicyMode::Bind, &[1], false), 2)
+            !mpol_new_off(&spec(PolicyMode::Bind, &[1], false), 2)
                 .unwrap()
                 .mof
         );
         assert!(
-            !mpol_new(&spec(PolicyMode::Interleave, &[0, 1], false), 2)
+            !mpol_new_off(&spec(PolicyMode::Interleave, &[0, 1], false), 2)
                 .unwrap()
                 .mof
         );
@@ -205,9 +229,9 @@ mod tests {
 
     #[test]
     fn bad_node_lists_are_einval() {
-        assert!(mpol_new(&spec(PolicyMode::Bind, &[], false), 2).is_err());
-        assert!(mpol_new(&spec(PolicyMode::Bind, &[2], false), 2).is_err());
-        assert!(mpol_new(&spec(PolicyMode::Preferred, &[0, 1], false), 2).is_err());
+        assert!(mpol_new_off(&spec(PolicyMode::Bind, &[], false), 2).is_err());
+        assert!(mpol_new_off(&spec(PolicyMode::Bind, &[2], false), 2).is_err());
+        assert!(mpol_new_off(&spec(PolicyMode::Preferred, &[0, 1], false), 2).is_err());
     }
 
     #[test]
@@ -216,12 +240,12 @@ mod tests {
         let d: TiVec<NodeId, Vec<NodeId>> =
             TiVec::from(vec![n(&[0, 1, 2]), n(&[1, 0, 2]), n(&[2, 0, 1])]);
         let all = NodeMask::first_n(3);
-        let il = mpol_new(&spec(PolicyMode::Interleave, &[0, 2], false), 3).unwrap();
+        let il = mpol_new_off(&spec(PolicyMode::Interleave, &[0, 2], false), 3).unwrap();
         let firsts: Vec<NodeId> = (0..4)
             .map(|i| alloc_order(&il, NodeId::new(1), i, all, &d)[0])
             .collect();
         assert_eq!(firsts, n(&[0, 2, 0, 2]));
-        let b = mpol_new(&spec(PolicyMode::Bind, &[2], false), 3).unwrap();
+        let b = mpol_new_off(&spec(PolicyMode::Bind, &[2], false), 3).unwrap();
         assert_eq!(alloc_order(&b, NodeId::new(0), 0, all, &d), n(&[2]));
         assert_eq!(
             alloc_order(&MemPolicy::DEFAULT, NodeId::new(1), 0, all, &d),

@@ -35,8 +35,10 @@ use super::{
 use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
 use crate::kernel::stats::Vm;
+use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId, VmaId};
 use crate::physics::costs;
+use numalab_knobs::knob::InterleaveNumaBalancing;
 use numalab_workload::PolicyMode;
 
 /// Integer square root (`int_sqrt`).
@@ -50,6 +52,11 @@ fn int_sqrt(x: u64) -> u64 {
     }
     r
 }
+
+/// NUMA_TASK_MIG as posted in proposal 3 (include/linux/numa.h `(1)`): the
+/// "move the task, not the page" answer of `mpol_misplaced`, which is also
+/// node 1.
+pub const NUMA_TASK_MIG_AS_POSTED: NodeId = NodeId::new(1);
 
 impl Kernel {
     /// `do_numa_page` / `do_huge_pmd_numa_page` (mm/memory.c): task `t` on
@@ -83,6 +90,15 @@ impl Kernel {
         let mut flags = 0u32;
         let mut nid = page.node_id();
         let (target, last_cpupid) = self.numa_migrate_check(t, cpu, vma, idx, &mut flags);
+        // Proposal 3 as posted: `do_numa_page` treats a target equal to
+        // NUMA_TASK_MIG (defined as 1, a valid node id) as "move the task"
+        // and skips the migration, under any policy; `do_huge_pmd_numa_page`
+        // was not changed, so a PMD THP still migrates to it.
+        let target = target.filter(|&n| {
+            self.knobs.get(knob::INTERLEAVE_NUMA_BALANCING) != InterleaveNumaBalancing::AsPosted
+                || self.mms[mm].vmas[vma].is_thp()
+                || n != NUMA_TASK_MIG_AS_POSTED
+        });
         if let Some(target) = target {
             if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
                 flags |= TNF_MIGRATE_FAIL;
@@ -139,9 +155,14 @@ impl Kernel {
     /// MOF|MORON) keeps local pages and targets the faulting node; BIND and
     /// PREFERRED_MANY with MPOL_F_NUMA_BALANCING target the faulting node
     /// only inside their nodemask; MORON passes through
-    /// `should_numa_migrate_memory`. Left out: INTERLEAVE with MOF answers
-    /// None (`mpol_new` refuses it, as mainline does; proposal 3 would
-    /// allow it).
+    /// `should_numa_migrate_memory`. Proposal 3's MPOL_F_MOFT (flagged
+    /// interleave, `numalab.interleave_numa_balancing`) answers
+    /// NUMA_TASK_MIG before any of that: the fault is accounted to the
+    /// page's node, so the task may move, but no page migrates and the
+    /// page's `last_cpupid` is never updated (so every such fault is a
+    /// first, private one). As intended that is None here; as posted it is
+    /// node 1 ([`NUMA_TASK_MIG_AS_POSTED`]), which only the 4 KiB path
+    /// skips. Plain INTERLEAVE has no MOF and answers None.
     pub fn mpol_misplaced(
         &mut self,
         t: TaskId,
@@ -153,6 +174,14 @@ impl Kernel {
         let pol = self.vma_policy(t, vma);
         if !pol.mof {
             return None;
+        }
+        if pol.moft {
+            return match self.knobs.get(knob::INTERLEAVE_NUMA_BALANCING) {
+                InterleaveNumaBalancing::AsPosted => {
+                    Some(NUMA_TASK_MIG_AS_POSTED).filter(|n| n.index() < self.m.nr_nodes())
+                }
+                _ => None,
+            };
         }
         let curnid = self.mms[mm].vmas[vma].pages[idx].node_id();
         let thisnid = self.cpu_node(cpu);
@@ -568,6 +597,7 @@ mod tests {
             nodes: NodeMask::single(0),
             mof: true,
             moron: true,
+            moft: false,
         };
         let (mut k, mm, t) = setup(Some(bind0));
         fx::mark(&mut k, mm, 0);

@@ -51,6 +51,8 @@
 
 pub mod cgroup;
 pub mod fault;
+#[cfg(test)]
+mod interleave_tests;
 pub mod migrate;
 pub mod placement;
 pub mod scan;

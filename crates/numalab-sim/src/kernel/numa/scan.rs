@@ -563,12 +563,14 @@ mod tests {
             nodes: NodeMask::first_n(2),
             mof: false,
             moron: false,
+            moft: false,
         };
         let bind = MemPolicy {
             mode: PolicyMode::Bind,
             nodes: NodeMask::single(0),
             mof: false,
             moron: false,
+            moft: false,
         };
         for pol in [il, bind] {
             let (mut k, mm, t) = setup(16, false, Some(pol));
