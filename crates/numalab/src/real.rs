@@ -297,8 +297,7 @@ pub fn vm_run_ab(
             Err(e) => text.push_str(&format!("  run refused or failed: {}
 ", e.message)),
         }
-        text.push('
-');
+        text.push('\n');
     }
     text.push_str(&ab_counters(&cols));
     crate::out::print(&text)?;
