@@ -271,13 +271,18 @@ pub fn vm_run_ab(
     fuzz: usize,
 ) -> Result<(), Failure> {
     let m = crate::runner::load_machine(machine)?;
-    let (stock, patched) = crate::vm_kernel::pair(patches, fuzz, v.verbose)?;
+    let (stock, patched) = crate::vm_kernel::pair(
+        patches,
+        fuzz,
+        v.verbose,
+        (v.kernel.as_deref(), v.kernel_image.as_deref()),
+    )?;
     let mut cols: Vec<(String, Result<VmOutcome, Failure>)> = Vec::new();
+    let patched = crate::vm_kernel::Stock::Image(patched.bzimage);
     for (label, k) in [("stock", &stock), ("patched", &patched)] {
         let mut vv = v.clone();
-        vv.kernel_image = Some(k.bzimage.clone());
-        vv.kernel = None;
-        eprintln!("numalab vm: {label} kernel {}", k.bzimage.display());
+        k.apply(&mut vv);
+        eprintln!("numalab vm: {label} kernel {}", k.describe());
         cols.push((label.to_string(), vm_outcome(&m, a, &vv)));
     }
     let mut text = String::new();

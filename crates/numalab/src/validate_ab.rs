@@ -19,6 +19,7 @@
 use crate::failure::Failure;
 use crate::out;
 use crate::real::{self, RunArgs};
+use crate::vm_kernel::Stock;
 use crate::validate::{
     final_share, memcg, last_common_time, local_shares, measured_threads, resolve, run_model, table,
     Options, Scenario,
@@ -40,7 +41,7 @@ pub fn refusal(e: &str) -> String {
     }
 }
 
-fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, image: &Path) -> Column {
+fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, kernel: &Stock) -> Column {
     let file = tmp.join(format!("{}.toml", s.name));
     out::write_file("", &file, s.text).map_err(|e| e.to_string())?;
     let a = RunArgs {
@@ -52,14 +53,13 @@ fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, image: &Path) -> Co
         interval: 1.0,
     };
     let mut v = o.vm.clone();
-    v.kernel = None;
-    v.kernel_image = Some(image.to_path_buf());
+    kernel.apply(&mut v);
     let r = real::vm_outcome(m, &a, &v).map_err(|e| e.message)?;
     eprintln!(
         "numalab validate: {}: kernel {} ({}), boot {:.1} s, QEMU {:.1} s, console problems {}",
         s.name,
         r.record.kernel.as_deref().unwrap_or("?"),
-        image.display(),
+        kernel.describe(),
         r.boot_s.unwrap_or(f64::NAN),
         r.qemu_s,
         r.problems.len()
@@ -130,7 +130,13 @@ pub fn summary(name: &str, w: &numalab_workload::model::Workload, m: &Machine, c
 /// `numalab validate --kernel-patch`.
 pub fn validate_ab(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Result<(), Failure> {
     numalab_real::vm::qemu::check_vm_machine(m).map_err(numalab_real::RealError::Refused)?;
-    let (stock, patched) = crate::vm_kernel::pair(&o.kernel_patch, o.fuzz, o.vm.verbose)?;
+    let (stock, patched) = crate::vm_kernel::pair(
+        &o.kernel_patch,
+        o.fuzz,
+        o.vm.verbose,
+        (o.vm.kernel.as_deref(), o.vm.kernel_image.as_deref()),
+    )?;
+    let patched_k = Stock::Image(patched.bzimage.clone());
     let mut patched_set = o.model_set.clone();
     patched_set.extend(o.patched_set.iter().cloned());
     let tmp = std::env::temp_dir().join(format!("numalab-validate-ab-{}", std::process::id()));
@@ -141,8 +147,8 @@ pub fn validate_ab(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Result<(
         let w = resolve(s, m, o.seed, o.scale)?;
         let ms = run_model(&w, m, o.seed, o.scale, &o.model_set);
         let mp = run_model(&w, m, o.seed, o.scale, &patched_set);
-        let ks = guest(s, m, o, &tmp, &stock.bzimage);
-        let kp = guest(s, m, o, &tmp, &patched.bzimage);
+        let ks = guest(s, m, o, &tmp, &stock);
+        let kp = guest(s, m, o, &tmp, &patched_k);
         if let Some(d) = &o.json_dir {
             std::fs::create_dir_all(d).map_err(|e| format!("--json-dir {d}: {e}"))?;
             for (suffix, c) in [
@@ -196,10 +202,11 @@ pub fn validate_ab(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Result<(
     let _ = writeln!(
         text_all,
         "stock: {}\npatched: {} ({})",
-        stock.bzimage.display(),
+        stock.describe(),
         patched.bzimage.display(),
         o.kernel_patch.join(" ")
     );
+    out::print(&format!("== all scenarios\n{text_all}"))?;
     if problems > 0.0 {
         return Err(Failure {
             message: format!("{problems:.0} kernel problem line(s) on the guest consoles (BUG:/Oops/WARNING:/Call Trace)"),

@@ -131,24 +131,72 @@ pub fn kernel_build(a: &KernelBuildArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The stock and the patched kernel for an A/B run: the same source and
-/// configuration, without and with `patches`.
+/// The kernel of the "stock" column of an A/B run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stock {
+    /// A built bzImage (by default the same source and configuration
+    /// without the patches, so the patch is the only difference).
+    Image(PathBuf),
+    /// A Debian linux-image package kernel (`--kernel 6.12[.N]`): saves a
+    /// full build (CI), at the price of a different configuration.
+    Debian(Option<String>),
+}
+
+/// The stock and the patched kernel for an A/B run: `given` (the CLI's
+/// `--kernel`, a version or a bzImage) or the build without `patches`,
+/// and the build with them. The patched one is built first, so a
+/// conflict is reported before the long stock build.
 pub fn pair(
     patches: &[String],
     fuzz: usize,
     verbose: bool,
-) -> Result<(BuiltKernel, BuiltKernel), Failure> {
-    let stock = ensure(&KernelBuildArgs {
-        verbose,
-        ..Default::default()
-    })?;
+    given: (Option<&str>, Option<&std::path::Path>),
+) -> Result<(Stock, BuiltKernel), Failure> {
     let patched = ensure(&KernelBuildArgs {
         patches: patches.to_vec(),
         fuzz,
         verbose,
         ..Default::default()
     })?;
+    let stock = match given {
+        (_, Some(img)) => Stock::Image(img.to_path_buf()),
+        (Some(v), None) => Stock::Debian(Some(v.to_string())),
+        (None, None) => Stock::Image(
+            ensure(&KernelBuildArgs {
+                verbose,
+                ..Default::default()
+            })?
+            .bzimage,
+        ),
+    };
     Ok((stock, patched))
+}
+
+impl Stock {
+    /// Sets `v` to boot this kernel.
+    pub fn apply(&self, v: &mut crate::real::VmArgs) {
+        match self {
+            Stock::Image(p) => {
+                v.kernel = None;
+                v.kernel_image = Some(p.clone());
+            }
+            Stock::Debian(k) => {
+                v.kernel = k.clone();
+                v.kernel_image = None;
+            }
+        }
+    }
+
+    /// For messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Stock::Image(p) => p.display().to_string(),
+            Stock::Debian(k) => format!(
+                "Debian linux-image {}",
+                k.as_deref().unwrap_or("(newest 6.12)")
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
