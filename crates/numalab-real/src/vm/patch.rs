@@ -325,10 +325,10 @@ fn reindent(line: &str, before: &[String]) -> String {
     if t.starts_with('#') {
         return t.to_string();
     }
-    let prev = before.iter().rev().find(|l| !l.trim().is_empty());
-    let Some(prev) = prev else {
+    let Some(pi) = before.iter().rposition(|l| !l.trim().is_empty()) else {
         return t.to_string();
     };
+    let prev = &before[pi];
     let base = indent_of(prev).to_string();
     let pt = prev.trim();
     if t.starts_with('*') && (pt.starts_with("/*") || pt.starts_with('*')) {
@@ -359,8 +359,7 @@ fn reindent(line: &str, before: &[String]) -> String {
         ind.push('\t');
     } else if pt.ends_with(';') || pt.ends_with('}') {
         // After the body of an unbraced control line, go back to its depth.
-        let n = before.len();
-        if let Some(pp) = before[..n.saturating_sub(1)]
+        if let Some(pp) = before[..pi]
             .iter()
             .rev()
             .find(|l| !l.trim().is_empty())
@@ -718,6 +717,12 @@ mod tests {
         let b2: Vec<String> = ["\tif (a)", "\t\tx = 1;"].iter().map(|s| s.to_string()).collect();
         assert_eq!(reindent("else", &b2), "\telse");
         assert_eq!(reindent("z = 3;", &b2), "\tz = 3;");
+        // A blank line between the body and the new line changes nothing.
+        let b4: Vec<String> = ["\tif (a)", "\t\tgoto out;", ""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(reindent("if (b) {", &b4), "\tif (b) {");
         let b3: Vec<String> = ["\t/*"].iter().map(|s| s.to_string()).collect();
         assert_eq!(reindent("* text", &b3), "\t * text");
     }
