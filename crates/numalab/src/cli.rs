@@ -156,7 +156,11 @@ enum Cmd {
         /// The model's knob that stands for the patch, for the model
         /// column beside the patched kernel (repeatable), e.g.
         /// numalab.interleave_numa_balancing=as-posted.
-        #[arg(long = "patched-set", value_name = "KEY=VALUE", requires = "kernel_patch")]
+        #[arg(
+            long = "patched-set",
+            value_name = "KEY=VALUE",
+            requires = "kernel_patch"
+        )]
         patched_set: Vec<String>,
         /// Let hunks lose up to N context lines at each end (off unless asked).
         #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", default_value_t = 0)]

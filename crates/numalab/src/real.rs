@@ -288,19 +288,26 @@ pub fn vm_run_ab(
     let mut text = String::new();
     let mut problems = 0;
     for (label, r) in &cols {
-        text.push_str(&format!("== {label} kernel
-"));
+        text.push_str(&format!(
+            "== {label} kernel
+"
+        ));
         match r {
             Ok(o) => {
                 text.push_str(&numalab_report::run_summary(&o.record));
                 for p in &o.problems {
-                    text.push_str(&format!("  CONSOLE: {p}
-"));
+                    text.push_str(&format!(
+                        "  CONSOLE: {p}
+"
+                    ));
                 }
                 problems += o.problems.len();
             }
-            Err(e) => text.push_str(&format!("  run refused or failed: {}
-", e.message)),
+            Err(e) => text.push_str(&format!(
+                "  run refused or failed: {}
+",
+                e.message
+            )),
         }
         text.push('\n');
     }
@@ -343,7 +350,9 @@ fn ab_counters(cols: &[(String, Result<VmOutcome, Failure>)]) -> String {
         for (_, r) in cols {
             let v = match r {
                 Ok(o) => o.record.vm(k).to_string(),
-                Err(e) if e.message.contains("EINVAL") || e.message.contains("Invalid argument") => {
+                Err(e)
+                    if e.message.contains("EINVAL") || e.message.contains("Invalid argument") =>
+                {
                     "EINVAL".into()
                 }
                 Err(_) => "failed".into(),

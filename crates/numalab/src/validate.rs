@@ -141,7 +141,11 @@ pub fn machine(name: Option<&str>) -> Result<Machine, String> {
 /// The scenarios named (all when none is), refusing unknown names.
 pub fn pick(names: &[String]) -> Result<Vec<Scenario>, String> {
     if names.is_empty() {
-        return Ok(SCENARIOS.iter().filter(|s| !s.on_request).copied().collect());
+        return Ok(SCENARIOS
+            .iter()
+            .filter(|s| !s.on_request)
+            .copied()
+            .collect());
     }
     names
         .iter()

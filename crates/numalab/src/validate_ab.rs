@@ -19,11 +19,11 @@
 use crate::failure::Failure;
 use crate::out;
 use crate::real::{self, RunArgs};
-use crate::vm_kernel::Stock;
 use crate::validate::{
-    final_share, memcg, last_common_time, local_shares, measured_threads, resolve, run_model, table,
-    Options, Scenario,
+    final_share, last_common_time, local_shares, measured_threads, memcg, resolve, run_model,
+    table, Options, Scenario,
 };
+use crate::vm_kernel::Stock;
 use numalab_record::RunRecord;
 use numalab_topology::Machine;
 use std::fmt::Write as _;
@@ -70,9 +70,13 @@ fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, kernel: &Stock) -> 
     Ok(r.record)
 }
 
-
 /// The four-column summary of one scenario.
-pub fn summary(name: &str, w: &numalab_workload::model::Workload, m: &Machine, cols: &[(&str, &Column)]) -> String {
+pub fn summary(
+    name: &str,
+    w: &numalab_workload::model::Workload,
+    m: &Machine,
+    cols: &[(&str, &Column)],
+) -> String {
     let mut s = format!("== {name}: stock vs patched kernel vs model\n{:<28}", "");
     for (l, _) in cols {
         let _ = write!(s, " {l:>15}");
@@ -83,10 +87,18 @@ pub fn summary(name: &str, w: &numalab_workload::model::Workload, m: &Machine, c
         ("policy accepted", |_| Some(1.0)),
         ("memcg:numa_pte_updates", |r| memcg(r, "numa_pte_updates")),
         ("memcg:numa_hint_faults", |r| memcg(r, "numa_hint_faults")),
-        ("memcg:numa_pages_migrated", |r| memcg(r, "numa_pages_migrated")),
-        ("numa_pages_migrated", |r| Some(r.vm("numa_pages_migrated") as f64)),
-        ("thp_migration_success", |r| Some(r.vm("thp_migration_success") as f64)),
-        ("console problems", |r| r.lab.get("vm.console_problems").copied()),
+        ("memcg:numa_pages_migrated", |r| {
+            memcg(r, "numa_pages_migrated")
+        }),
+        ("numa_pages_migrated", |r| {
+            Some(r.vm("numa_pages_migrated") as f64)
+        }),
+        ("thp_migration_success", |r| {
+            Some(r.vm("thp_migration_success") as f64)
+        }),
+        ("console problems", |r| {
+            r.lab.get("vm.console_problems").copied()
+        }),
     ];
     for (label, get) in rows {
         let _ = write!(s, "{label:<28}");
@@ -163,10 +175,8 @@ pub fn validate_ab(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Result<(
                 }
             }
         }
-        for c in [&ks, &kp] {
-            if let Ok(r) = c {
-                problems += r.lab.get("vm.console_problems").copied().unwrap_or(0.0);
-            }
+        for r in [&ks, &kp].into_iter().flatten() {
+            problems += r.lab.get("vm.console_problems").copied().unwrap_or(0.0);
         }
         let mut text = String::new();
         for (label, mr, kr) in [("stock", &ms, &ks), ("patched", &mp, &kp)] {
@@ -223,12 +233,21 @@ mod tests {
 
     #[test]
     fn refusals_show_einval_and_rows_cover_every_column() {
-        assert_eq!(refusal("in the guest: set_mempolicy interleave: EINVAL (Invalid argument)"), "EINVAL");
+        assert_eq!(
+            refusal("in the guest: set_mempolicy interleave: EINVAL (Invalid argument)"),
+            "EINVAL"
+        );
         assert_eq!(refusal("the guest did not finish"), "failed");
         let m = crate::validate::machine(None).unwrap();
         let s = crate::validate::pick(&["p3-interleave-4k".to_string()]).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.05).unwrap();
-        let rec = run_model(&w, &m, 1, 0.05, &["numalab.interleave_numa_balancing=on".to_string()]);
+        let rec = run_model(
+            &w,
+            &m,
+            1,
+            0.05,
+            &["numalab.interleave_numa_balancing=on".to_string()],
+        );
         let refused: Column = Err("mbind: EINVAL".into());
         let txt = summary("x", &w, &m, &[("a", &refused), ("b", &rec)]);
         assert!(txt.contains("EINVAL"), "{txt}");

@@ -44,7 +44,16 @@ pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
 pub const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 /// Debian packages the build needs besides the source.
 pub const BUILD_DEPS: &[&str] = &[
-    "flex", "bison", "bc", "libelf-dev", "libssl-dev", "cpio", "make", "gcc", "xz-utils", "git",
+    "flex",
+    "bison",
+    "bc",
+    "libelf-dev",
+    "libssl-dev",
+    "cpio",
+    "make",
+    "gcc",
+    "xz-utils",
+    "git",
 ];
 
 /// What to build.
@@ -164,7 +173,10 @@ pub fn check_config(config: &str, fragment: &str) -> Vec<String> {
         let got = config.lines().find_map(|c| {
             if let Some(v) = c.strip_prefix(sym).and_then(|r| r.strip_prefix('=')) {
                 Some(v.to_string())
-            } else if c.strip_prefix("# ").and_then(|r| r.strip_suffix(" is not set")) == Some(sym)
+            } else if c
+                .strip_prefix("# ")
+                .and_then(|r| r.strip_suffix(" is not set"))
+                == Some(sym)
             {
                 Some("n".to_string())
             } else {
@@ -295,7 +307,10 @@ pub fn ensure_source_package(verbose: bool) -> Result<String, String> {
             c.stdout(Stdio::null());
         }
         if run(&mut c, "apt-get install").is_err() {
-            run(Command::new("apt-get").args(["update", "-qq"]), "apt-get update")?;
+            run(
+                Command::new("apt-get").args(["update", "-qq"]),
+                "apt-get update",
+            )?;
             run(&mut c, "apt-get install")?;
         }
     }
@@ -385,8 +400,7 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
     let setup = BuildError::Setup;
     let mut fragment = GUEST_FRAGMENT.to_string();
     if let Some(f) = &o.fragment {
-        let extra =
-            fs::read_to_string(f).map_err(|e| setup(format!("{}: {e}", f.display())))?;
+        let extra = fs::read_to_string(f).map_err(|e| setup(format!("{}: {e}", f.display())))?;
         fragment.push_str(&extra);
     }
     let mut patches: Vec<(String, String)> = Vec::new();
@@ -441,7 +455,10 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
     }
     let tree = ensure_tree(&o.cache, &version).map_err(setup)?;
     revert(&tree).map_err(setup)?;
-    let obj = o.cache.join("kernels/obj").join(format!("{vdir}-{cfg_hash}"));
+    let obj = o
+        .cache
+        .join("kernels/obj")
+        .join(format!("{vdir}-{cfg_hash}"));
     fs::create_dir_all(&obj).map_err(|e| setup(format!("{}: {e}", obj.display())))?;
 
     // Patches, in order, each against the tree the previous ones left.
@@ -462,7 +479,10 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
             let diff = if as_is { text.clone() } else { r.diff.clone() };
             fs::write(&tmp_diff, &diff).map_err(|e| setup(e.to_string()))?;
             git_apply(&tree, &tmp_diff, &["--check"]).map_err(|e| {
-                BuildError::Conflict(format!("{}git apply refused the repaired diff: {e}\n", report_text(&hunks)))
+                BuildError::Conflict(format!(
+                    "{}git apply refused the repaired diff: {e}\n",
+                    report_text(&hunks)
+                ))
             })?;
             // Record before applying, so a killed build can be reverted.
             let mut all = applied.clone();
@@ -470,7 +490,10 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
             fs::write(applied_file(&tree), &all).map_err(|e| setup(e.to_string()))?;
             if let Err(e) = git_apply(&tree, &tmp_diff, &[]) {
                 fs::write(applied_file(&tree), &applied).map_err(|e| setup(e.to_string()))?;
-                return Err(BuildError::Conflict(format!("{}git apply: {e}\n", report_text(&hunks))));
+                return Err(BuildError::Conflict(format!(
+                    "{}git apply: {e}\n",
+                    report_text(&hunks)
+                )));
             }
             applied = all;
         }
@@ -516,11 +539,7 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
         let _ = writeln!(report, "key: {key}");
         let _ = writeln!(report, "fuzz: {}", o.fuzz);
         for (name, text) in &patches {
-            let _ = writeln!(
-                report,
-                "patch: {name} {:016x}",
-                fnv64(&[text.as_bytes()])
-            );
+            let _ = writeln!(report, "patch: {name} {:016x}", fnv64(&[text.as_bytes()]));
         }
         let _ = writeln!(report, "make_s: {make_s:.1}");
         report.push_str(&report_text(&hunks));
@@ -562,7 +581,9 @@ fn configure(tree: &Path, obj: &Path, fragment: &str, verbose: bool) -> Result<(
         if !verbose {
             c.stdout(Stdio::null());
         }
-        run(&mut c, &format!("make {target}")).map(|_| ()).map_err(setup)
+        run(&mut c, &format!("make {target}"))
+            .map(|_| ())
+            .map_err(setup)
     };
     let stamp = obj.join("numalab-fragment.config");
     let fresh = fs::read_to_string(&stamp).ok().as_deref() != Some(fragment)
@@ -591,8 +612,11 @@ fn configure(tree: &Path, obj: &Path, fragment: &str, verbose: bool) -> Result<(
 /// error.
 fn make(tree: &Path, obj: &Path, log: &Path, verbose: bool) -> Result<bool, BuildError> {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let f = fs::File::create(log).map_err(|e| BuildError::Setup(format!("{}: {e}", log.display())))?;
-    let f2 = f.try_clone().map_err(|e| BuildError::Setup(e.to_string()))?;
+    let f =
+        fs::File::create(log).map_err(|e| BuildError::Setup(format!("{}: {e}", log.display())))?;
+    let f2 = f
+        .try_clone()
+        .map_err(|e| BuildError::Setup(e.to_string()))?;
     eprintln!(
         "numalab vm: make -j{jobs} bzImage in {} (log {})",
         obj.display(),
@@ -628,7 +652,10 @@ mod tests {
         let bad = check_config("", "CONFIG_A=y\n");
         assert!(bad[0].contains("absent"), "{bad:?}");
         // CONFIG_AB must not be read as CONFIG_A.
-        assert_eq!(check_config("CONFIG_AB=y\n", "CONFIG_A=n\n"), Vec::<String>::new());
+        assert_eq!(
+            check_config("CONFIG_AB=y\n", "CONFIG_A=n\n"),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -638,7 +665,11 @@ mod tests {
         assert!(t.contains("CONFIG_NUMA_BALANCING=y"));
         assert!(!t.lines().any(|l| l.ends_with("=n")));
         // The fragment, in .config form, passes its own check.
-        let cfg: String = t.lines().filter(|l| l.starts_with("CONFIG_") || l.ends_with("is not set")).map(|l| format!("{l}\n")).collect();
+        let cfg: String = t
+            .lines()
+            .filter(|l| l.starts_with("CONFIG_") || l.ends_with("is not set"))
+            .map(|l| format!("{l}\n"))
+            .collect();
         assert!(check_config(&cfg, GUEST_FRAGMENT).is_empty());
     }
 

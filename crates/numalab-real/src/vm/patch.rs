@@ -309,7 +309,9 @@ fn indent_of(s: &str) -> &str {
 
 fn is_unbraced_control(t: &str) -> bool {
     let t = t.trim();
-    let starts = ["if (", "if(", "else", "for (", "for(", "while (", "while(", "} else"];
+    let starts = [
+        "if (", "if(", "else", "for (", "for(", "while (", "while(", "} else",
+    ];
     starts.iter().any(|p| t.starts_with(p))
         && !t.ends_with(';')
         && !t.ends_with('{')
@@ -359,11 +361,7 @@ fn reindent(line: &str, before: &[String]) -> String {
         ind.push('\t');
     } else if pt.ends_with(';') || pt.ends_with('}') {
         // After the body of an unbraced control line, go back to its depth.
-        if let Some(pp) = before[..pi]
-            .iter()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-        {
+        if let Some(pp) = before[..pi].iter().rev().find(|l| !l.trim().is_empty()) {
             if is_unbraced_control(pp) && indent_of(pp).len() < ind.len() {
                 ind = indent_of(pp).to_string();
             }
@@ -495,11 +493,7 @@ fn trim_context(lines: &[Line], fuzz: usize) -> (Vec<Line>, usize) {
 /// text, `None` when missing) and writes the diff to apply. `fuzz` > 0
 /// allows dropping that many context lines at each end of a hunk found no
 /// other way.
-pub fn repair(
-    files: &[FilePatch],
-    read: &dyn Fn(&str) -> Option<String>,
-    fuzz: usize,
-) -> Repaired {
+pub fn repair(files: &[FilePatch], read: &dyn Fn(&str) -> Option<String>, fuzz: usize) -> Repaired {
     let mut r = Repaired::default();
     for f in files {
         let text = if f.new_file {
@@ -679,7 +673,8 @@ mod tests {
         // The lost blank line comes back as context, between `}` and the
         // addition (it sat before `int b;`).
         assert!(
-            r.diff.contains(" \t\treturn 0;\n }\n+/* new */\n \n int b;\n"),
+            r.diff
+                .contains(" \t\treturn 0;\n }\n+/* new */\n \n int b;\n"),
             "{}",
             r.diff
         );
@@ -696,9 +691,14 @@ mod tests {
         let r = repair(&parse(d).unwrap(), &tree(&[("f.c", SRC)]), 1);
         assert_eq!(
             r.report[0].status,
-            HunkStatus::Fuzzed { fuzz: 1, offset: -1 }
+            HunkStatus::Fuzzed {
+                fuzz: 1,
+                offset: -1
+            }
         );
-        assert!(r.diff.contains(" static int f(int x)\n {\n+\t/* hello */\n"));
+        assert!(r
+            .diff
+            .contains(" static int f(int x)\n {\n+\t/* hello */\n"));
         assert!(r.report[0].to_string().contains("FUZZ 1"));
         // A file the tree lacks is a conflict too.
         let r = repair(&parse(GOOD).unwrap(), &tree(&[]), 2);
@@ -714,7 +714,10 @@ mod tests {
         assert_eq!(reindent("y = 2;", &before[..1]), "\t\ty = 2;");
         assert_eq!(reindent("}", &before), "\t}");
         assert_eq!(reindent("#define X 1", &before), "#define X 1");
-        let b2: Vec<String> = ["\tif (a)", "\t\tx = 1;"].iter().map(|s| s.to_string()).collect();
+        let b2: Vec<String> = ["\tif (a)", "\t\tx = 1;"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         assert_eq!(reindent("else", &b2), "\telse");
         assert_eq!(reindent("z = 3;", &b2), "\tz = 3;");
         // A blank line between the body and the new line changes nothing.
@@ -731,7 +734,10 @@ mod tests {
     fn hunks_of_one_file_are_found_in_order() {
         let d = "diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n@@ -1,1 +1,2 @@\n int a;\n+int a2;\n@@ -11,1 +12,2 @@\n int b;\n+int b2;\n";
         let r = repair(&parse(d).unwrap(), &tree(&[("f.c", SRC)]), 0);
-        assert!(r.report.iter().all(|h| matches!(h.status, HunkStatus::Applied { .. })));
+        assert!(r
+            .report
+            .iter()
+            .all(|h| matches!(h.status, HunkStatus::Applied { .. })));
         assert!(r.diff.contains("@@ -11,1 +12,2 @@"), "{}", r.diff);
         assert!(parse("no diff here").is_err());
     }
