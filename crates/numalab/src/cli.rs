@@ -782,6 +782,55 @@ mod tests {
         assert_eq!(json_dir.as_deref(), Some("d"));
         assert_eq!(timeout, 600);
         assert!(parse(&["validate", "--model-only", "--guest-json", "d"]).is_err());
+
+        // Patched kernels: the series keeps its order, --fuzz alone is 2,
+        // --patched-set needs a patch, --model-only excludes one.
+        let cli = parse(&[
+            "vm", "kernel", "build", "--patch", "a.diff", "--patch", "b.diff", "--fuzz",
+        ])
+        .unwrap();
+        let Cmd::Vm {
+            cmd:
+                VmCmd::Kernel {
+                    cmd:
+                        VmKernelCmd::Build {
+                            patches,
+                            fuzz,
+                            dry_run,
+                            ..
+                        },
+                },
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert_eq!(patches, vec!["a.diff", "b.diff"]);
+        assert_eq!(fuzz, 2);
+        assert!(!dry_run);
+        let cli = parse(&[
+            "validate",
+            "--kernel-patch",
+            "p.diff",
+            "--patched-set",
+            "numalab.interleave_numa_balancing=as-posted",
+            "--scenario",
+            "p3-interleave-4k",
+        ])
+        .unwrap();
+        let Cmd::Validate {
+            kernel_patch,
+            patched_set,
+            fuzz,
+            ..
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert_eq!(kernel_patch, vec!["p.diff"]);
+        assert_eq!(patched_set.len(), 1);
+        assert_eq!(fuzz, 0);
+        assert!(parse(&["validate", "--patched-set", "a=b"]).is_err());
+        assert!(parse(&["validate", "--model-only", "--kernel-patch", "p"]).is_err());
     }
 
     #[test]

@@ -399,6 +399,19 @@ mod tests {
     }
 
     #[test]
+    fn kernel_is_a_version_or_a_built_image() {
+        let v = VmArgs::with_kernel(Some("6.12.117".into()), 60, false, false);
+        assert_eq!(v.kernel.as_deref(), Some("6.12.117"));
+        assert!(v.kernel_image.is_none());
+        let v = VmArgs::with_kernel(Some("/cache/built/x/bzImage".into()), 60, false, false);
+        assert!(v.kernel.is_none());
+        assert_eq!(
+            v.kernel_image,
+            Some(PathBuf::from("/cache/built/x/bzImage"))
+        );
+    }
+
+    #[test]
     fn bad_scale_interval_and_sets_are_refused() {
         let mut a = args("numa02");
         a.scale = 0.0;
