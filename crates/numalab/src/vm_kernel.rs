@@ -95,6 +95,9 @@ fn dry_run(a: &KernelBuildArgs) -> Result<(), Failure> {
         )
         .into());
     }
+    // Against the pristine tree: undo what a killed build left applied.
+    let _lock = build::KernelLock::take(&default_cache_dir(), "kernel dry run")?;
+    build::revert(&tree)?;
     let mut text = format!("source {}={version}\n", build::SOURCE_PACKAGE);
     let mut conflict = false;
     for p in &a.patches {

@@ -366,8 +366,9 @@ fn applied_file(tree: &Path) -> PathBuf {
     tree.with_file_name("applied.diff")
 }
 
-/// Reverts what a previous build left applied.
-fn revert(tree: &Path) -> Result<(), String> {
+/// Reverts what a previous build left applied (a build killed before its
+/// own revert); nothing when the tree is pristine.
+pub fn revert(tree: &Path) -> Result<(), String> {
     let f = applied_file(tree);
     if !f.is_file() {
         return Ok(());
