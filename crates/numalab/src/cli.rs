@@ -1,7 +1,7 @@
 //! Argument definitions and the subcommands.
 
 use crate::failure::Failure;
-use crate::{bench, out, parallel, real, reproduce, runner, validate};
+use crate::{bench, out, parallel, real, reproduce, runner, validate, vm_kernel};
 use clap::{Args, Parser, Subcommand};
 use numalab_record::RunSet;
 use std::io::Read;
@@ -139,7 +139,8 @@ enum Cmd {
         /// Shrink memory and passes (the model-only CI check uses this).
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
-        /// Guest kernel: a 6.12 version (default the newest).
+        /// Guest kernel: a 6.12 version (default the newest), or the path
+        /// of a built bzImage.
         #[arg(long)]
         kernel: Option<String>,
         /// Kill a guest after this many seconds.
@@ -157,6 +158,23 @@ enum Cmd {
         /// (repeatable; ablations).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// Also run every scenario on a kernel built with this patch
+        /// (repeatable: a series, in order), beside the same source and
+        /// configuration without it (`numalab vm kernel build`).
+        #[arg(long = "kernel-patch", value_name = "FILE", conflicts_with_all = ["model_only", "guest_json"])]
+        kernel_patch: Vec<String>,
+        /// The model's knob that stands for the patch, for the model
+        /// column beside the patched kernel (repeatable), e.g.
+        /// numalab.interleave_numa_balancing=as-posted.
+        #[arg(
+            long = "patched-set",
+            value_name = "KEY=VALUE",
+            requires = "kernel_patch"
+        )]
+        patched_set: Vec<String>,
+        /// Let hunks lose up to N context lines at each end (off unless asked).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", default_value_t = 0)]
+        fuzz: usize,
     },
     /// Benchmark the model: wall time and peak memory of one run.
     Bench {
@@ -248,7 +266,7 @@ enum VmCmd {
         #[command(flatten)]
         run: RunOpts,
         /// Guest kernel: 6.12, 6.12.N or 6.12.N+deb12-amd64 (default the
-        /// newest 6.12 Debian has).
+        /// newest 6.12 Debian has), or the path of a built bzImage.
         #[arg(long)]
         kernel: Option<String>,
         /// Kill the guest after this many seconds.
@@ -260,6 +278,43 @@ enum VmCmd {
         /// Keep the work directory (initramfs, share, console log).
         #[arg(long)]
         keep_workdir: bool,
+        /// Run on a kernel built with this patch (repeatable: a series)
+        /// and on the same kernel without it, side by side.
+        #[arg(long = "kernel-patch", value_name = "FILE")]
+        kernel_patch: Vec<String>,
+        /// Let hunks lose up to N context lines at each end (off unless asked).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", default_value_t = 0)]
+        fuzz: usize,
+    },
+    /// Guest kernels built from Debian's linux-source-6.12.
+    Kernel {
+        #[command(subcommand)]
+        cmd: VmKernelCmd,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum VmKernelCmd {
+    /// Build a guest kernel (x86_64_defconfig + vm/guest-kernel.config),
+    /// optionally with patches; cached under ~/.cache/numalab/kernels.
+    /// Exit code 2 when a hunk conflicts or the kernel does not compile.
+    Build {
+        /// A patch (unified diff, or mail-archive text of one); repeatable,
+        /// applied in order.
+        #[arg(long = "patch", value_name = "FILE")]
+        patches: Vec<String>,
+        /// An extra Kconfig fragment (checked like the built-in one).
+        #[arg(long, value_name = "FILE")]
+        config_fragment: Option<String>,
+        /// Let hunks lose up to N context lines at each end (off unless asked).
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", default_value_t = 0)]
+        fuzz: usize,
+        /// Only report how each hunk applies to the pristine tree.
+        #[arg(long)]
+        dry_run: bool,
+        /// Echo make's output.
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
@@ -304,17 +359,36 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                     timeout,
                     verbose,
                     keep_workdir,
+                    kernel_patch,
+                    fuzz,
                 },
-        } => real::vm_run(
-            &machine,
-            &run.args(),
-            &real::VmArgs {
-                kernel,
-                timeout,
-                verbose,
-                keep_workdir,
-            },
-        ),
+        } => {
+            let v = real::VmArgs::with_kernel(kernel, timeout, verbose, keep_workdir);
+            if kernel_patch.is_empty() {
+                real::vm_run(&machine, &run.args(), &v)
+            } else {
+                real::vm_run_ab(&machine, &run.args(), &v, &kernel_patch, fuzz)
+            }
+        }
+        Cmd::Vm {
+            cmd:
+                VmCmd::Kernel {
+                    cmd:
+                        VmKernelCmd::Build {
+                            patches,
+                            config_fragment,
+                            fuzz,
+                            dry_run,
+                            verbose,
+                        },
+                },
+        } => vm_kernel::kernel_build(&vm_kernel::KernelBuildArgs {
+            patches,
+            fragment: config_fragment,
+            fuzz,
+            dry_run,
+            verbose,
+        }),
         Cmd::Validate {
             machine,
             scenarios,
@@ -328,8 +402,14 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             verbose,
             check,
             set,
+            kernel_patch,
+            patched_set,
+            fuzz,
         } => validate::validate(&validate::Options {
             model_set: set,
+            kernel_patch,
+            patched_set,
+            fuzz,
             machine,
             scenarios,
             json_dir,
@@ -338,12 +418,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             seed,
             scale,
             check,
-            vm: real::VmArgs {
-                kernel,
-                timeout,
-                verbose,
-                keep_workdir: false,
-            },
+            vm: real::VmArgs::with_kernel(kernel, timeout, verbose, false),
         }),
         Cmd::Reproduce {
             name,
@@ -687,6 +762,7 @@ mod tests {
                     timeout,
                     verbose,
                     keep_workdir,
+                    ..
                 },
         } = cli.cmd
         else {
@@ -728,6 +804,55 @@ mod tests {
         assert_eq!(json_dir.as_deref(), Some("d"));
         assert_eq!(timeout, 600);
         assert!(parse(&["validate", "--model-only", "--guest-json", "d"]).is_err());
+
+        // Patched kernels: the series keeps its order, --fuzz alone is 2,
+        // --patched-set needs a patch, --model-only excludes one.
+        let cli = parse(&[
+            "vm", "kernel", "build", "--patch", "a.diff", "--patch", "b.diff", "--fuzz",
+        ])
+        .unwrap();
+        let Cmd::Vm {
+            cmd:
+                VmCmd::Kernel {
+                    cmd:
+                        VmKernelCmd::Build {
+                            patches,
+                            fuzz,
+                            dry_run,
+                            ..
+                        },
+                },
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert_eq!(patches, vec!["a.diff", "b.diff"]);
+        assert_eq!(fuzz, 2);
+        assert!(!dry_run);
+        let cli = parse(&[
+            "validate",
+            "--kernel-patch",
+            "p.diff",
+            "--patched-set",
+            "numalab.interleave_numa_balancing=as-posted",
+            "--scenario",
+            "p3-interleave-4k",
+        ])
+        .unwrap();
+        let Cmd::Validate {
+            kernel_patch,
+            patched_set,
+            fuzz,
+            ..
+        } = cli.cmd
+        else {
+            panic!()
+        };
+        assert_eq!(kernel_patch, vec!["p.diff"]);
+        assert_eq!(patched_set.len(), 1);
+        assert_eq!(fuzz, 0);
+        assert!(parse(&["validate", "--patched-set", "a=b"]).is_err());
+        assert!(parse(&["validate", "--model-only", "--kernel-patch", "p"]).is_err());
     }
 
     #[test]

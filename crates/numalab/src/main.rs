@@ -19,6 +19,8 @@ mod reproduce_interleave;
 mod runner;
 mod validate;
 mod verdict;
+mod validate_ab;
+mod vm_kernel;
 
 use clap::Parser;
 use std::io::Write;

@@ -123,6 +123,31 @@ pub struct VmArgs {
     pub verbose: bool,
     /// `--keep-workdir`.
     pub keep_workdir: bool,
+    /// A built bzImage to boot (`--kernel PATH`, or the A/B pair).
+    pub kernel_image: Option<PathBuf>,
+}
+
+impl VmArgs {
+    /// The CLI's `--kernel` value: a path to an existing file is a built
+    /// bzImage, anything else a Debian 6.12 version.
+    pub fn with_kernel(
+        kernel: Option<String>,
+        timeout: u64,
+        verbose: bool,
+        keep_workdir: bool,
+    ) -> VmArgs {
+        let image = kernel
+            .as_deref()
+            .filter(|k| k.contains('/') || std::path::Path::new(k).is_file())
+            .map(PathBuf::from);
+        VmArgs {
+            kernel: if image.is_some() { None } else { kernel },
+            timeout,
+            verbose,
+            keep_workdir,
+            kernel_image: image,
+        }
+    }
 }
 
 impl Default for VmArgs {
@@ -132,6 +157,7 @@ impl Default for VmArgs {
             timeout: 600,
             verbose: false,
             keep_workdir: false,
+            kernel_image: None,
         }
     }
 }
@@ -177,6 +203,7 @@ pub fn vm_outcome(m: &Machine, a: &RunArgs, v: &VmArgs) -> Result<VmOutcome, Fai
     o.timeout = Duration::from_secs(v.timeout);
     o.verbose = v.verbose;
     o.keep_workdir = v.keep_workdir;
+    o.kernel_image = v.kernel_image.clone();
     vm::vm_run(m, &o).map_err(guest_failure)
 }
 
@@ -230,6 +257,113 @@ pub fn vm_run(machine: &str, a: &RunArgs, v: &VmArgs) -> Result<(), Failure> {
     output(&out.record, a.json.as_deref())
 }
 
+/// `numalab vm run --kernel-patch`: the workload on the stock and the
+/// patched kernel (same source and configuration), one after the other,
+/// summaries side by side; a guest whose run the kernel refused (say
+/// `EINVAL` for a policy only the patch knows) is shown as such. Console
+/// problems (`BUG:`, `Oops`, `WARNING:`, `Call Trace`) are listed and make
+/// the exit code 1.
+pub fn vm_run_ab(
+    machine: &str,
+    a: &RunArgs,
+    v: &VmArgs,
+    patches: &[String],
+    fuzz: usize,
+) -> Result<(), Failure> {
+    let m = crate::runner::load_machine(machine)?;
+    let (stock, patched) = crate::vm_kernel::pair(
+        patches,
+        fuzz,
+        v.verbose,
+        (v.kernel.as_deref(), v.kernel_image.as_deref()),
+    )?;
+    let mut cols: Vec<(String, Result<VmOutcome, Failure>)> = Vec::new();
+    let patched = crate::vm_kernel::Stock::Image(patched.bzimage);
+    for (label, k) in [("stock", &stock), ("patched", &patched)] {
+        let mut vv = v.clone();
+        k.apply(&mut vv);
+        eprintln!("numalab vm: {label} kernel {}", k.describe());
+        cols.push((label.to_string(), vm_outcome(&m, a, &vv)));
+    }
+    let mut text = String::new();
+    let mut problems = 0;
+    for (label, r) in &cols {
+        text.push_str(&format!(
+            "== {label} kernel
+"
+        ));
+        match r {
+            Ok(o) => {
+                text.push_str(&numalab_report::run_summary(&o.record));
+                for p in &o.problems {
+                    text.push_str(&format!(
+                        "  CONSOLE: {p}
+"
+                    ));
+                }
+                problems += o.problems.len();
+            }
+            Err(e) => text.push_str(&format!(
+                "  run refused or failed: {}
+",
+                e.message
+            )),
+        }
+        text.push('\n');
+    }
+    text.push_str(&ab_counters(&cols));
+    crate::out::print(&text)?;
+    if let Some(j) = a.json.as_deref().filter(|j| *j != "-") {
+        for (label, r) in &cols {
+            if let Ok(o) = r {
+                let p = format!("{j}.{label}.json");
+                crate::out::write_file("--json", std::path::Path::new(&p), &o.record.to_json())?;
+            }
+        }
+    }
+    if problems > 0 {
+        return Err(Failure {
+            message: format!("{problems} kernel problem line(s) on the guest consoles"),
+            code: 1,
+            detail: None,
+        });
+    }
+    Ok(())
+}
+
+/// The NUMA counters of the A/B columns, one row each.
+fn ab_counters(cols: &[(String, Result<VmOutcome, Failure>)]) -> String {
+    let keys = [
+        "numa_pte_updates",
+        "numa_huge_pte_updates",
+        "numa_hint_faults",
+        "numa_hint_faults_local",
+        "numa_pages_migrated",
+    ];
+    let mut s = format!("{:<26}", "");
+    for (l, _) in cols {
+        s.push_str(&format!(" {l:>12}"));
+    }
+    s.push('\n');
+    for k in keys {
+        s.push_str(&format!("{k:<26}"));
+        for (_, r) in cols {
+            let v = match r {
+                Ok(o) => o.record.vm(k).to_string(),
+                Err(e)
+                    if e.message.contains("EINVAL") || e.message.contains("Invalid argument") =>
+                {
+                    "EINVAL".into()
+                }
+                Err(_) => "failed".into(),
+            };
+            s.push_str(&format!(" {v:>12}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +396,19 @@ mod tests {
             vec![(PathBuf::from("/tmp/my-w.toml"), "workload.toml".into())]
         );
         assert_eq!(g[3], "/share/workload.toml");
+    }
+
+    #[test]
+    fn kernel_is_a_version_or_a_built_image() {
+        let v = VmArgs::with_kernel(Some("6.12.117".into()), 60, false, false);
+        assert_eq!(v.kernel.as_deref(), Some("6.12.117"));
+        assert!(v.kernel_image.is_none());
+        let v = VmArgs::with_kernel(Some("/cache/built/x/bzImage".into()), 60, false, false);
+        assert!(v.kernel.is_none());
+        assert_eq!(
+            v.kernel_image,
+            Some(PathBuf::from("/cache/built/x/bzImage"))
+        );
     }
 
     #[test]

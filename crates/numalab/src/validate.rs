@@ -46,6 +46,9 @@ pub struct Scenario {
     /// record (pinned workers `worker.N` on node N, chunks `pft/chunkN`,
     /// cgroup `/pinned`, 4 KiB pages).
     pub check: bool,
+    /// Run only when named (`--scenario`): a proposal's scenario that
+    /// mainline refuses (e.g. a memory policy only the patch allows).
+    pub on_request: bool,
 }
 
 /// The scenarios, in order.
@@ -54,21 +57,37 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "pinned-4k",
         text: include_str!("../validate/pinned-4k.toml"),
         check: true,
+        on_request: false,
     },
     Scenario {
         name: "pinned-thp",
         text: include_str!("../validate/pinned-thp.toml"),
         check: false,
+        on_request: false,
     },
     Scenario {
         name: "unpinned",
         text: include_str!("../validate/unpinned.toml"),
         check: false,
+        on_request: false,
     },
     Scenario {
         name: "numa02-like",
         text: include_str!("../validate/numa02-like.toml"),
         check: false,
+        on_request: false,
+    },
+    Scenario {
+        name: "p3-interleave-4k",
+        text: include_str!("../validate/p3-interleave-4k.toml"),
+        check: false,
+        on_request: true,
+    },
+    Scenario {
+        name: "p3-interleave-thp",
+        text: include_str!("../validate/p3-interleave-thp.toml"),
+        check: false,
+        on_request: true,
     },
 ];
 
@@ -102,6 +121,12 @@ pub struct Options {
     pub vm: VmArgs,
     /// Knobs for the model's side only (`--set`).
     pub model_set: Vec<String>,
+    /// `--kernel-patch`: also run on a kernel with this patch series.
+    pub kernel_patch: Vec<String>,
+    /// `--patched-set`: the model's knobs beside the patched kernel.
+    pub patched_set: Vec<String>,
+    /// `--fuzz`.
+    pub fuzz: usize,
 }
 
 /// The guest machine of `--machine`, or the built-in one.
@@ -116,7 +141,11 @@ pub fn machine(name: Option<&str>) -> Result<Machine, String> {
 /// The scenarios named (all when none is), refusing unknown names.
 pub fn pick(names: &[String]) -> Result<Vec<Scenario>, String> {
     if names.is_empty() {
-        return Ok(SCENARIOS.to_vec());
+        return Ok(SCENARIOS
+            .iter()
+            .filter(|s| !s.on_request)
+            .copied()
+            .collect());
     }
     names
         .iter()
@@ -359,7 +388,8 @@ pub fn differs_2x(a: f64, b: f64) -> bool {
     hi > 2.0 * lo
 }
 
-fn memcg(r: &RunRecord, name: &str) -> Option<f64> {
+/// The run cgroup's memory.stat entry `name`.
+pub fn memcg(r: &RunRecord, name: &str) -> Option<f64> {
     r.cgroups
         .get("/")
         .and_then(|c| c.memory_stat.get(name))
@@ -699,6 +729,14 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
                 .join(", ")
         )
         .into());
+    }
+    if !o.kernel_patch.is_empty() {
+        if o.check {
+            return Err("--check is not available with --kernel-patch"
+                .to_string()
+                .into());
+        }
+        return crate::validate_ab::validate_ab(o, &m, &scenarios);
     }
     let (mut passed, mut failed) = (0usize, 0usize);
     if let Some(d) = &o.json_dir {

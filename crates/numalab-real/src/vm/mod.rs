@@ -22,8 +22,10 @@
 //! (`vm/install-deps.sh`). Left out: KVM (not usable where this was built;
 //! TCG only), other architectures, and guests larger than the limits.
 
+pub mod build;
 pub mod initramfs;
 pub mod kernel;
+pub mod patch;
 pub mod qemu;
 
 use crate::sys::SignalGuard;
@@ -70,6 +72,9 @@ pub struct VmOptions {
     pub busybox: Option<PathBuf>,
     /// QEMU binary (default `qemu-system-x86_64` from PATH).
     pub qemu: Option<PathBuf>,
+    /// A built bzImage (`numalab vm kernel build`) to boot instead of the
+    /// Debian package kernel; it has everything built in (no modules).
+    pub kernel_image: Option<PathBuf>,
 }
 
 impl VmOptions {
@@ -86,6 +91,7 @@ impl VmOptions {
             keep_workdir: false,
             busybox: None,
             qemu: None,
+            kernel_image: None,
         }
     }
 }
@@ -107,6 +113,20 @@ pub struct VmOutcome {
     pub guest_exit: Option<i32>,
     /// The serial console output.
     pub serial: String,
+    /// Console lines that show a kernel problem ([`console_problems`]).
+    pub problems: Vec<String>,
+}
+
+/// Markers of a kernel problem on the console.
+pub const PROBLEM_MARKERS: [&str; 5] = ["BUG:", "Oops", "WARNING:", "Call Trace", "Kernel panic"];
+
+/// The console lines carrying a [`PROBLEM_MARKERS`] entry.
+pub fn console_problems(serial: &str) -> Vec<String> {
+    serial
+        .lines()
+        .filter(|l| PROBLEM_MARKERS.iter().any(|m| l.contains(m)))
+        .map(|l| l.trim().to_string())
+        .collect()
 }
 
 /// Arguments for `numalab real run` in the guest, following the CLI of
@@ -182,6 +202,37 @@ fn tail(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// The [`KernelInfo`] of a built bzImage: its `build.txt` (beside it)
+/// names the release and the cache key.
+pub fn built_kernel_info(img: &Path) -> Result<KernelInfo, RealError> {
+    if !img.is_file() {
+        return Err(RealError::Refused(format!(
+            "kernel image {} not found (build one with `numalab vm kernel build`)",
+            img.display()
+        )));
+    }
+    let report = img
+        .parent()
+        .map(|d| d.join("build.txt"))
+        .and_then(|p| fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let field = |k: &str| {
+        report
+            .lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::to_string)
+    };
+    Ok(KernelInfo {
+        release: field("release: ").unwrap_or_else(|| "custom".into()),
+        package: field("source: ").unwrap_or_else(|| "custom-bzImage".into()),
+        package_version: field("key: ").unwrap_or_else(|| img.display().to_string()),
+        vmlinuz: img.to_path_buf(),
+        modules: Vec::new(),
+        fetched: false,
+        note: None,
+    })
+}
+
 /// Boots a guest shaped like `machine` and returns the record of the run
 /// inside; see the module documentation.
 pub fn vm_run(machine: &Machine, opts: &VmOptions) -> Result<VmOutcome, RealError> {
@@ -228,8 +279,13 @@ pub fn vm_run(machine: &Machine, opts: &VmOptions) -> Result<VmOutcome, RealErro
         .cache_dir
         .clone()
         .unwrap_or_else(kernel::default_cache_dir);
-    let kern = kernel::ensure_kernel(&cache, opts.kernel.as_deref(), opts.verbose)
-        .map_err(RealError::Failed)?;
+    let kern = match &opts.kernel_image {
+        Some(img) => built_kernel_info(img)?,
+        None => kernel::ensure_kernel(&cache, opts.kernel.as_deref(), opts.verbose)
+            .map_err(RealError::Failed)?,
+    };
+    // A guest never boots while a kernel builds (each uses both cores).
+    let _lock = build::KernelLock::take(&cache, "guest").map_err(RealError::Failed)?;
     if let Some(n) = &kern.note {
         eprintln!("numalab vm: note: {n}");
     }
@@ -291,7 +347,9 @@ fn boot(
     let cpio = initramfs::build(busybox, &guest_binary, &opts.guest_args, &kern.modules)
         .map_err(failed)?;
     fs::write(&initrd, cpio).map_err(|e| failed(format!("{}: {e}", initrd.display())))?;
-    let append = "console=ttyS0 loglevel=4 panic=-1 rdinit=/init";
+    // loglevel=5: KERN_WARNING lines (`WARNING:` of WARN()) reach the
+    // console, so [`console_problems`] sees them.
+    let append = "console=ttyS0 loglevel=5 panic=-1 rdinit=/init";
     let args = qemu::qemu_args(machine, &kern.vmlinuz, &initrd, Some(share), append)
         .map_err(RealError::Refused)?;
     let qemu_version = Command::new(qemu_bin)
@@ -441,6 +499,10 @@ fn boot(
     );
     record.settings.insert("vm.qemu".into(), qemu_version);
     record.settings.insert("vm.accel".into(), "tcg".into());
+    let problems = console_problems(&serial);
+    record
+        .lab
+        .insert("vm.console_problems".into(), problems.len() as f64);
     record
         .settings
         .insert("vm.machine".into(), machine.name.clone());
@@ -466,6 +528,7 @@ fn boot(
         total_s: t_start.elapsed().as_secs_f64(),
         guest_exit,
         serial,
+        problems,
     })
 }
 
@@ -491,6 +554,15 @@ mod tests {
             !guest_real_run_args("x", &[], 0, 1.0, Duration::from_secs(1))
                 .contains(&"--allow-sysctl".to_string())
         );
+    }
+
+    #[test]
+    fn kernel_problems_are_found_on_the_console() {
+        let s = "[ 1.0] ok\n[ 2.0] WARNING: CPU: 1 PID: 9 at mm/memory.c:5\n[ 2.1] Call Trace:\n[ 3.0] BUG: kernel NULL pointer dereference\nNUMALAB-EXIT rc=0\n";
+        let p = console_problems(s);
+        assert_eq!(p.len(), 3, "{p:?}");
+        assert!(p[0].contains("WARNING:"));
+        assert!(console_problems("all fine\n").is_empty());
     }
 
     #[test]
