@@ -13,6 +13,7 @@ mod out;
 mod progress;
 mod real;
 mod reproduce;
+mod reproduce_async;
 mod reproduce_cgroup;
 mod runner;
 mod validate;

@@ -36,6 +36,12 @@ pub enum Metric {
     StatRatio(&'static str, &'static str, &'static str),
     /// The mean of a metric over its mean in configuration `base`.
     RatioVs(&'static str, &'static Metric),
+    /// A figure of the Run record's `lab` map as it is (proposal 2).
+    Lab(&'static str),
+    /// A cgroup's user CPU seconds (hierarchical).
+    CgroupUser(&'static str),
+    /// A cgroup's system CPU seconds (hierarchical).
+    CgroupSys(&'static str),
 }
 
 impl Metric {
@@ -51,6 +57,9 @@ impl Metric {
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
             Metric::StatRatio(cg, a, b) => format!("{cg} {a} / {b}"),
             Metric::RatioVs(base, m) => format!("{} / {base}'s", m.name()),
+            Metric::Lab(k) => (*k).to_string(),
+            Metric::CgroupUser(cg) => format!("{cg} user (s)"),
+            Metric::CgroupSys(cg) => format!("{cg} system (s)"),
         }
     }
 
@@ -71,6 +80,9 @@ impl Metric {
             ),
             Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
             Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
+            Metric::Lab(k) => Some(r.lab.get(*k).copied().unwrap_or(f64::NAN)),
+            Metric::CgroupUser(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.user_s)),
+            Metric::CgroupSys(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.sys_s)),
             Metric::ScoreChangePct(_) | Metric::RatioVs(..) => None,
         }
     }
@@ -157,6 +169,8 @@ pub fn all() -> Vec<Reproduction> {
         numa_balance_serialize(),
         crate::reproduce_cgroup::per_cgroup_numa_balancing(),
         crate::reproduce_cgroup::per_cgroup_mixed(),
+        crate::reproduce_async::async_numa_scan(),
+        crate::reproduce_async::async_numa_scan_busy(),
     ]
 }
 
@@ -314,7 +328,8 @@ pub fn reproduce(
         "{}\n{}\n",
         numalab_report::compare_table(&sets),
         modeled_vs_published(&r, &sets, scale)
-    ))
+    ))?;
+    crate::out::print(&crate::reproduce_async::after_tables(r.name, &sets))
 }
 
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {

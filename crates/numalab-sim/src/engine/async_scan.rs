@@ -67,6 +67,14 @@ impl Sim {
             self.kworkers.list[w].queue.push_back(it);
             let wt = self.kworkers.list[w].task;
             if self.k.tasks[wt].state == TaskState::Sleeping {
+                // try_to_wake_up from the queueing CPU: wake_affine_weight
+                // prefers the waker's CPU over prev at equal load (prev's
+                // load is weighed up by half of imbalance_pct), so the
+                // search for an idle CPU starts there (fair.c).
+                use crate::kernel::ids::CpuSetExt;
+                if self.k.tasks[wt].affinity.has(it.cpu) {
+                    self.k.tasks[wt].cpu = it.cpu;
+                }
                 // Woken now, after this tick's work (an event at the same
                 // time runs after the tick).
                 self.push(self.k.now, Ev::Wakeup { task: wt });

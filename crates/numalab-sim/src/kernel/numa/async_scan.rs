@@ -36,6 +36,8 @@ pub struct AsyncItem {
     pub task: TaskId,
     /// The node it was queued on (`numa_node_id()` of the ticking CPU).
     pub node: NodeId,
+    /// The CPU that queued it (the kworker's waker).
+    pub cpu: CpuId,
     /// When it was queued, ns.
     pub queued_ns: u64,
 }
@@ -98,6 +100,7 @@ impl Kernel {
         self.numa_async.queued.push(AsyncItem {
             task: t,
             node,
+            cpu,
             queued_ns: self.now,
         });
         self.numa_async.stats.queued += 1;
