@@ -143,3 +143,95 @@ impl Kernel {
         was
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::fx;
+    use crate::kernel::sched::TaskState;
+    use crate::kernel::stats::Vm;
+    use crate::kernel::{CgroupId, Kernel, MmId, TaskId};
+    use numalab_topology::CpuSet;
+
+    /// A two-thread process with 16 MB on node 0 whose first scan is due,
+    /// its first thread on CPU 0, and a sleeping kernel thread `kw`.
+    fn setup(sets: &[&str]) -> (Kernel, MmId, TaskId, TaskId) {
+        let mut k = fx::kernel("tiny-2n", sets);
+        let mm = fx::add_mm(&mut k, 16 << 20, false, None);
+        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(0));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        fx::add_task(&mut k, mm, fx::c(2));
+        let cpus: CpuSet = [0usize, 1].into_iter().collect();
+        let kw = k.kthread_create(2, "kworker/u0:0", cpus, fx::c(1));
+        k.now = 3_000_000_000;
+        k.tasks[t].sum_exec_runtime = 1_001_000_000;
+        (k, mm, t, kw)
+    }
+
+    #[test]
+    fn async_tick_queues_once_and_scans_nothing_itself() {
+        let (mut k, _, t, _) = setup(&["kernel.numa_balancing_scan_async=1"]);
+        k.task_tick_numa(t, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0, "nothing scanned yet");
+        assert_eq!(k.tasks[t].sys_ns, 0.0, "the task paid nothing");
+        assert_eq!(k.numa_async.queued.len(), 1);
+        assert_eq!(k.numa_async.queued[0].node, fx::n(0));
+        // queue_work on a pending item does nothing.
+        k.queue_numa_async_work(t, fx::c(0));
+        assert_eq!(k.numa_async.queued.len(), 1);
+        assert_eq!(k.numa_async.stats.already_pending, 1);
+    }
+
+    #[test]
+    fn the_kworker_pays_for_the_scan_and_the_task_stamp_moves() {
+        let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
+        k.task_tick_numa(t, fx::c(0));
+        let stamp = k.tasks[t].numa.node_stamp;
+        let it = k.numa_async.queued.pop().unwrap();
+        let charged = k.numa_async_work(kw, it, fx::c(1));
+        assert!(charged > 4096.0 * crate::physics::costs::PTE_UPDATE_NS);
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
+        assert_eq!(k.tasks[t].sys_ns, 0.0);
+        assert_eq!(k.tasks[kw].sys_ns, charged);
+        assert!(k.tasks[t].numa.node_stamp >= stamp + 32 * charged as u64);
+        // Same cgroup (root) for both: nothing hidden; CPU 1 is allowed.
+        assert_eq!(k.numa_async.stats.hidden_ns, 0.0);
+        assert_eq!(k.numa_async.stats.outside_cpuset, 0);
+        assert!(k.numa_async.pending.is_empty());
+    }
+
+    #[test]
+    fn time_charged_outside_the_cgroup_and_cpus_outside_the_cpuset_are_counted() {
+        let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
+        let cg = k.cgroups.mkdir("/job", None, None).unwrap();
+        k.cgroups.all[cg].effective_cpus = [0usize, 2].into_iter().collect();
+        k.tasks[t].cgroup = cg;
+        k.task_tick_numa(t, fx::c(0));
+        let it = k.numa_async.queued.pop().unwrap();
+        let charged = k.numa_async_work(kw, it, fx::c(1));
+        assert!(charged > 0.0);
+        assert_eq!(k.numa_async.stats.hidden_ns, charged);
+        assert_eq!(k.numa_async.stats.outside_cpuset, 1, "CPU 1 is not in /job");
+        assert_eq!(k.cgroups.all[CgroupId::new(0)].sys_ns, charged);
+        assert_eq!(k.cgroups.all[cg].sys_ns, 0.0);
+    }
+
+    #[test]
+    fn sync_scans_at_the_tick_and_exit_cancels_a_pending_item() {
+        let (mut k, _, t, _) = setup(&[]);
+        k.task_tick_numa(t, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
+        assert!(k.tasks[t].sys_ns > 0.0, "the task paid");
+        assert!(k.numa_async.queued.is_empty());
+        let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
+        k.task_tick_numa(t, fx::c(0));
+        assert!(k.cancel_numa_async_work(t));
+        assert!(!k.cancel_numa_async_work(t), "only once");
+        assert_eq!(k.numa_async.stats.cancelled, 1);
+        // A dead task's item scans nothing.
+        let it = k.numa_async.queued.pop().unwrap();
+        k.tasks[t].state = TaskState::Dead;
+        assert_eq!(k.numa_async_work(kw, it, fx::c(1)), 0.0);
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);
+    }
+}
