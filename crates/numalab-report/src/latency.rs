@@ -60,7 +60,9 @@ mod tests {
     #[test]
     fn rows_for_non_empty_bands_and_the_outlier_line() {
         let h = AccessLatency {
-            reads: vec![0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+            reads: vec![
+                0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+            ],
             writes: vec![0, 0, 0, 0, 0, 0, 7],
             threshold_us: 1000,
             reads_over: 2,

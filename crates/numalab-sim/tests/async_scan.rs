@@ -70,7 +70,12 @@ fn sync_scans_stall_the_threads_and_async_moves_the_stalls_to_a_kworker() {
     assert!(lab(&asy, "scan_async_run") >= 3.0);
     assert!(asy.tasks.iter().all(|t| !t.name.starts_with("kworker")));
     let pm_sys = |r: &RunRecord| r.cgroups["/pm"].sys_s;
-    assert!(pm_sys(&asy) < pm_sys(&sync), "{} vs {}", pm_sys(&asy), pm_sys(&sync));
+    assert!(
+        pm_sys(&asy) < pm_sys(&sync),
+        "{} vs {}",
+        pm_sys(&asy),
+        pm_sys(&sync)
+    );
     // Async keys only appear when async is on.
     assert!(!sync.lab.contains_key("scan_async_run"));
 }
@@ -118,7 +123,10 @@ fn histograms_split_reads_and_writes_and_count_every_access() {
     assert!(t0.reads.iter().sum::<u64>() < reads);
     assert_eq!(r.cgroups["/"].access_latency.as_ref(), Some(h));
     assert_eq!(h.threshold_us, 100);
-    assert_eq!(h.reads_over + h.writes_over, lab(&r, "access_latency_outliers") as u64);
+    assert_eq!(
+        h.reads_over + h.writes_over,
+        lab(&r, "access_latency_outliers") as u64
+    );
     // Switched off: no histograms, no figures.
     let off = run(&["numalab.access_latency=0"]);
     assert!(off.cgroups["/pm"].access_latency.is_none());

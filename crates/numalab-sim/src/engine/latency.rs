@@ -236,7 +236,10 @@ mod tests {
         assert_eq!(f.reads[6] + f.writes[6], 1_000_000);
         assert_eq!(f.reads_over + f.writes_over, 1, "only the 2 ms stall");
         assert_eq!(f.max_ns, 2_000_100);
-        assert_eq!(f.reads.iter().sum::<u64>() + f.writes.iter().sum::<u64>(), 1_000_002);
+        assert_eq!(
+            f.reads.iter().sum::<u64>() + f.writes.iter().sum::<u64>(),
+            1_000_002
+        );
         // The write credit: one of two stalls at a write share of 0.5.
         assert_eq!(f.reads[bin(2_000_100.0)], 1, "credit 0.5: a read");
         assert_eq!(f.writes[bin(500_100.0)], 1, "credit 1.0: a write");

@@ -94,7 +94,9 @@ impl Sim {
                 }
             })
             .collect();
-        let th_us = k.knobs.get(crate::kernel::sysctl::knob::ACCESS_LATENCY_THRESHOLD_US);
+        let th_us = k
+            .knobs
+            .get(crate::kernel::sysctl::knob::ACCESS_LATENCY_THRESHOLD_US);
         let tasks = k
             .tasks
             .iter_enumerated()
@@ -286,36 +288,6 @@ pub(crate) const SERIES_VM: [usize; MODEL_VMSTAT_SERIES.len()] = {
     out
 };
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernel::stats::Vm;
-    use numalab_record::counters::{is_recorded_memory_stat, is_recorded_vmstat};
-
-    #[test]
-    fn every_model_counter_is_one_a_record_holds() {
-        for name in VM_NAMES {
-            assert!(is_recorded_vmstat(name), "{name}");
-        }
-        for item in MEMCG_ITEMS {
-            assert!(is_recorded_memory_stat(VM_NAMES[item as usize]));
-        }
-    }
-
-    #[test]
-    fn the_sampled_counters_resolve_to_their_items() {
-        assert_eq!(
-            SERIES_VM,
-            [
-                Vm::NumaPteUpdates as usize,
-                Vm::NumaHintFaults as usize,
-                Vm::NumaHintFaultsLocal as usize,
-                Vm::NumaPagesMigrated as usize,
-            ]
-        );
-    }
-}
-
 impl Sim {
     /// Proposal 2's lab figures: scan work, the kworkers' share of it and
     /// where they ran (kernel/numa/async_scan.rs), and the access-latency
@@ -374,5 +346,35 @@ impl Sim {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::stats::Vm;
+    use numalab_record::counters::{is_recorded_memory_stat, is_recorded_vmstat};
+
+    #[test]
+    fn every_model_counter_is_one_a_record_holds() {
+        for name in VM_NAMES {
+            assert!(is_recorded_vmstat(name), "{name}");
+        }
+        for item in MEMCG_ITEMS {
+            assert!(is_recorded_memory_stat(VM_NAMES[item as usize]));
+        }
+    }
+
+    #[test]
+    fn the_sampled_counters_resolve_to_their_items() {
+        assert_eq!(
+            SERIES_VM,
+            [
+                Vm::NumaPteUpdates as usize,
+                Vm::NumaHintFaults as usize,
+                Vm::NumaHintFaultsLocal as usize,
+                Vm::NumaPagesMigrated as usize,
+            ]
+        );
     }
 }

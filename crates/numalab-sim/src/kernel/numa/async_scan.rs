@@ -191,7 +191,8 @@ mod tests {
         let charged = k.numa_async_work(kw, it, fx::c(1));
         assert!(charged > 4096.0 * crate::physics::costs::PTE_UPDATE_NS);
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
-        assert_eq!(k.tasks[t].sys_ns, 0.0);
+        // The task pays only the TLB-shootdown interrupt it receives.
+        assert!(k.tasks[t].sys_ns < charged / 10.0, "{}", k.tasks[t].sys_ns);
         assert_eq!(k.tasks[kw].sys_ns, charged);
         assert!(k.tasks[t].numa.node_stamp >= stamp + 32 * charged as u64);
         // Same cgroup (root) for both: nothing hidden; CPU 1 is allowed.
@@ -212,8 +213,9 @@ mod tests {
         assert!(charged > 0.0);
         assert_eq!(k.numa_async.stats.hidden_ns, charged);
         assert_eq!(k.numa_async.stats.outside_cpuset, 1, "CPU 1 is not in /job");
-        assert_eq!(k.cgroups.all[CgroupId::new(0)].sys_ns, charged);
-        assert_eq!(k.cgroups.all[cg].sys_ns, 0.0);
+        assert!(k.cgroups.all[CgroupId::new(0)].sys_ns >= charged);
+        // /job's task paid only its TLB-shootdown interrupt.
+        assert!(k.cgroups.all[cg].sys_ns < charged / 10.0);
     }
 
     #[test]
