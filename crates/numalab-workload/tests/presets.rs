@@ -68,6 +68,8 @@ const ALL: &[&str] = &[
     "numa02-smt-inverse-bind",
     "oltp",
     "mixed-cgroups",
+    "pmbench",
+    "pmbench-busy",
 ];
 
 #[test]
