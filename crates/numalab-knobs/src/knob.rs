@@ -281,6 +281,55 @@ declare! {
         source: "Chen Yu, RFC 3/3 'sched/numa: Allow intervale memory allocation for numa balance' (Feb 2025, not in mainline): mm/mempolicy.c sanitize_mpol_flags (MPOL_F_MOF|MPOL_F_MOFT), mpol_misplaced (NUMA_TASK_MIG), mm/memory.c do_numa_page; as-posted defects found on the patched 6.12 guest (issue 19)",
         description: "off (mainline: MPOL_INTERLEAVE|MPOL_F_NUMA_BALANCING is EINVAL), on (the proposal as intended: flagged interleaved memory is scanned, its faults place tasks, no page of it migrates), as-posted (the posting's code: NUMA_TASK_MIG is 1, a valid node id, so do_numa_page skips every page migration to node 1 under any policy; do_huge_pmd_numa_page not updated, so flagged huge pages migrate to node 1)",
     }
+    // Proposal 2 (issue 14): asynchronous NUMA scanning (Huang Ying, 2020)
+    // and pmbench-style per-access latency histograms.
+    /// `sysctl_numa_balancing_scan_async` of the RFC posting (not in
+    /// mainline): scan from an unbound kworker instead of task work.
+    NUMA_BALANCING_SCAN_ASYNC: uint(0, 1) {
+        name: "kernel.numa_balancing_scan_async",
+        aliases: [],
+        default: 0,
+        unit: None,
+        location: Location::Sysctl("kernel/numa_balancing_scan_async"),
+        source: "RFC \"autonuma: Support to scan page table asynchronously\" (Huang Ying, 2020-04-14, mission.md section 2, seed 002): kern_table entry with extra1 SYSCTL_ZERO, extra2 SYSCTL_ONE; task_tick_numa queue_work_node(numa_node_id(), system_unbound_wq, &curr->numa_async_work); do_exit cancel_work_sync; not in mainline",
+        description: "0: task_numa_work runs as the task's own work on return to user space (mainline); 1: the scan is queued on an unbound kworker of the task's current node, charged to the kworker (root cgroup), cancelled at exit",
+    }
+
+    /// The posting's suggested remedy, as a lab switch: async scanning
+    /// whose time is charged back to the task's cgroup and which runs only
+    /// on the task's cpuset CPUs.
+    NUMA_SCAN_ASYNC_BACKCHARGE: bool {
+        name: "numalab.numa_scan_async_backcharge",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "seed 002 (\"a better solution may be to back-charge the CPU time ... and find a way to run the work on the proper cpuset\"), the cgroup-aware workqueue discussion it cites; no kernel implementation",
+        description: "with kernel.numa_balancing_scan_async=1 only: 1 = the scan work runs on a kworker of the scanned task's cgroup, allowed only on the task's cpuset CPUs of its node (all its cpuset CPUs when none are on that node), its CPU time charged to that cgroup; 0 = the posting's patch (root-cgroup kworker on any CPU of the node). Off by default: the default is the posting's patch",
+    }
+
+    /// Per-access latency histograms as pmbench measures them.
+    ACCESS_LATENCY: bool {
+        name: "numalab.access_latency",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "pmbench (blakecaldwell/pmbench: every access timed with rdtsc, log2 histograms for reads and writes apart; research/workloads.md section 4); numalab engine/latency.rs",
+        description: "1: every task's random and streaming accesses go into log2 latency histograms (reads and writes apart), each stall of the task (its kernel work, preemption) lengthening one timed access; per task and per cgroup in the Run record; 0: no histograms",
+    }
+
+    /// The outlier threshold of the latency histograms.
+    ACCESS_LATENCY_THRESHOLD_US: uint(1, 1_000_000_000) {
+        name: "numalab.access_latency_threshold_us",
+        aliases: [],
+        default: 1000,
+        unit: None,
+        location: Location::Lab,
+        source: "seed 002 counts accesses slower than 1 ms; numalab engine/latency.rs",
+        description: "accesses at least this slow (microseconds) are counted as outliers per task and per cgroup (default 1000 = 1 ms)",
+    }
+
 }
 
 /// The declaration answering to `key` (a name or an alias).

@@ -244,3 +244,21 @@ fn names_are_unique_across_names_and_aliases() {
         }
     }
 }
+
+#[test]
+fn numa_balancing_scan_async_takes_0_or_1_only() {
+    let mut k = Knobs::default();
+    assert_eq!(
+        k.get(crate::knob::NUMA_BALANCING_SCAN_ASYNC),
+        0,
+        "mainline by default"
+    );
+    k.set("kernel.numa_balancing_scan_async=1").unwrap();
+    assert_eq!(k.get(crate::knob::NUMA_BALANCING_SCAN_ASYNC), 1);
+    let e = k.set("kernel.numa_balancing_scan_async=2").unwrap_err();
+    assert!(
+        e.contains("kernel.numa_balancing_scan_async") && e.contains("out of range [0, 1]"),
+        "{e}"
+    );
+    assert!(!Knobs::default().get(crate::knob::NUMA_SCAN_ASYNC_BACKCHARGE));
+}

@@ -535,6 +535,7 @@ fn run_thread(
             nr_migrations: sched.get("se.nr_migrations") as u64,
             bytes_by_node: ex.by_node,
             numa: sched.task_numa(),
+            access_latency: None,
         },
     })
 }

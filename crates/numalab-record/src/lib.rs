@@ -86,6 +86,30 @@ pub struct CgroupFigures {
     pub nr_tasks: u64,
     /// memory.stat counters (deltas over the run), e.g. `numa_hint_faults`.
     pub memory_stat: BTreeMap<String, u64>,
+    /// Access latencies of the cgroup's tasks (and its descendants'), when
+    /// recorded (proposal 2, `numalab.access_latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_latency: Option<AccessLatency>,
+}
+
+/// Per-access latencies as pmbench reports them (proposal 2): log2
+/// histograms, reads and writes apart, and the accesses at or above a
+/// threshold.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AccessLatency {
+    /// Reads per bin: bin `i` counts latencies in `[2^i, 2^(i+1))` ns
+    /// (bin 0 also those below 1 ns); trailing empty bins are left out.
+    pub reads: Vec<u64>,
+    /// Writes per bin, as `reads`.
+    pub writes: Vec<u64>,
+    /// The outlier threshold, microseconds.
+    pub threshold_us: u64,
+    /// Reads at or above the threshold.
+    pub reads_over: u64,
+    /// Writes at or above the threshold.
+    pub writes_over: u64,
+    /// The slowest access, ns.
+    pub max_ns: u64,
 }
 
 /// Per-node NUMA fault counts of a task, as /proc/PID/sched prints them.
@@ -151,6 +175,9 @@ pub struct TaskFigures {
     pub bytes_by_node: Vec<u64>,
     /// NUMA balancing state, when balancing ran.
     pub numa: Option<TaskNuma>,
+    /// The task's access latencies, when recorded (proposal 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_latency: Option<AccessLatency>,
 }
 
 /// Figures of one process.

@@ -9,6 +9,8 @@
 //!   counters per column;
 //! * [`summary::run_summary`]: a short terminal summary of one run;
 //! * [`csv::runs_csv`]: one CSV line per run for plotting elsewhere;
+//! * [`latency::latency_histogram`]: per-access latency histograms
+//!   (proposal 2) as text;
 //! * [`stats`]: mmtests' statistics (`MMTests::Stat`) and Welch's t-test.
 //!
 //! Left out for now: plots, trace rendering and HTML output. Nothing here
@@ -19,6 +21,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod latency;
 pub mod stats;
 pub mod summary;
 

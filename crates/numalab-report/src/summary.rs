@@ -3,8 +3,9 @@
 //! Shows what a kernel developer looks at first after a run: which test ran
 //! on which machine with which seed, elapsed/user/system seconds, the score,
 //! the /proc/vmstat `numa_*` deltas (with the local share of hinting
-//! faults), each cgroup's memory.stat `numa_*` deltas and the lab figures
-//! that have no /proc name.
+//! faults), each cgroup's memory.stat `numa_*` deltas, each cgroup's
+//! access-latency histogram when the record has one (proposal 2) and the
+//! lab figures that have no /proc name.
 //!
 //! Left out: per-task and per-process tables, per-node figures, settings,
 //! time series and anything needing more than one run (see
@@ -99,6 +100,14 @@ pub fn run_summary(r: &RunRecord) -> String {
         }
         let _ = writeln!(out, "cgroup {path} memory.stat:");
         aligned(&mut out, &rows);
+    }
+
+    // Proposal 2: each cgroup's access-latency histogram, when recorded.
+    for (path, cg) in &r.cgroups {
+        if let Some(h) = &cg.access_latency {
+            let _ = writeln!(out, "cgroup {path} access latency:");
+            out.push_str(&crate::latency::latency_histogram(h, "  "));
+        }
     }
 
     if !r.lab.is_empty() {

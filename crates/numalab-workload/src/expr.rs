@@ -514,7 +514,12 @@ fn eval_span(
             "{what} range {lo}..{hi} goes past {limit} ({what}s are 0..{limit})"
         ));
     }
-    Ok((lo as usize, (hi.max(lo)) as usize))
+    if hi <= lo {
+        // An empty span selects nothing, wherever it starts (a start past
+        // the limit must not index past the mask).
+        return Ok((0, 0));
+    }
+    Ok((lo as usize, hi as usize))
 }
 
 /// Evaluates a CPU set string on `machine`. `all` alone gives `None` (no

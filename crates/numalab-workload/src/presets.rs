@@ -11,7 +11,8 @@
 //! say where every number comes from.
 //!
 //! Left out: autonumabench's `-DKVM` and `NO_BIND_FORCE_SAME_NODE`-less
-//! numa01 builds, perf-bench-numa, pmbench and SPECjbb (not written yet).
+//! numa01 builds, perf-bench-numa and SPECjbb (not written yet). `pmbench`
+//! and `pmbench-busy` are proposal 2's (asynchronous NUMA scanning).
 
 use crate::spec::{parse, WorkloadError, WorkloadSpec};
 use std::sync::OnceLock;
@@ -95,6 +96,8 @@ const PRESETS: &[(&str, &str)] = &[
         "interleave-uniform-plain",
         include_str!("../presets/interleave-uniform-plain.toml"),
     ),
+    ("pmbench", include_str!("../presets/pmbench.toml")),
+    ("pmbench-busy", include_str!("../presets/pmbench-busy.toml")),
 ];
 
 /// Every preset as `(name, one-line description)`, in listing order.

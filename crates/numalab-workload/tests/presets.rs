@@ -76,6 +76,8 @@ const ALL: &[&str] = &[
     "interleave-stride-aligned-plain",
     "interleave-uniform",
     "interleave-uniform-plain",
+    "pmbench",
+    "pmbench-busy",
 ];
 
 #[test]

@@ -14,12 +14,13 @@ mod parallel;
 mod progress;
 mod real;
 mod reproduce;
+mod reproduce_async;
 mod reproduce_cgroup;
 mod reproduce_interleave;
 mod runner;
 mod validate;
-mod verdict;
 mod validate_ab;
+mod verdict;
 mod vm_kernel;
 
 use clap::Parser;

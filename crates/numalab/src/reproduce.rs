@@ -41,6 +41,12 @@ pub enum Metric {
     /// The mean over the run's samples of a time-series column that is a
     /// share (0-1), printed in percent (e.g. `local_bytes_share`).
     SeriesMeanPct(&'static str),
+    /// A figure of the Run record's `lab` map as it is (proposal 2).
+    Lab(&'static str),
+    /// A cgroup's user CPU seconds (hierarchical).
+    CgroupUser(&'static str),
+    /// A cgroup's system CPU seconds (hierarchical).
+    CgroupSys(&'static str),
 }
 
 impl Metric {
@@ -56,6 +62,9 @@ impl Metric {
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
             Metric::StatRatio(cg, a, b) => format!("{cg} {a} / {b}"),
             Metric::RatioVs(base, m) => format!("{} / {base}'s", m.name()),
+            Metric::Lab(k) => (*k).to_string(),
+            Metric::CgroupUser(cg) => format!("{cg} user (s)"),
+            Metric::CgroupSys(cg) => format!("{cg} system (s)"),
             Metric::SeriesMeanPct(col) => format!("{col}, mean of samples (%)"),
         }
     }
@@ -88,6 +97,9 @@ impl Metric {
             Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
             Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
             Metric::SeriesMeanPct(col) => Some(series_mean(r, col) * 100.0),
+            Metric::Lab(k) => Some(r.lab.get(*k).copied().unwrap_or(f64::NAN)),
+            Metric::CgroupUser(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.user_s)),
+            Metric::CgroupSys(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.sys_s)),
             Metric::ScoreChangePct(_) | Metric::RatioVs(..) => None,
         }
     }
@@ -241,6 +253,8 @@ pub fn all() -> Vec<Reproduction> {
         crate::reproduce_cgroup::per_cgroup_mixed(),
         crate::reproduce_interleave::interleave_task_migration(),
         crate::reproduce_interleave::interleave_task_migration_example(),
+        crate::reproduce_async::async_numa_scan(),
+        crate::reproduce_async::async_numa_scan_busy(),
     ]
 }
 
@@ -520,7 +534,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
     }
     let (table, tally) = modeled_vs_published(r, &sets, opts.scale);
     let text = format!(
-        "reproduction {}: {}\npublished: {}\nmachine {}, scale {}, {iterations} iteration(s) from seed {}\n\n{}\n{}\n",
+        "reproduction {}: {}\npublished: {}\nmachine {}, scale {}, {iterations} iteration(s) from seed {}\n\n{}\n{}\n{}",
         r.name,
         r.description,
         r.source,
@@ -528,7 +542,8 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
         opts.scale,
         opts.seed,
         numalab_report::compare_table(&sets),
-        table
+        table,
+        crate::reproduce_async::after_tables(r.name, &sets)
     );
     Ok(Outcome {
         name: r.name,

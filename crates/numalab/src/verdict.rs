@@ -25,6 +25,8 @@ pub enum Tolerance {
     Rel(f64, &'static str),
     /// Within this absolute distance (figures published as 0 or near it).
     Abs(f64, &'static str),
+    /// At least the published value (a figure published as "more than").
+    AtLeast(&'static str),
 }
 
 impl Tolerance {
@@ -33,6 +35,7 @@ impl Tolerance {
         match *self {
             Tolerance::Rel(f, _) => (modeled - published).abs() <= f * published.abs(),
             Tolerance::Abs(d, _) => (modeled - published).abs() <= d,
+            Tolerance::AtLeast(_) => modeled >= published,
         }
     }
 
@@ -41,13 +44,14 @@ impl Tolerance {
         match *self {
             Tolerance::Rel(f, _) => format!("±{}%", trim(f * 100.0)),
             Tolerance::Abs(d, _) => format!("±{}", trim(d)),
+            Tolerance::AtLeast(_) => ">=".to_string(),
         }
     }
 
     /// Why the tolerance is as wide as it is.
     pub fn reason(&self) -> &'static str {
         match *self {
-            Tolerance::Rel(_, r) | Tolerance::Abs(_, r) => r,
+            Tolerance::Rel(_, r) | Tolerance::Abs(_, r) | Tolerance::AtLeast(r) => r,
         }
     }
 }
@@ -197,6 +201,13 @@ mod tests {
         assert_eq!(judge(1.0, f64::NAN, &TEN, None), Verdict::NoFigure);
         assert!(Verdict::NoFigure.is_miss());
         assert!(!Verdict::Within.is_miss());
+    }
+
+    #[test]
+    fn at_least_holds_from_the_bound_up() {
+        let t = Tolerance::AtLeast("more than");
+        assert_eq!(judge(20000.0, 25000.0, &t, None), Verdict::Within);
+        assert_eq!(judge(20000.0, 100.0, &t, None), Verdict::Off(200.0));
     }
 
     #[test]

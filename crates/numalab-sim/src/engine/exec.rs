@@ -76,6 +76,8 @@ pub enum Stop {
     Exit,
     /// Its affinity changed and excludes its CPU.
     Migrate,
+    /// It sleeps until something wakes it (a kworker with no work).
+    Block,
 }
 
 /// One frame of the phase cursor.
@@ -107,6 +109,8 @@ pub struct ThreadExec {
     pub rate: f64,
     /// True when `rate` was solved for the current op on the current CPU.
     pub rate_fresh: bool,
+    /// Its access latencies (proposal 2, engine/latency.rs).
+    pub lat: super::latency::TaskLatency,
 }
 
 impl ThreadExec {
@@ -124,6 +128,7 @@ impl ThreadExec {
             requests: 0,
             rate: 0.0,
             rate_fresh: false,
+            lat: Default::default(),
         }
     }
 }
@@ -401,6 +406,12 @@ impl Sim {
             }
             let op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
             if matches!(op, Op::Idle) {
+                // A kworker (proposal 2) runs its queued items, not phases.
+                match self.kworker_next(t, cpu) {
+                    Some(true) => continue,
+                    Some(false) => break Stop::Block,
+                    None => {}
+                }
                 match self.next_phase(t) {
                     Next::Op(o) => {
                         self.exec[t].op = o;
@@ -527,6 +538,7 @@ impl Sim {
             left -= need;
             if let Some(p) = special {
                 self.fault_page(t, cpu, vma, p, Some((offset, len, offset + pos as u64)))?;
+                self.close_stall(t, true);
                 let pay = self.k.tasks[t].debt_ns.min(left);
                 self.k.tasks[t].debt_ns -= pay;
                 left -= pay;
@@ -547,6 +559,13 @@ impl Sim {
                     bytes += full as f64 * lenf;
                 }
             }
+        }
+        if bytes > 0.0 {
+            // Lines of the stream, each taking the core's lines in flight
+            // over the rate (Little's law, as op_demand's cap).
+            let cn = self.k.cpu_node(cpu).index();
+            let mlp = self.k.m.bandwidth.core_gbps * self.k.m.latency_ns[cn][cn] / CACHE_LINE;
+            self.lat_accesses(t, bytes / CACHE_LINE, mlp * CACHE_LINE / rate, write);
         }
         self.account_bytes(t, cpu, vma, offset, len, bytes);
         let used = budget - left;
@@ -613,29 +632,39 @@ impl Sim {
                 }
             }
         } else if v.nr_special > 0 && n > 0.0 {
+            // Only chunks holding a special page, and only their special
+            // pages, are visited (through the VMA's bitmaps): the same
+            // draws in the same order as a walk over every page, at a cost
+            // that follows the special pages, not the range (a 64-thread
+            // random workload over GiBs otherwise spends its run here).
             let ppc = v.pages_per_chunk;
             let mut p = from;
-            while p < to {
-                let c = p / ppc;
+            while let Some(s) = v.next_special(p, to) {
+                let c = s / ppc;
+                let cstart = (c * ppc).max(from);
                 let end = ((c + 1) * ppc).min(to);
-                if v.chunk_special[c] > 0 {
-                    let a = (p - from) as f64 / npages;
-                    let b = (end - from) as f64 / npages;
-                    let mass = dist_mass(&dist, a, b);
-                    let per_page = n * mass / (end - p) as f64;
-                    let prob = 1.0 - (-per_page).exp();
-                    for q in p..end {
-                        if v.pages[q].special() && self.rng.gen::<f64>() < prob {
-                            faults.push(q);
-                        }
+                let a = (cstart - from) as f64 / npages;
+                let b = (end - from) as f64 / npages;
+                let mass = dist_mass(&dist, a, b);
+                let per_page = n * mass / (end - cstart) as f64;
+                let prob = 1.0 - (-per_page).exp();
+                let mut q = s;
+                while let Some(x) = v.next_special(q, end) {
+                    if self.rng.gen::<f64>() < prob {
+                        faults.push(x);
                     }
+                    q = x + 1;
                 }
                 p = end;
             }
         }
         for q in faults {
             self.fault_page(t, cpu, vma, q, None)?;
+            self.close_stall(t, true);
         }
+        // pmbench's timed accesses (engine/latency.rs): `mlp` in flight at
+        // `per_ns` accesses per ns, so each takes mlp / per_ns.
+        self.lat_accesses(t, n, mlp / per_ns, write);
         self.account_bytes(t, cpu, vma, offset, len, n * CACHE_LINE);
         let rest = acc_left - n;
         let op = if rest < 0.5 {

@@ -16,11 +16,13 @@
 //!
 //! Left out: sub-tick preemption, wakeup preemption.
 
+mod async_scan;
 mod background;
 pub mod budget;
 mod control;
 pub mod exec;
 mod fault;
+mod latency;
 mod numa;
 pub mod record;
 mod sharing;
@@ -163,6 +165,13 @@ pub struct Sim {
     budget: StepBudget,
     /// Running writers per region at the last tick (engine/sharing.rs).
     shared: sharing::SharedWriters,
+    /// Proposal 2's kworkers (engine/async_scan.rs).
+    kworkers: async_scan::Kworkers,
+    /// Outlier threshold of the access-latency histograms, ns; 0 when
+    /// `numalab.access_latency` is off (engine/latency.rs).
+    lat_threshold_ns: f64,
+    /// Tasks preempted at a tick and when, for their timed access.
+    lat_preempted: std::collections::BTreeMap<TaskId, u64>,
 }
 
 impl Sim {
@@ -247,8 +256,14 @@ impl Sim {
             pending_stop: TiVec::new(),
             steps: 0,
             budget,
+            kworkers: Default::default(),
+            lat_threshold_ns: 0.0,
+            lat_preempted: Default::default(),
             w,
         };
+        if sim.k.knobs.get(knob::ACCESS_LATENCY) {
+            sim.lat_threshold_ns = sim.k.knobs.get(knob::ACCESS_LATENCY_THRESHOLD_US) as f64 * 1e3;
+        }
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
         sim.start_background();
@@ -533,8 +548,13 @@ impl Sim {
                 self.k.put_prev_task(cpu);
                 self.k
                     .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
+                if self.lat_threshold_ns > 0.0 {
+                    self.lat_preempted.insert(t, now);
+                }
             }
         }
+        // Proposal 2: scans task_tick_numa queued go to their kworkers.
+        self.dispatch_numa_async();
         for cpu in CpuId::range(ncpu) {
             if self.k.rq[cpu].curr.is_none() {
                 let busy = self.k.rq[cpu].kernel_busy_until;
@@ -547,6 +567,10 @@ impl Sim {
                     self.k.pick_next_task(cpu);
                 }
             }
+        }
+        // The kernel work of this tick delays one timed access per task.
+        if self.lat_threshold_ns > 0.0 {
+            self.close_stalls();
         }
         self.sample(now);
         self.solve_physics();
@@ -626,6 +650,11 @@ impl Sim {
         if budget <= 0.0 {
             return Ok(());
         }
+        if !self.lat_preempted.is_empty() {
+            if let Some(at) = self.lat_preempted.remove(&t) {
+                self.wait_stall(t, now.saturating_sub(at) as f64);
+            }
+        }
         let (used, stop) = self.run_task(t, cpu, budget).map_err(SimError::Refused)?;
         if stop != Stop::Horizon {
             let at = now + (used.ceil() as u64).min(self.next_tick - now);
@@ -656,6 +685,10 @@ impl Sim {
                 self.push(at, Ev::Wakeup { task: t });
             }
             Stop::Exit => self.exit_task(t)?,
+            Stop::Block => {
+                self.k.dequeue_task(t);
+                self.k.tasks[t].state = TaskState::Sleeping;
+            }
             Stop::Migrate => {
                 let dst = self.k.select_task_rq_wake(t);
                 self.k.dequeue_task(t);
@@ -712,6 +745,7 @@ impl Sim {
     }
 
     fn exit_task(&mut self, t: TaskId) -> Result<(), SimError> {
+        self.cancel_numa_async(t);
         self.k.dequeue_task(t);
         self.k.pelt_task_dead(t);
         self.k.tasks[t].state = TaskState::Dead;

@@ -62,6 +62,17 @@ impl Sim {
                 f.memory_stat
                     .insert(VM_NAMES[item as usize].to_string(), stat[item as usize]);
             }
+            // Proposal 2: the access latencies of the tasks below it.
+            let mut lat = super::latency::TaskLatency::default();
+            for (id, t) in k.tasks.iter_enumerated() {
+                if !t.kthread && k.cgroups.is_ancestor(i, t.cgroup) {
+                    lat.merge(&self.exec[id].lat);
+                }
+            }
+            f.access_latency = lat.figures(
+                k.knobs
+                    .get(crate::kernel::sysctl::knob::ACCESS_LATENCY_THRESHOLD_US),
+            );
             cgroups.insert(cg.path.clone(), f);
         }
         let nn = k.m.nr_nodes();
@@ -83,11 +94,14 @@ impl Sim {
                 }
             })
             .collect();
+        let th_us = k
+            .knobs
+            .get(crate::kernel::sysctl::knob::ACCESS_LATENCY_THRESHOLD_US);
         let tasks = k
             .tasks
-            .iter()
-            .filter(|t| !t.kthread)
-            .map(|t| TaskFigures {
+            .iter_enumerated()
+            .filter(|(_, t)| !t.kthread)
+            .map(|(id, t)| TaskFigures {
                 pid: t.pid,
                 tgid: t.tgid,
                 name: t.name.clone(),
@@ -102,6 +116,7 @@ impl Sim {
                 nr_migrations: t.nr_migrations,
                 bytes_by_node: t.bytes_by_node.iter().map(|b| b.round() as u64).collect(),
                 numa: self.task_numa_figures(t),
+                access_latency: self.exec[id].lat.figures(th_us),
             })
             .collect();
         let nodes = (0..nn)
@@ -165,6 +180,7 @@ impl Sim {
                 0.0
             },
         );
+        self.lab_async_scan(&mut lab, elapsed_ns);
         let score = match self.w.score {
             WScore::Elapsed => None,
             WScore::Throughput => Some(Score::throughput(self.requests, elapsed_ns / 1e9)),
@@ -271,6 +287,67 @@ pub(crate) const SERIES_VM: [usize; MODEL_VMSTAT_SERIES.len()] = {
     }
     out
 };
+
+impl Sim {
+    /// Proposal 2's lab figures: scan work, the kworkers' share of it and
+    /// where they ran (kernel/numa/async_scan.rs), and the access-latency
+    /// outliers of the workload's tasks (engine/latency.rs). Only what
+    /// happened is added: a run without scans or histograms adds nothing.
+    fn lab_async_scan(&self, lab: &mut BTreeMap<String, f64>, elapsed_ns: f64) {
+        let k = &self.k;
+        let st = &k.numa_async.stats;
+        if st.scans > 0 {
+            lab.insert("numa_scans".into(), st.scans as f64);
+            lab.insert("numa_scan_s".into(), secs(st.scan_ns));
+        }
+        if k.numa_scan_async() {
+            lab.insert("scan_async_queued".into(), st.queued as f64);
+            lab.insert("scan_async_run".into(), st.run as f64);
+            lab.insert("scan_async_cancelled".into(), st.cancelled as f64);
+            lab.insert("scan_async_outside_cpuset".into(), st.outside_cpuset as f64);
+            lab.insert(
+                "scan_async_outside_cpuset_share".into(),
+                if st.run > 0 {
+                    (st.outside_cpuset as f64 / st.run as f64 * 1e6).round() / 1e6
+                } else {
+                    0.0
+                },
+            );
+            lab.insert("scan_async_worker_s".into(), secs(st.worker_ns));
+            lab.insert("scan_async_hidden_s".into(), secs(st.hidden_ns));
+            lab.insert(
+                "scan_async_delay_max_ms".into(),
+                (st.delay_max_ns as f64 / 1e3).round() / 1e3,
+            );
+            lab.insert(
+                "scan_async_delay_mean_ms".into(),
+                if st.run > 0 {
+                    (st.delay_sum_ns / st.run as f64 / 1e3).round() / 1e3
+                } else {
+                    0.0
+                },
+            );
+        }
+        let mut total = 0.0;
+        let mut over = 0.0;
+        for (id, t) in k.tasks.iter_enumerated() {
+            if !t.kthread {
+                total += self.exec[id].lat.total();
+                over += self.exec[id].lat.over_total();
+            }
+        }
+        if total > 0.0 {
+            lab.insert("accesses".into(), total.round());
+            lab.insert("access_latency_outliers".into(), over.round());
+            if elapsed_ns > 0.0 {
+                lab.insert(
+                    "accesses_per_s".into(),
+                    (total / (elapsed_ns / 1e9)).round(),
+                );
+            }
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

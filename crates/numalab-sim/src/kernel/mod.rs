@@ -117,6 +117,8 @@ pub struct Kernel {
     pub balance: sched::balance::BalanceState,
     /// Fault-path locks, on the contended-line model (kernel/locking/).
     pub locks: locking::Locks,
+    /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
+    pub numa_async: numa::async_scan::AsyncScan,
     /// Derived topology, fixed at boot.
     topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
@@ -147,6 +149,7 @@ impl Kernel {
         let locks = locking::Locks::new(&m, &knobs);
         Kernel {
             locks,
+            numa_async: Default::default(),
             topo,
             balance: sched::balance::BalanceState::new(variant),
             nr_overloaded: 0,

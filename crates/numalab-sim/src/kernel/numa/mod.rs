@@ -49,6 +49,7 @@
 //! `migrate_task_to` and once per task in `migrate_swap`; they were
 //! reverted in 6.16-rc6, so a mainline kernel reports neither.
 
+pub mod async_scan;
 pub mod cgroup;
 pub mod fault;
 #[cfg(test)]

@@ -161,7 +161,13 @@ impl Kernel {
             self.tasks[t].numa.node_stamp += period;
             let mm = self.tasks[t].mm;
             if self.jiffies() >= self.mms[mm].numa.next_scan {
-                self.task_numa_work(t, cpu);
+                // Proposal 2 (kernel.numa_balancing_scan_async): queue the
+                // scan on a kworker of this node instead (async_scan.rs).
+                if self.numa_scan_async() {
+                    self.queue_numa_async_work(t, cpu);
+                } else {
+                    self.task_numa_work(t, cpu);
+                }
             }
         }
     }
@@ -200,19 +206,28 @@ impl Kernel {
     /// pages PROT_NONE. Left out: the cmpxchg losing (scans are serial
     /// here), the mmap_lock trylock failing (no writer ever holds it).
     pub fn task_numa_work(&mut self, t: TaskId, cpu: CpuId) {
+        self.numa_scan(t, cpu, t);
+    }
+
+    /// `numa_scan(p)` of proposal 2 (the body `task_numa_work` had): the
+    /// scan for task `t` run on `cpu` by task `current`, which pays its CPU
+    /// time (`t` itself when synchronous, a kworker when asynchronous);
+    /// `t`'s `node_stamp` is pushed by 32 times that time either way.
+    /// Returns the time charged, ns (0 when nothing was scanned).
+    pub(crate) fn numa_scan(&mut self, t: TaskId, cpu: CpuId, current: TaskId) -> f64 {
         let now = self.jiffies();
         if self.tasks[t].state == TaskState::Dead {
-            return;
+            return 0.0;
         }
         // Proposal 4: a task whose cgroup (or per-task control) is not
         // enabled is not scanned; read at every scan, so a write takes
         // effect at the next one.
         if !self.task_numa_balance_enabled(t) {
-            return;
+            return 0.0;
         }
         // Memory pinned to one node by cpuset.mems: nothing can migrate.
         if self.task_mems(t).len() == 1 {
-            return;
+            return 0.0;
         }
         let mm = self.tasks[t].mm;
         let delay = self.numa_scan_delay_ms();
@@ -220,7 +235,7 @@ impl Kernel {
             self.mms[mm].numa.next_scan = now + self.msecs_to_jiffies(delay);
         }
         if now < self.mms[mm].numa.next_scan {
-            return;
+            return 0.0;
         }
         if self.tasks[t].numa.scan_period == 0 {
             self.tasks[t].numa.scan_period_max = self.task_scan_max(t);
@@ -232,7 +247,7 @@ impl Kernel {
         let mut pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB) as i64;
         let mut virtpages = pages * SCAN_VIRT_FACTOR;
         if pages == 0 {
-            return;
+            return 0.0;
         }
         // change_pte_range: in a single-threaded mm, pages already on the
         // scanning CPU's node are left alone.
@@ -352,9 +367,13 @@ impl Kernel {
             self.reset_ptenuma_scan(mm);
         }
         let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + locks_ns;
-        // The kernel adds what the scan took: the charged (scaled) time.
-        let charged = self.charge_sys(t, cost);
+        // The kernel adds what the scan took: the charged (scaled) time,
+        // measured on `current`'s clock.
+        let charged = self.charge_sys(current, cost);
         self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * charged as u64;
+        self.numa_async.stats.scan_ns += charged;
+        self.numa_async.stats.scans += 1;
+        charged
     }
 
     /// `change_prot_numa` (mm/mempolicy.c → `change_protection` with

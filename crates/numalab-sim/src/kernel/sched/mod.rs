@@ -96,6 +96,9 @@ pub struct Task {
     pub bytes_by_node: Vec<f64>,
     /// Kernel time owed: charged work that overran the last planned span.
     pub debt_ns: f64,
+    /// Kernel time charged since the engine last closed a stall (proposal
+    /// 2's access latency, engine/latency.rs), ns.
+    pub stall_ns: f64,
     /// NUMA balancing state.
     pub numa: TaskNumaState,
     /// PELT signals (`se.avg`).
@@ -144,6 +147,7 @@ impl Task {
             exit_ns: None,
             bytes_by_node: vec![0.0; nr_nodes],
             debt_ns: 0.0,
+            stall_ns: 0.0,
             numa: TaskNumaState::default(),
             avg: pelt::SchedAvg::default(),
             pelt_cpu: None,
@@ -377,6 +381,7 @@ impl Kernel {
         let task = &mut self.tasks[t];
         task.sys_ns += ns;
         task.debt_ns += ns;
+        task.stall_ns += ns;
         let cg = task.cgroup;
         self.cgroups.all[cg].sys_ns += ns;
         ns

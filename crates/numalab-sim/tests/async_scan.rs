@@ -1,0 +1,134 @@
+//! Proposal 2 scenario tests: asynchronous NUMA scanning and the
+//! access-latency histograms, whole runs on tiny-2n (4 CPUs).
+
+use numalab_record::RunRecord;
+use numalab_sim::{Knobs, RunOptions, Sim};
+
+/// pmbench's shape on tiny-2n: 2 threads, one per node (each node keeps an
+/// idle CPU, as the posting's machine did), 128 MiB uniform, 50% writes,
+/// one access in flight, 6 s.
+const SPEC: &str = r#"
+name = "pm-small"
+duration = "6s"
+[[cgroup]]
+path = "/pm"
+[[process]]
+name = "pm"
+cgroup = "/pm"
+[[process.region]]
+name = "map"
+size = "128MiB"
+[[process.thread]]
+name = "job"
+count = 2
+affinity = "node:i"
+phases = [ { random = "map", accesses = 1_000_000_000_000, write_fraction = 0.5, mlp = 1 } ]
+"#;
+
+fn run(sets: &[&str]) -> RunRecord {
+    run_spec(SPEC, sets)
+}
+
+fn run_spec(text: &str, sets: &[&str]) -> RunRecord {
+    let m = numalab_topology::presets::load("tiny-2n").expect("machine");
+    let spec = numalab_workload::spec::parse(text, "pm-small").expect("spec");
+    let w = numalab_workload::spec::resolve(&spec, &m, 1, 1.0).expect("resolve");
+    let mut all = vec!["numalab.access_latency_threshold_us=100"];
+    all.extend_from_slice(sets);
+    let k = Knobs::from_sets(&all).expect("knobs");
+    let opts = RunOptions {
+        seed: 1,
+        scale: 1.0,
+        trace: false,
+        check_every: 50,
+    };
+    Sim::new(m, w, k, opts)
+        .expect("sim")
+        .run(&mut |_| {})
+        .expect("run")
+}
+
+fn lab(r: &RunRecord, k: &str) -> f64 {
+    r.lab.get(k).copied().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn sync_scans_stall_the_threads_and_async_moves_the_stalls_to_a_kworker() {
+    let sync = run(&[]);
+    let asy = run(&["kernel.numa_balancing_scan_async=1"]);
+    // A 128 MiB window of 4 KiB PTEs at 10 ns each: each scan stalls its
+    // thread for more than 100 us.
+    assert!(lab(&sync, "numa_scans") >= 3.0, "{:?}", sync.lab);
+    let s_out = lab(&sync, "access_latency_outliers");
+    let a_out = lab(&asy, "access_latency_outliers");
+    assert!(s_out >= 3.0, "sync outliers {s_out}");
+    assert!(a_out < s_out / 3.0, "async {a_out} vs sync {s_out}");
+    // The kworker did the scans and its time is in no task of /pm.
+    let worker = lab(&asy, "scan_async_worker_s");
+    assert!(worker > 0.0);
+    assert_eq!(lab(&asy, "scan_async_hidden_s"), worker);
+    assert!(lab(&asy, "scan_async_run") >= 3.0);
+    assert!(asy.tasks.iter().all(|t| !t.name.starts_with("kworker")));
+    let pm_sys = |r: &RunRecord| r.cgroups["/pm"].sys_s;
+    assert!(
+        pm_sys(&asy) < pm_sys(&sync),
+        "{} vs {}",
+        pm_sys(&asy),
+        pm_sys(&sync)
+    );
+    // Async keys only appear when async is on.
+    assert!(!sync.lab.contains_key("scan_async_run"));
+}
+
+#[test]
+fn async_does_not_help_when_the_node_has_no_idle_cpu() {
+    // Both threads on node 0 (2 CPUs): node 0's kworker can only run by
+    // taking a thread's CPU, so the thread still waits for the scan.
+    let both = SPEC.replace("affinity = \"node:i\"", "affinity = \"node:0\"");
+    let sync = run_spec(&both, &[]);
+    let asy = run_spec(&both, &["kernel.numa_balancing_scan_async=1"]);
+    let s_out = lab(&sync, "access_latency_outliers");
+    let a_out = lab(&asy, "access_latency_outliers");
+    assert!(s_out >= 3.0, "sync {s_out}");
+    assert!(a_out >= s_out * 0.5, "async {a_out} vs sync {s_out}");
+    // ...and waited for a tick's slice to get there.
+    assert!(lab(&asy, "scan_async_delay_max_ms") >= 1.0, "{:?}", asy.lab);
+}
+
+#[test]
+fn backcharge_keeps_the_time_in_the_cgroup_and_on_its_cpus() {
+    let back = run(&[
+        "kernel.numa_balancing_scan_async=1",
+        "numalab.numa_scan_async_backcharge=1",
+    ]);
+    assert!(lab(&back, "scan_async_worker_s") > 0.0);
+    assert_eq!(lab(&back, "scan_async_hidden_s"), 0.0);
+    assert_eq!(lab(&back, "scan_async_outside_cpuset"), 0.0);
+}
+
+#[test]
+fn histograms_split_reads_and_writes_and_count_every_access() {
+    let r = run(&[]);
+    let h = r.cgroups["/pm"].access_latency.as_ref().expect("histogram");
+    let reads: u64 = h.reads.iter().sum();
+    let writes: u64 = h.writes.iter().sum();
+    let total = lab(&r, "accesses");
+    assert!(reads > 0 && writes > 0);
+    // Half the accesses are writes.
+    let share = writes as f64 / (reads + writes) as f64;
+    assert!((share - 0.5).abs() < 0.01, "{share}");
+    assert!(((reads + writes) as f64 - total).abs() / total < 1e-6);
+    // Per task too, and the root cgroup holds /pm's.
+    let t0 = r.tasks[0].access_latency.as_ref().expect("task histogram");
+    assert!(t0.reads.iter().sum::<u64>() < reads);
+    assert_eq!(r.cgroups["/"].access_latency.as_ref(), Some(h));
+    assert_eq!(h.threshold_us, 100);
+    assert_eq!(
+        h.reads_over + h.writes_over,
+        lab(&r, "access_latency_outliers") as u64
+    );
+    // Switched off: no histograms, no figures.
+    let off = run(&["numalab.access_latency=0"]);
+    assert!(off.cgroups["/pm"].access_latency.is_none());
+    assert!(!off.lab.contains_key("accesses"));
+}

@@ -1,0 +1,151 @@
+//! Proposal 2's reproductions (asynchronous NUMA scanning, Huang Ying 2020,
+//! mission.md section 2, seed 002): the posting's pmbench experiment, and
+//! the reviewers' case (every CPU busy) it did not measure. Each compares
+//! synchronous scanning (mainline), the posting's asynchronous scanning,
+//! and the posting's suggested remedy (`numalab.numa_scan_async_backcharge`:
+//! time charged back to the task's cgroup, kworker kept on its cpuset).
+//!
+//! Published numbers are only printed beside the model's (see
+//! [`crate::reproduce`]); figures marked unpublished are the model's alone.
+//! After the tables, each configuration's access-latency histogram.
+
+use crate::reproduce::{Config, Metric, Published, Reproduction};
+use crate::verdict::Tolerance;
+use numalab_record::RunSet;
+
+/// A published (`Some`) or model-only (`None`) figure.
+fn fig(config: &'static str, metric: Metric, value: Option<f64>) -> Published {
+    match value {
+        // The only published values: "> 20000" accesses over 1 ms with
+        // synchronous scanning, and "almost all disappear" with async.
+        Some(v) if v > 0.0 => Published::figure(
+            config,
+            metric,
+            v,
+            Tolerance::AtLeast("published as \"more than 20000\" in an hour"),
+        )
+        .known_miss(SCAN_STALL_LENGTH),
+        Some(v) => Published::figure(
+            config,
+            metric,
+            v,
+            Tolerance::Abs(
+                1000.0,
+                "published as \"almost all disappear\": under 5 % of the synchronous 20000",
+            ),
+        ),
+        None => Published::model_only(config, metric),
+    }
+}
+
+/// Why the model's synchronous scan stalls stay under 1 ms.
+const SCAN_STALL_LENGTH: &str = "a 256 MiB scan window is 65,536 PTEs at the model's PTE_UPDATE_NS (10 ns, physics/costs.rs): about 0.66 ms, so every scan stall lands just under the 1 ms threshold; the posting's kernel took longer per window, by a cost not identified (docs/reproductions.md#async-numa-scan)";
+
+/// The three configurations, sync first.
+const CONFIGS: &[Config] = &[
+    Config {
+        label: "sync",
+        sets: &["kernel.numa_balancing_scan_async=0"],
+    },
+    Config {
+        label: "async",
+        sets: &["kernel.numa_balancing_scan_async=1"],
+    },
+    Config {
+        label: "async-backcharge",
+        sets: &[
+            "kernel.numa_balancing_scan_async=1",
+            "numalab.numa_scan_async_backcharge=1",
+        ],
+    },
+];
+
+/// The posting's experiment: 64 pmbench threads on clx-2s-104, 3600 s.
+pub fn async_numa_scan() -> Reproduction {
+    Reproduction {
+        name: "async-numa-scan",
+        description: "pmbench, 64 threads, 16 GiB uniform, 3600 s on 2 x 52 CPUs (40 idle): task_numa_work as task work (sync) vs on a kworker (async) vs async charged back to the task's cgroup on its cpuset",
+        source: "mission.md §2 and seed 002 (Huang Ying, \"autonuma: Support to scan page table asynchronously\", RFC 2020-04-14): pmbench 64 threads, 2-socket 104-CPU 256 GB, 3600 s: more than 20000 accesses slower than 1 ms with synchronous scanning, almost all caused by scanning; almost all disappear with asynchronous scanning",
+        machine: "clx-2s-104",
+        workloads: &["pmbench"],
+        cgroup: None,
+        iterations: 1,
+        configs: CONFIGS,
+        published: || {
+            let out = "access_latency_outliers";
+            vec![
+                fig("sync", Metric::Lab(out), Some(20000.0)),
+                fig("async", Metric::Lab(out), Some(0.0)),
+                fig("async-backcharge", Metric::Lab(out), None),
+                fig("sync", Metric::Lab("accesses_per_s"), None),
+                fig("async", Metric::RatioVs("sync", &Metric::Lab("accesses_per_s")), None),
+                fig("sync", Metric::Lab("numa_scans"), None),
+                fig("sync", Metric::Lab("numa_scan_s"), None),
+                fig("async", Metric::Lab("scan_async_worker_s"), None),
+                fig("async", Metric::Lab("scan_async_hidden_s"), None),
+                fig("async", Metric::Lab("scan_async_delay_max_ms"), None),
+                fig("async", Metric::Lab("scan_async_outside_cpuset"), None),
+            ]
+        },
+    }
+}
+
+/// The reviewers' case: pmbench in a cpuset beside a compute-bound batch
+/// on every other CPU.
+pub fn async_numa_scan_busy() -> Reproduction {
+    Reproduction {
+        name: "async-numa-scan-busy",
+        description: "pmbench-busy on clx-2s-104: 64 pmbench threads in /pmbench (cpuset CPUs 0-63) beside 40 compute threads in /batch (CPUs 64-103), no idle CPU, 3600 s: sync vs async vs async charged back (not published; the model's answer to the reviewers' objections)",
+        source: "seed 002's own caveats (\"on system without enough idle CPU time, the CPU time isn't scheduled fairly because the page table scanning is charged to the workqueue thread\"; \"it may run on a CPU that is not in the cpuset of the target process\"), mission.md §2 (why upstream rejected it); no published figures",
+        machine: "clx-2s-104",
+        workloads: &["pmbench-busy"],
+        cgroup: None,
+        iterations: 1,
+        configs: CONFIGS,
+        published: || {
+            let batch_user = &Metric::CgroupUser("/batch");
+            let mut v = Vec::new();
+            for c in ["sync", "async", "async-backcharge"] {
+                v.push(fig(c, Metric::Lab("access_latency_outliers"), None));
+                v.push(fig(c, Metric::CgroupUser("/batch"), None));
+                v.push(fig(c, Metric::CgroupSys("/pmbench"), None));
+                v.push(fig(c, Metric::Lab("numa_scan_s"), None));
+            }
+            for c in ["async", "async-backcharge"] {
+                v.push(fig(c, Metric::RatioVs("sync", batch_user), None));
+                v.push(fig(c, Metric::Lab("scan_async_worker_s"), None));
+                v.push(fig(c, Metric::Lab("scan_async_hidden_s"), None));
+                v.push(fig(c, Metric::Lab("scan_async_outside_cpuset"), None));
+                v.push(fig(c, Metric::LabPct("scan_async_outside_cpuset_share"), None));
+                v.push(fig(c, Metric::Lab("scan_async_delay_max_ms"), None));
+            }
+            v
+        },
+    }
+}
+
+/// What proposal 2's reproductions print after the tables: each
+/// configuration's access-latency histogram (the first run's, for the
+/// workload's timed cgroup); nothing for other reproductions.
+pub fn after_tables(name: &str, sets: &[RunSet]) -> String {
+    let cg = match name {
+        "async-numa-scan" => "/",
+        "async-numa-scan-busy" => "/pmbench",
+        _ => return String::new(),
+    };
+    let mut out = String::new();
+    for s in sets {
+        let Some(h) = s
+            .runs
+            .first()
+            .and_then(|r| r.cgroups.get(cg))
+            .and_then(|c| c.access_latency.as_ref())
+        else {
+            continue;
+        };
+        out.push_str(&format!("{} access latency, cgroup {cg}:\n", s.name));
+        out.push_str(&numalab_report::latency::latency_histogram(h, "  "));
+        out.push('\n');
+    }
+    out
+}
