@@ -157,6 +157,15 @@ impl Case {
         } else {
             Vec::new()
         };
+        // Proposal 3's flagged-interleave presets are EINVAL without its
+        // switch (as mainline refuses the policy): give them the switch, as
+        // their reproductions do, so they reach the model.
+        let mut sets = sets;
+        if workload_base.starts_with("numa01-threadlocal-interleave")
+            || workload_base.starts_with("interleave-")
+        {
+            sets.insert(0, "numalab.interleave_numa_balancing=on".to_string());
+        }
         let run_seed = rng.gen_range(0..4);
         let scale = *[0.001, 0.005, 0.01, 0.02].choose(&mut rng).unwrap_or(&0.01);
         Case {
