@@ -34,6 +34,18 @@ const EXACT: Tolerance = Tolerance::Abs(
 /// For model-only figures (no tolerance is read).
 const NONE: Tolerance = Tolerance::Abs(0.0, "");
 
+/// The benchmark's shape runs faster in the model.
+const FASTER: &str = "the model runs this NUMA01_THREADLOCAL-shaped benchmark in 0.63x the machine's time, as it runs plain NUMA01_THREADLOCAL in 0.5-0.6x; the cause is not identified (docs/reproductions.md#numa-balancing-threadlocal)";
+
+/// System time above the published.
+const SYSTEM: &str = "the model's system time is 1.42x the published here while it is 0.65x for plain NUMA01_THREADLOCAL; not identified (docs/reproductions.md#interleave-task-migration)";
+
+/// Fewer PTE updates and hint faults.
+const FEWER_SCANS: &str = "the modeled page sets leave the odd pages untouched after the first write (the posting does not say what its threads touched), so they are PTE-updated once and never fault again, and the model's run is shorter (docs/reproductions.md#interleave-task-migration)";
+
+/// Swaps where the machine moved tasks.
+const SWAPS: &str = "every thread's faults split 50/50 over two nodes and all 320 CPUs are busy, so task_numa_migrate rarely finds an idle CPU and swaps unsettled tasks instead; the machine moved more and swapped less, why is not identified (docs/reproductions.md#interleave-task-migration)";
+
 /// The posting's cgroup (its counters are deltas of
 /// `/sys/fs/cgroup/mytest/memory.stat`).
 const CG: &str = "/mytest";
@@ -67,10 +79,10 @@ pub fn interleave_task_migration() -> Reproduction {
             let (off, on) = ("plain-interleave", "interleave-nb");
             let st = |item| Metric::MemoryStat(CG, item);
             vec![
-                fig(off, Metric::Elapsed, Some(90.73), SAME_MACHINE_SPREAD),
-                fig(on, Metric::Elapsed, Some(90.88), SAME_MACHINE_SPREAD),
-                fig(off, Metric::Sys, Some(7156.34), SAME_MACHINE_SPREAD),
-                fig(on, Metric::Sys, Some(7267.28), SAME_MACHINE_SPREAD),
+                fig(off, Metric::Elapsed, Some(90.73), SAME_MACHINE_SPREAD).known_miss(FASTER),
+                fig(on, Metric::Elapsed, Some(90.88), SAME_MACHINE_SPREAD).known_miss(FASTER),
+                fig(off, Metric::Sys, Some(7156.34), SAME_MACHINE_SPREAD).known_miss(SYSTEM),
+                fig(on, Metric::Sys, Some(7267.28), SAME_MACHINE_SPREAD).known_miss(SYSTEM),
                 fig(on, Metric::RatioVs(off, &Metric::Elapsed), Some(90.88 / 90.73), SAME_MACHINE_SPREAD),
                 fig(on, Metric::RatioVs(off, &Metric::Sys), Some(7267.28 / 7156.34), SAME_MACHINE_SPREAD),
                 fig(off, st("numa_pte_updates"), None, NONE),
@@ -78,16 +90,17 @@ pub fn interleave_task_migration() -> Reproduction {
                 fig(off, st("numa_task_migrated"), None, NONE),
                 fig(off, st("numa_task_swapped"), None, NONE),
                 fig(on, st("numa_pages_migrated"), Some(0.0), EXACT),
-                fig(on, st("numa_pte_updates"), Some(9156154.0), ONE_RUN_COUNTER),
-                fig(on, st("numa_hint_faults"), Some(8659673.0), ONE_RUN_COUNTER),
-                fig(on, st("numa_task_migrated"), Some(282.0), FEW_EVENTS),
-                fig(on, st("numa_task_swapped"), Some(114.0), FEW_EVENTS),
+                fig(on, st("numa_pte_updates"), Some(9156154.0), ONE_RUN_COUNTER).known_miss(FEWER_SCANS),
+                fig(on, st("numa_hint_faults"), Some(8659673.0), ONE_RUN_COUNTER).known_miss(FEWER_SCANS),
+                fig(on, st("numa_task_migrated"), Some(282.0), FEW_EVENTS).known_miss(SWAPS),
+                fig(on, st("numa_task_swapped"), Some(114.0), FEW_EVENTS).known_miss(SWAPS),
                 fig(
                     on,
                     Metric::StatRatio(CG, "numa_hint_faults", "numa_pte_updates"),
                     Some(8659673.0 / 9156154.0),
                     ONE_RUN_COUNTER,
-                ),
+                )
+                .known_miss(FEWER_SCANS),
                 fig(off, Metric::SeriesMeanPct("local_bytes_share"), None, NONE),
                 fig(on, Metric::SeriesMeanPct("local_bytes_share"), None, NONE),
             ]
