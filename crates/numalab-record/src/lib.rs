@@ -20,6 +20,7 @@
 pub mod atomic;
 pub mod column;
 pub mod counters;
+pub mod ftrace;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

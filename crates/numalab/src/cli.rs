@@ -46,6 +46,26 @@ enum Cmd {
         /// Write trace events (ftrace text format) to this file.
         #[arg(long)]
         trace: Option<String>,
+        /// Only these events, comma-separated (default all the model has;
+        /// see docs/model.md).
+        #[arg(long, value_name = "A,B", requires = "trace")]
+        trace_events: Option<String>,
+        /// Only events in this window of virtual time, seconds FROM..TO
+        /// (either side may be empty).
+        #[arg(long, value_name = "FROM..TO", requires = "trace")]
+        trace_window: Option<String>,
+    },
+    /// Read an ftrace text file (a model's `run --trace` or a real
+    /// kernel's `real run --trace`) and print events per name and task.
+    Trace {
+        /// The trace file.
+        file: String,
+        /// Only these events, comma-separated.
+        #[arg(long, value_name = "A,B")]
+        events: Option<String>,
+        /// Only events in this window, seconds FROM..TO.
+        #[arg(long, value_name = "FROM..TO")]
+        window: Option<String>,
     },
     /// List presets and knobs.
     List {
@@ -190,6 +210,14 @@ struct RunOpts {
     /// Sampling interval of the time series, seconds.
     #[arg(long, default_value_t = 1.0)]
     interval: f64,
+    /// Write the kernel's ftrace text of the run (from tracefs) to this
+    /// file (`real run` only; read it with `numalab trace`).
+    #[arg(long)]
+    trace: Option<String>,
+    /// Only these events, comma-separated (default: the model's events
+    /// the kernel has).
+    #[arg(long, value_name = "A,B", requires = "trace")]
+    trace_events: Option<String>,
 }
 
 impl RunOpts {
@@ -201,6 +229,8 @@ impl RunOpts {
             scale: self.scale,
             seed: self.seed,
             interval: self.interval,
+            trace: self.trace,
+            trace_events: self.trace_events,
         }
     }
 }
@@ -355,9 +385,22 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             label,
             scale,
             trace,
-        } => run(
-            &machine, &workload, &set, seed, iterations, json, label, scale, trace,
-        ),
+            trace_events,
+            trace_window,
+        } => {
+            let filter = trace
+                .as_ref()
+                .map(|_| crate::trace::filter(trace_events.as_deref(), trace_window.as_deref()))
+                .transpose()?;
+            run(
+                &machine, &workload, &set, seed, iterations, json, label, scale, trace, filter,
+            )
+        }
+        Cmd::Trace {
+            file,
+            events,
+            window,
+        } => crate::trace::summary(&file, events.as_deref(), window.as_deref()),
         Cmd::List { what } => list(&what),
         Cmd::Schema { what } => schema(&what),
         Cmd::Machine { cmd } => machine(cmd),
@@ -390,6 +433,7 @@ fn run(
     label: Option<String>,
     scale: f64,
     trace: Option<String>,
+    filter: Option<numalab_sim::kernel::TraceFilter>,
 ) -> Result<(), String> {
     if iterations == 0 {
         return Err("--iterations must be at least 1".into());
@@ -399,7 +443,7 @@ fn run(
     let knobs = runner::knobs(sets)?;
     let json_stdout = json.as_deref() == Some("-");
     let mut runs = Vec::new();
-    let mut trace_text = String::new();
+    let mut trace_events = Vec::new();
     for w in workloads {
         for i in 0..iterations {
             let (rec, tr) = runner::run_model(
@@ -408,19 +452,18 @@ fn run(
                 &knobs,
                 seed.wrapping_add(u64::from(i)),
                 scale,
-                trace.is_some(),
+                filter.as_ref(),
                 !json_stdout,
             )?;
-            for e in &tr {
-                trace_text.push_str(&format!(
-                    "{:>16} [{:03}] {:.6}: {}: {}\n",
-                    rec.test_name().to_lowercase(),
-                    0,
-                    e.t as f64 / 1e9,
-                    e.name,
-                    e.fields
-                ));
-            }
+            // Several runs: one after another on the time axis, as
+            // successive runs on one machine would be.
+            let base = trace_events
+                .last()
+                .map_or(0, |e: &numalab_record::ftrace::FtraceEvent| e.ts_ns);
+            trace_events.extend(crate::trace::to_ftrace(&tr).into_iter().map(|mut e| {
+                e.ts_ns += base;
+                e
+            }));
             if json.is_none() {
                 out::print(&numalab_report::run_summary(&rec))?;
             }
@@ -428,7 +471,8 @@ fn run(
         }
     }
     if let Some(path) = trace {
-        out::write_file("--trace", Path::new(&path), &trace_text)?;
+        let text = numalab_record::ftrace::write(&trace_events, m.nr_cpus());
+        out::write_file("--trace", Path::new(&path), &text)?;
     }
     if let Some(path) = json {
         let text = if runs.len() == 1 {

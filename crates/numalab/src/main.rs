@@ -15,6 +15,7 @@ mod real;
 mod reproduce;
 mod reproduce_cgroup;
 mod runner;
+mod trace;
 mod validate;
 
 use clap::Parser;

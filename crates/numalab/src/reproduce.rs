@@ -296,7 +296,7 @@ pub fn reproduce(
                     &knobs,
                     seed.wrapping_add(u64::from(i)),
                     scale,
-                    false,
+                    None,
                     true,
                 )?;
                 runs.push(rec);

@@ -44,6 +44,10 @@ pub const GUEST_SHARE: &str = "/share";
 /// Where the guest's `numalab real run --json` writes the record.
 pub const GUEST_RESULT: &str = "/share/run.json";
 
+/// Where the guest's `numalab real run --trace` writes the kernel's ftrace
+/// text (read back by [`vm_run`] into [`VmOutcome::trace`]).
+pub const GUEST_TRACE: &str = "/share/trace.txt";
+
 /// Options of `numalab vm run`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VmOptions {
@@ -107,6 +111,8 @@ pub struct VmOutcome {
     pub guest_exit: Option<i32>,
     /// The serial console output.
     pub serial: String,
+    /// The guest's ftrace text, when it wrote [`GUEST_TRACE`].
+    pub trace: Option<String>,
 }
 
 /// Arguments for `numalab real run` in the guest, following the CLI of
@@ -466,6 +472,9 @@ fn boot(
         total_s: t_start.elapsed().as_secs_f64(),
         guest_exit,
         serial,
+        trace: Path::new(GUEST_TRACE)
+            .file_name()
+            .and_then(|n| fs::read_to_string(share.join(n)).ok()),
     })
 }
 
