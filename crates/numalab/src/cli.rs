@@ -2,7 +2,7 @@
 
 use crate::failure::Failure;
 use crate::{bench, out, real, reproduce, runner, validate};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use numalab_record::RunSet;
 use std::io::Read;
 use std::path::Path;
@@ -13,6 +13,10 @@ use std::path::Path;
 pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Print a progress line on stderr every few seconds, also without a
+    /// terminal (CI logs, nohup).
+    #[arg(long, global = true)]
+    progress: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -43,6 +47,10 @@ enum Cmd {
         /// Shrink memory and passes by this factor, keeping the shape.
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
+        /// Indent the JSON (default compact: a RunSet stays under 1 MB a
+        /// full-scale run).
+        #[arg(long, requires = "json")]
+        json_pretty: bool,
         /// Write trace events (ftrace text format) to this file.
         #[arg(long)]
         trace: Option<String>,
@@ -93,7 +101,19 @@ enum Cmd {
         /// Print one CSV line per run instead.
         #[arg(long)]
         csv: bool,
+        /// Compare runs of different machines, workloads or scales (with a
+        /// warning) instead of refusing.
+        #[arg(long)]
+        force: bool,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell) on stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout; `numalab man | man -l -`.
+    Man,
     /// Run a published experiment and print modeled beside published.
     Reproduce {
         /// Reproduction name (see `numalab list reproductions`).
@@ -303,6 +323,7 @@ enum MachineCmd {
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<(), Failure> {
+    crate::progress::set_lines(cli.progress);
     match cli.cmd {
         Cmd::Real {
             cmd:
@@ -384,6 +405,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             json,
             label,
             scale,
+            json_pretty,
             trace,
             trace_events,
             trace_window,
@@ -393,7 +415,16 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
                 .map(|_| crate::trace::filter(trace_events.as_deref(), trace_window.as_deref()))
                 .transpose()?;
             run(
-                &machine, &workload, &set, seed, iterations, json, label, scale, trace, filter,
+                &machine,
+                &workload,
+                &set,
+                seed,
+                iterations,
+                (json, json_pretty),
+                label,
+                scale,
+                trace,
+                filter,
             )
         }
         Cmd::Trace {
@@ -404,7 +435,24 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
         Cmd::List { what } => list(&what),
         Cmd::Schema { what } => schema(&what),
         Cmd::Machine { cmd } => machine(cmd),
-        Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
+        Cmd::Compare {
+            files,
+            cgroup,
+            csv,
+            force,
+        } => compare(&files, cgroup.as_deref(), csv, force),
+        Cmd::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "numalab", &mut buf);
+            out::print(&String::from_utf8_lossy(&buf))
+        }
+        Cmd::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .map_err(|e| format!("man page: {e}"))?;
+            out::print(&String::from_utf8_lossy(&buf))
+        }
         Cmd::Reproduce {
             name,
             scale,
@@ -429,7 +477,7 @@ fn run(
     sets: &[String],
     seed: u64,
     iterations: u32,
-    json: Option<String>,
+    (json, json_pretty): (Option<String>, bool),
     label: Option<String>,
     scale: f64,
     trace: Option<String>,
@@ -467,6 +515,9 @@ fn run(
             if json.is_none() {
                 out::print(&numalab_report::run_summary(&rec))?;
             }
+            if let Some(note) = balancing_never_started(&rec) {
+                eprintln!("numalab: note: {note}");
+            }
             runs.push(rec);
         }
     }
@@ -479,7 +530,12 @@ fn run(
             runs[0].to_json()
         } else {
             let label = label.unwrap_or_else(|| default_label(sets));
-            RunSet::new(label, runs).to_json()
+            let set = RunSet::new(label, runs);
+            if json_pretty {
+                set.to_json_pretty()
+            } else {
+                set.to_json()
+            }
         };
         if path == "-" {
             out::print(&text)?;
@@ -488,6 +544,31 @@ fn run(
         }
     }
     Ok(())
+}
+
+/// A note when balancing was on but no page was ever scanned: a run (often
+/// a small `--scale`) that ended before the first `task_numa_work` pass
+/// (`numa_balancing_scan_delay_ms` after the start), so every balancing
+/// counter is 0 for that reason and not because balancing does nothing.
+fn balancing_never_started(rec: &numalab_record::RunRecord) -> Option<String> {
+    let on = rec
+        .settings
+        .get("kernel.numa_balancing")
+        .is_some_and(|v| v.trim() != "0");
+    let scanned = rec.vmstat.get("numa_pte_updates").copied().unwrap_or(0);
+    (on && scanned == 0).then(|| {
+        let delay = rec
+            .settings
+            .get("kernel.numa_balancing_scan_delay_ms")
+            .or_else(|| rec.settings.get("numa_balancing.scan_delay_ms"))
+            .map_or("the scan delay".to_string(), |d| format!("{d} ms"));
+        format!(
+            "NUMA balancing never started in {} ({:.2} s, scale {}): no page was scanned (numa_pte_updates 0); the first scan waits {delay} and each scan period; use a larger --scale",
+            rec.test_name(),
+            rec.elapsed_s,
+            rec.scale
+        )
+    })
 }
 
 fn default_label(sets: &[String]) -> String {
@@ -597,7 +678,7 @@ fn machine(cmd: MachineCmd) -> Result<(), String> {
     }
 }
 
-fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), String> {
+fn compare(files: &[String], cgroup: Option<&str>, csv: bool, force: bool) -> Result<(), String> {
     let mut sets = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?;
@@ -605,6 +686,14 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
             .file_stem()
             .map_or_else(|| f.clone(), |s| s.to_string_lossy().to_string());
         sets.push(RunSet::from_json(&text, f, &label)?);
+    }
+    if let Some(diff) = compare_mismatch(files, &sets) {
+        if !force {
+            return Err(format!(
+                "compare: {diff}; the columns would not be comparable (add --force to compare anyway)"
+            ));
+        }
+        eprintln!("numalab: warning: compare: {diff}");
     }
     if csv {
         return out::print(&numalab_report::runs_csv(&sets));
@@ -614,6 +703,42 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
         text.push_str(&numalab_report::compare_cgroups(&sets, cg));
     }
     out::print(&text)
+}
+
+/// What makes the runs of `sets` (read from `files`) not comparable: a
+/// machine, workload or scale differing from the first run of the first
+/// file. `None` when they all agree.
+fn compare_mismatch(files: &[String], sets: &[RunSet]) -> Option<String> {
+    let key = |r: &numalab_record::RunRecord| {
+        let name = |v: &serde_json::Value| {
+            v.get("name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
+        (name(&r.machine), name(&r.workload), r.scale)
+    };
+    let mut first: Option<(&str, (String, String, f64))> = None;
+    for (f, set) in files.iter().zip(sets) {
+        for r in &set.runs {
+            let k = key(r);
+            match &first {
+                None => first = Some((f, k)),
+                Some((f0, k0)) => {
+                    for (what, a, b) in [
+                        ("machine", &k0.0, &k.0),
+                        ("workload", &k0.1, &k.1),
+                        ("scale", &k0.2.to_string(), &k.2.to_string()),
+                    ] {
+                        if a != b {
+                            return Some(format!("{what} {a} in {f0} but {b} in {f}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
