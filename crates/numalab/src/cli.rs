@@ -114,6 +114,20 @@ enum Cmd {
     },
     /// Print the man page (roff) on stdout; `numalab man | man -l -`.
     Man,
+    /// Draw figures of Run or RunSet JSON files (PNG and SVG): memory per
+    /// node, local share, activity, each task's node, and a compare chart
+    /// for several files.
+    Plot {
+        /// Run or RunSet JSON files.
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Output directory (created).
+        #[arg(long, short)]
+        out: String,
+        /// Formats, comma-separated: png, svg.
+        #[arg(long, default_value = "png,svg")]
+        format: String,
+    },
     /// Run a published experiment and print modeled beside published.
     Reproduce {
         /// Reproduction name (see `numalab list reproductions`).
@@ -131,6 +145,10 @@ enum Cmd {
         /// Write each configuration's RunSet JSON into this directory.
         #[arg(long)]
         json_dir: Option<String>,
+        /// Draw each run's figures and the compare chart into this
+        /// directory (PNG and SVG).
+        #[arg(long)]
+        plots: Option<String>,
     },
     /// Run a workload on this host's real kernel (docs/real.md).
     Real {
@@ -459,7 +477,16 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             iterations,
             seed,
             json_dir,
-        } => reproduce::reproduce(&name, scale, iterations, seed, json_dir.as_deref()),
+            plots,
+        } => reproduce::reproduce(
+            &name,
+            scale,
+            iterations,
+            seed,
+            json_dir.as_deref(),
+            plots.as_deref(),
+        ),
+        Cmd::Plot { files, out, format } => crate::plot::plot(&files, &out, &format),
         Cmd::Bench {
             machine,
             workload,

@@ -10,6 +10,7 @@ mod bench;
 mod cli;
 mod failure;
 mod out;
+mod plot;
 mod progress;
 mod real;
 mod reproduce;

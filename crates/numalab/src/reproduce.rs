@@ -267,6 +267,7 @@ pub fn reproduce(
     iterations: Option<u32>,
     seed: u64,
     json_dir: Option<&str>,
+    plots: Option<&str>,
 ) -> Result<(), String> {
     let r = all().into_iter().find(|r| r.name == name).ok_or_else(|| {
         format!(
@@ -309,6 +310,13 @@ pub fn reproduce(
             crate::out::write_file("", std::path::Path::new(&path), &set.to_json())?;
         }
         sets.push(set);
+    }
+    if let Some(dir) = plots {
+        crate::plot::plot_sets(
+            &sets,
+            dir,
+            &[numalab_plot::Format::Png, numalab_plot::Format::Svg],
+        )?;
     }
     crate::out::print(&format!(
         "{}\n{}\n",
