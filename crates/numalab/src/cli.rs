@@ -114,6 +114,18 @@ enum Cmd {
     },
     /// Print the man page (roff) on stdout; `numalab man | man -l -`.
     Man,
+    /// Run a sweep file (a grid or list over knobs, workloads, machines
+    /// and seeds) on all cores; resumes where a previous run stopped.
+    Sweep {
+        /// The sweep TOML file.
+        file: String,
+        /// Output directory (default NAME.sweep).
+        #[arg(long, short)]
+        out: Option<String>,
+        /// Parallel runs (default: all cores).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+    },
     /// Draw figures of Run or RunSet JSON files (PNG and SVG): memory per
     /// node, local share, activity, each task's node, and a compare chart
     /// for several files.
@@ -486,6 +498,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             json_dir.as_deref(),
             plots.as_deref(),
         ),
+        Cmd::Sweep { file, out, jobs } => crate::sweep::sweep(&file, out.as_deref(), jobs),
         Cmd::Plot { files, out, format } => crate::plot::plot(&files, &out, &format),
         Cmd::Bench {
             machine,

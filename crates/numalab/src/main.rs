@@ -16,6 +16,7 @@ mod real;
 mod reproduce;
 mod reproduce_cgroup;
 mod runner;
+mod sweep;
 mod trace;
 mod validate;
 
