@@ -553,10 +553,13 @@ fn run(
                 e
             }));
             if json.is_none() {
-                out::print(&numalab_report::run_summary(&rec))?;
-            }
-            if let Some(note) = balancing_never_started(&rec) {
-                eprintln!("numalab: note: {note}");
+                // The note goes with the summary whose counters it
+                // explains (stderr stays clean for scripts).
+                let mut text = numalab_report::run_summary(&rec);
+                if let Some(note) = balancing_never_started(&rec) {
+                    text.push_str(&format!("note: {note}\n"));
+                }
+                out::print(&text)?;
             }
             runs.push(rec);
         }
