@@ -32,6 +32,7 @@ mod run;
 pub mod sample;
 pub mod smoke;
 pub mod sys;
+pub mod tracefs;
 pub mod vm;
 mod worker;
 

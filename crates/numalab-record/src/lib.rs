@@ -20,6 +20,7 @@
 pub mod atomic;
 pub mod column;
 pub mod counters;
+pub mod ftrace;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -396,8 +397,17 @@ impl RunSet {
         }
     }
 
-    /// Serialises to pretty JSON with a trailing newline.
+    /// Compact JSON with a trailing newline (no indentation: a full-scale run's time series and
+    /// tasks stay well under 1 MB a run); [`RunSet::to_json_pretty`] for
+    /// the indented form.
     pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string(self).unwrap_or_default();
+        s.push('\n');
+        s
+    }
+
+    /// Indented JSON, as `--json-pretty` writes it.
+    pub fn to_json_pretty(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
         s.push('\n');
         s

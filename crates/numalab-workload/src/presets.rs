@@ -4,8 +4,8 @@
 //! numa01_THREAD_ALLOC = NUMA01_THREADLOCAL, numa02, numa02_SMT) and the
 //! HARD_BIND / INVERSE_BIND builds of each, written from the
 //! pholasek/autonuma-benchmark sources (`numa01.c`, `numa02.c`,
-//! `preproc.awk`, `Makefile`); plus an OLTP-like service after
-//! research/workloads.md §5; and `mixed-cgroups`, a gaining and a losing
+//! `preproc.awk`, `Makefile`); plus an OLTP-like service (docs/workloads.md);
+//! and `mixed-cgroups`, a gaining and a losing
 //! workload in two cgroups for proposal 4's `per-cgroup-mixed`. Each preset is a TOML file in
 //! `crates/numalab-workload/presets/`, embedded at build time; its comments
 //! say where every number comes from.

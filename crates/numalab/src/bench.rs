@@ -29,7 +29,7 @@ pub fn bench(
         &runner::knobs(sets)?,
         seed,
         scale,
-        false,
+        None,
         false,
     )?;
     let wall = t0.elapsed().as_secs_f64();

@@ -2,7 +2,7 @@
 
 use crate::failure::Failure;
 use crate::{bench, out, parallel, real, reproduce, runner, validate, vm_kernel};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use numalab_record::RunSet;
 use std::io::Read;
 use std::path::Path;
@@ -13,6 +13,10 @@ use std::path::Path;
 pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// Print a progress line on stderr every few seconds, also without a
+    /// terminal (CI logs, nohup).
+    #[arg(long, global = true)]
+    progress: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -43,9 +47,33 @@ enum Cmd {
         /// Shrink memory and passes by this factor, keeping the shape.
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
+        /// Indent the JSON (default compact: a RunSet stays under 1 MB a
+        /// full-scale run).
+        #[arg(long, requires = "json")]
+        json_pretty: bool,
         /// Write trace events (ftrace text format) to this file.
         #[arg(long)]
         trace: Option<String>,
+        /// Only these events, comma-separated (default all the model has;
+        /// see docs/model.md).
+        #[arg(long, value_name = "A,B", requires = "trace")]
+        trace_events: Option<String>,
+        /// Only events in this window of virtual time, seconds FROM..TO
+        /// (either side may be empty).
+        #[arg(long, value_name = "FROM..TO", requires = "trace")]
+        trace_window: Option<String>,
+    },
+    /// Read an ftrace text file (a model's `run --trace` or a real
+    /// kernel's `real run --trace`) and print events per name and task.
+    Trace {
+        /// The trace file.
+        file: String,
+        /// Only these events, comma-separated.
+        #[arg(long, value_name = "A,B")]
+        events: Option<String>,
+        /// Only events in this window, seconds FROM..TO.
+        #[arg(long, value_name = "FROM..TO")]
+        window: Option<String>,
     },
     /// List presets and knobs.
     List {
@@ -73,6 +101,44 @@ enum Cmd {
         /// Print one CSV line per run instead.
         #[arg(long)]
         csv: bool,
+        /// Compare runs of different machines, workloads or scales (with a
+        /// warning) instead of refusing.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell) on stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) on stdout; `numalab man | man -l -`.
+    Man,
+    /// Run a sweep file (a grid or list over knobs, workloads, machines
+    /// and seeds) on all cores; resumes where a previous run stopped.
+    Sweep {
+        /// The sweep TOML file.
+        file: String,
+        /// Output directory (default NAME.sweep).
+        #[arg(long, short)]
+        out: Option<String>,
+        /// Parallel runs (default: all cores).
+        #[arg(long, short)]
+        jobs: Option<usize>,
+    },
+    /// Draw figures of Run or RunSet JSON files (PNG and SVG): memory per
+    /// node, local share, activity, each task's node, and a compare chart
+    /// for several files.
+    Plot {
+        /// Run or RunSet JSON files.
+        #[arg(required = true)]
+        files: Vec<String>,
+        /// Output directory (created).
+        #[arg(long, short)]
+        out: String,
+        /// Formats, comma-separated: png, svg.
+        #[arg(long, default_value = "png,svg")]
+        format: String,
     },
     /// Run a published experiment and print modeled beside published,
     /// with a verdict per figure; `all` runs every one in parallel and
@@ -101,6 +167,10 @@ enum Cmd {
         /// not depend on it.
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+        /// Draw each run's figures and the compare chart into this
+        /// directory (PNG and SVG).
+        #[arg(long)]
+        plots: Option<String>,
     },
     /// Run a workload on this host's real kernel (docs/real.md).
     Real {
@@ -218,6 +288,14 @@ struct RunOpts {
     /// Sampling interval of the time series, seconds.
     #[arg(long, default_value_t = 1.0)]
     interval: f64,
+    /// Write the kernel's ftrace text of the run (from tracefs) to this
+    /// file (`real run` only; read it with `numalab trace`).
+    #[arg(long)]
+    trace: Option<String>,
+    /// Only these events, comma-separated (default: the model's events
+    /// the kernel has).
+    #[arg(long, value_name = "A,B", requires = "trace")]
+    trace_events: Option<String>,
 }
 
 impl RunOpts {
@@ -229,6 +307,8 @@ impl RunOpts {
             scale: self.scale,
             seed: self.seed,
             interval: self.interval,
+            trace: self.trace,
+            trace_events: self.trace_events,
         }
     }
 }
@@ -338,6 +418,7 @@ enum MachineCmd {
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<(), Failure> {
+    crate::progress::set_lines(cli.progress);
     match cli.cmd {
         Cmd::Real {
             cmd:
@@ -428,6 +509,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             json_dir,
             check,
             jobs,
+            plots,
         } => {
             let jobs = parallel::jobs(jobs)?;
             let opts = reproduce::Options {
@@ -436,6 +518,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 seed,
                 json_dir,
                 progress: jobs == 1,
+                plots,
             };
             parallel::install(jobs, || reproduce::reproduce(&name, &opts, check))?
         }
@@ -458,14 +541,56 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             json,
             label,
             scale,
+            json_pretty,
             trace,
-        } => run(
-            &machine, &workload, &set, seed, iterations, json, label, scale, trace,
-        ),
+            trace_events,
+            trace_window,
+        } => {
+            let filter = trace
+                .as_ref()
+                .map(|_| crate::trace::filter(trace_events.as_deref(), trace_window.as_deref()))
+                .transpose()?;
+            run(
+                &machine,
+                &workload,
+                &set,
+                seed,
+                iterations,
+                (json, json_pretty),
+                label,
+                scale,
+                trace,
+                filter,
+            )
+        }
+        Cmd::Trace {
+            file,
+            events,
+            window,
+        } => crate::trace::summary(&file, events.as_deref(), window.as_deref()),
         Cmd::List { what } => list(&what),
         Cmd::Schema { what } => schema(&what),
         Cmd::Machine { cmd } => machine(cmd),
-        Cmd::Compare { files, cgroup, csv } => compare(&files, cgroup.as_deref(), csv),
+        Cmd::Compare {
+            files,
+            cgroup,
+            csv,
+            force,
+        } => compare(&files, cgroup.as_deref(), csv, force),
+        Cmd::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "numalab", &mut buf);
+            out::print(&String::from_utf8_lossy(&buf))
+        }
+        Cmd::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .map_err(|e| format!("man page: {e}"))?;
+            out::print(&String::from_utf8_lossy(&buf))
+        }
+        Cmd::Sweep { file, out, jobs } => crate::sweep::sweep(&file, out.as_deref(), jobs),
+        Cmd::Plot { files, out, format } => crate::plot::plot(&files, &out, &format),
         Cmd::Bench {
             machine,
             workload,
@@ -483,10 +608,11 @@ fn run(
     sets: &[String],
     seed: u64,
     iterations: u32,
-    json: Option<String>,
+    (json, json_pretty): (Option<String>, bool),
     label: Option<String>,
     scale: f64,
     trace: Option<String>,
+    filter: Option<numalab_sim::kernel::TraceFilter>,
 ) -> Result<(), String> {
     if iterations == 0 {
         return Err("--iterations must be at least 1".into());
@@ -496,7 +622,7 @@ fn run(
     let knobs = runner::knobs(sets)?;
     let json_stdout = json.as_deref() == Some("-");
     let mut runs = Vec::new();
-    let mut trace_text = String::new();
+    let mut trace_events = Vec::new();
     for w in workloads {
         for i in 0..iterations {
             let (rec, tr) = runner::run_model(
@@ -505,34 +631,45 @@ fn run(
                 &knobs,
                 seed.wrapping_add(u64::from(i)),
                 scale,
-                trace.is_some(),
+                filter.as_ref(),
                 !json_stdout,
             )?;
-            for e in &tr {
-                trace_text.push_str(&format!(
-                    "{:>16} [{:03}] {:.6}: {}: {}\n",
-                    rec.test_name().to_lowercase(),
-                    0,
-                    e.t as f64 / 1e9,
-                    e.name,
-                    e.fields
-                ));
-            }
+            // Several runs: one after another on the time axis, as
+            // successive runs on one machine would be.
+            let base = trace_events
+                .last()
+                .map_or(0, |e: &numalab_record::ftrace::FtraceEvent| e.ts_ns);
+            trace_events.extend(crate::trace::to_ftrace(&tr).into_iter().map(|mut e| {
+                e.ts_ns += base;
+                e
+            }));
             if json.is_none() {
-                out::print(&numalab_report::run_summary(&rec))?;
+                // The note goes with the summary whose counters it
+                // explains (stderr stays clean for scripts).
+                let mut text = numalab_report::run_summary(&rec);
+                if let Some(note) = balancing_never_started(&rec) {
+                    text.push_str(&format!("note: {note}\n"));
+                }
+                out::print(&text)?;
             }
             runs.push(rec);
         }
     }
     if let Some(path) = trace {
-        out::write_file("--trace", Path::new(&path), &trace_text)?;
+        let text = numalab_record::ftrace::write(&trace_events, m.nr_cpus());
+        out::write_file("--trace", Path::new(&path), &text)?;
     }
     if let Some(path) = json {
         let text = if runs.len() == 1 {
             runs[0].to_json()
         } else {
             let label = label.unwrap_or_else(|| default_label(sets));
-            RunSet::new(label, runs).to_json()
+            let set = RunSet::new(label, runs);
+            if json_pretty {
+                set.to_json_pretty()
+            } else {
+                set.to_json()
+            }
         };
         if path == "-" {
             out::print(&text)?;
@@ -541,6 +678,31 @@ fn run(
         }
     }
     Ok(())
+}
+
+/// A note when balancing was on but no page was ever scanned: a run (often
+/// a small `--scale`) that ended before the first `task_numa_work` pass
+/// (`numa_balancing_scan_delay_ms` after the start), so every balancing
+/// counter is 0 for that reason and not because balancing does nothing.
+fn balancing_never_started(rec: &numalab_record::RunRecord) -> Option<String> {
+    let on = rec
+        .settings
+        .get("kernel.numa_balancing")
+        .is_some_and(|v| v.trim() != "0");
+    let scanned = rec.vmstat.get("numa_pte_updates").copied().unwrap_or(0);
+    (on && scanned == 0).then(|| {
+        let delay = rec
+            .settings
+            .get("kernel.numa_balancing_scan_delay_ms")
+            .or_else(|| rec.settings.get("numa_balancing.scan_delay_ms"))
+            .map_or("the scan delay".to_string(), |d| format!("{d} ms"));
+        format!(
+            "NUMA balancing never started in {} ({:.2} s, scale {}): no page was scanned (numa_pte_updates 0); the first scan waits {delay} and each scan period; use a larger --scale",
+            rec.test_name(),
+            rec.elapsed_s,
+            rec.scale
+        )
+    })
 }
 
 fn default_label(sets: &[String]) -> String {
@@ -650,7 +812,7 @@ fn machine(cmd: MachineCmd) -> Result<(), String> {
     }
 }
 
-fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), String> {
+fn compare(files: &[String], cgroup: Option<&str>, csv: bool, force: bool) -> Result<(), String> {
     let mut sets = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?;
@@ -658,6 +820,14 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
             .file_stem()
             .map_or_else(|| f.clone(), |s| s.to_string_lossy().to_string());
         sets.push(RunSet::from_json(&text, f, &label)?);
+    }
+    if let Some(diff) = compare_mismatch(files, &sets) {
+        if !force {
+            return Err(format!(
+                "compare: {diff}; the columns would not be comparable (add --force to compare anyway)"
+            ));
+        }
+        eprintln!("numalab: warning: compare: {diff}");
     }
     if csv {
         return out::print(&numalab_report::runs_csv(&sets));
@@ -667,6 +837,42 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool) -> Result<(), Stri
         text.push_str(&numalab_report::compare_cgroups(&sets, cg));
     }
     out::print(&text)
+}
+
+/// What makes the runs of `sets` (read from `files`) not comparable: a
+/// machine, workload or scale differing from the first run of the first
+/// file. `None` when they all agree.
+fn compare_mismatch(files: &[String], sets: &[RunSet]) -> Option<String> {
+    let key = |r: &numalab_record::RunRecord| {
+        let name = |v: &serde_json::Value| {
+            v.get("name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
+        (name(&r.machine), name(&r.workload), r.scale)
+    };
+    let mut first: Option<(&str, (String, String, f64))> = None;
+    for (f, set) in files.iter().zip(sets) {
+        for r in &set.runs {
+            let k = key(r);
+            match &first {
+                None => first = Some((f, k)),
+                Some((f0, k0)) => {
+                    for (what, a, b) in [
+                        ("machine", &k0.0, &k.0),
+                        ("workload", &k0.1, &k.1),
+                        ("scale", &k0.2.to_string(), &k.2.to_string()),
+                    ] {
+                        if a != b {
+                            return Some(format!("{what} {a} in {f0} but {b} in {f}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

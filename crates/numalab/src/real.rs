@@ -34,6 +34,10 @@ pub struct RunArgs {
     pub seed: u64,
     /// `--interval SECS`: sampling interval.
     pub interval: f64,
+    /// `--trace FILE`: the kernel's ftrace text of the run (real run only).
+    pub trace: Option<String>,
+    /// `--trace-events A,B`: which events (default the model's).
+    pub trace_events: Option<String>,
 }
 
 /// Checks `--scale` and `--interval` and splits the `--set` values.
@@ -88,7 +92,28 @@ pub fn real_run(a: &RunArgs, allow_sysctl: bool, verbose: bool) -> Result<(), Fa
         scale: a.scale,
         verbose,
     };
+    let capture = match &a.trace {
+        None => None,
+        Some(_) => {
+            let events = crate::trace::parse_events(a.trace_events.as_deref());
+            let paths = crate::trace::kernel_event_paths(events.as_deref());
+            let facts = numalab_real::host::HostFacts::gather().map_err(RealError::Refused)?;
+            let root = facts
+                .tracefs
+                .ok_or_else(|| RealError::Refused("--trace: tracefs is not mounted".to_string()))?;
+            let c = numalab_real::tracefs::TraceCapture::start(&root, &paths)
+                .map_err(|e| RealError::Refused(format!("--trace: {e}")))?;
+            for m in &c.missing {
+                eprintln!("numalab real: note: --trace: this kernel has no event {m}");
+            }
+            Some(c)
+        }
+    };
     let rec = numalab_real::real_run(&w, &host, &opts)?;
+    if let (Some(c), Some(path)) = (capture, &a.trace) {
+        let text = c.finish().map_err(|e| format!("--trace: {e}"))?;
+        crate::out::write_file("--trace", std::path::Path::new(path), &text)?;
+    }
     output(&rec, a.json.as_deref())
 }
 
@@ -196,7 +221,13 @@ pub fn vm_outcome(m: &Machine, a: &RunArgs, v: &VmArgs) -> Result<VmOutcome, Fai
     }
     let exe = std::env::current_exe()
         .map_err(|e| Failure::from(format!("cannot find the numalab binary: {e}")))?;
-    let (args, share) = guest_plan(a, &sets, interval);
+    let (mut args, share) = guest_plan(a, &sets, interval);
+    if a.trace.is_some() {
+        args.extend(["--trace".to_string(), vm::GUEST_TRACE.to_string()]);
+        if let Some(ev) = &a.trace_events {
+            args.extend(["--trace-events".to_string(), ev.clone()]);
+        }
+    }
     let mut o = VmOptions::new(exe, args);
     o.share_files = share;
     o.kernel = v.kernel.clone();
@@ -245,6 +276,15 @@ pub fn guest_failure(e: RealError) -> Failure {
 pub fn vm_run(machine: &str, a: &RunArgs, v: &VmArgs) -> Result<(), Failure> {
     let m = crate::runner::load_machine(machine)?;
     let out = vm_outcome(&m, a, v)?;
+    if let Some(path) = &a.trace {
+        let text = out.trace.as_deref().ok_or_else(|| {
+            Failure::from(format!(
+                "--trace: the guest wrote no trace at {}",
+                vm::GUEST_TRACE
+            ))
+        })?;
+        crate::out::write_file("--trace", std::path::Path::new(path), text)?;
+    }
     eprintln!(
         "numalab vm: kernel {} ({}={}), boot {:.1} s, QEMU {:.1} s, total {:.1} s",
         out.record.kernel.as_deref().unwrap_or("?"),
@@ -376,6 +416,8 @@ mod tests {
             scale: 0.5,
             seed: 3,
             interval: 0.5,
+            trace: None,
+            trace_events: None,
         }
     }
 

@@ -405,6 +405,8 @@ pub struct Options {
     pub json_dir: Option<String>,
     /// A progress spinner on a terminal (off when runs go in parallel).
     pub progress: bool,
+    /// Directory for each run's figures and the compare chart.
+    pub plots: Option<String>,
 }
 
 /// A reproduction's printed report and its verdict tally.
@@ -511,7 +513,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
                 &knobs[c],
                 opts.seed.wrapping_add(u64::from(i)),
                 opts.scale,
-                false,
+                None,
                 opts.progress,
             )
             .map(|(rec, _)| (c, rec))
@@ -531,6 +533,13 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
             crate::out::write_file("", std::path::Path::new(&path), &set.to_json())?;
         }
         sets.push(set);
+    }
+    if let Some(dir) = &opts.plots {
+        crate::plot::plot_sets(
+            &sets,
+            dir,
+            &[numalab_plot::Format::Png, numalab_plot::Format::Svg],
+        )?;
     }
     let (table, tally) = modeled_vs_published(r, &sets, opts.scale);
     let text = format!(

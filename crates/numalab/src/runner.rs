@@ -3,6 +3,7 @@
 
 use crate::progress::Progress;
 use numalab_record::RunRecord;
+use numalab_sim::kernel::TraceFilter;
 use numalab_sim::{Knobs, RunOptions};
 use numalab_topology::Machine;
 
@@ -25,7 +26,7 @@ pub fn run_model(
     knobs: &Knobs,
     seed: u64,
     scale: f64,
-    trace: bool,
+    trace: Option<&TraceFilter>,
     show_progress: bool,
 ) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
     run_model_in(
@@ -51,7 +52,7 @@ pub fn run_model_in(
     knobs: &Knobs,
     seed: u64,
     scale: f64,
-    trace: bool,
+    trace: Option<&TraceFilter>,
     show_progress: bool,
 ) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
     if !(scale > 0.0 && scale <= 1.0) {
@@ -77,12 +78,13 @@ pub fn run_model_in(
     let opts = RunOptions {
         seed,
         scale,
-        trace,
+        trace: trace.is_some(),
         check_every: 0,
     };
     let mut p = Progress::new(&w.name, show_progress);
     let sim = numalab_sim::Sim::new(machine.clone(), w, knobs.clone(), opts)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .with_trace_filter(trace.cloned().unwrap_or_default());
     let (rec, tr) = sim
         .run_with_trace(&mut |s| p.update(s))
         .map_err(|e| e.to_string())?;

@@ -695,6 +695,8 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
         scale: o.scale,
         seed: o.seed,
         interval: 1.0,
+        trace: None,
+        trace_events: None,
     };
     let out = real::vm_outcome(m, &a, &o.vm)?;
     eprintln!(

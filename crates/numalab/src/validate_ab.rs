@@ -51,6 +51,8 @@ fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, kernel: &Stock) -> 
         scale: o.scale,
         seed: o.seed,
         interval: 1.0,
+        trace: None,
+        trace_events: None,
     };
     let mut v = o.vm.clone();
     kernel.apply(&mut v);

@@ -46,6 +46,10 @@ pub const GUEST_SHARE: &str = "/share";
 /// Where the guest's `numalab real run --json` writes the record.
 pub const GUEST_RESULT: &str = "/share/run.json";
 
+/// Where the guest's `numalab real run --trace` writes the kernel's ftrace
+/// text (read back by [`vm_run`] into [`VmOutcome::trace`]).
+pub const GUEST_TRACE: &str = "/share/trace.txt";
+
 /// Options of `numalab vm run`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VmOptions {
@@ -115,6 +119,8 @@ pub struct VmOutcome {
     pub serial: String,
     /// Console lines that show a kernel problem ([`console_problems`]).
     pub problems: Vec<String>,
+    /// The guest's ftrace text, when it wrote [`GUEST_TRACE`].
+    pub trace: Option<String>,
 }
 
 /// Markers of a kernel problem on the console.
@@ -529,6 +535,9 @@ fn boot(
         guest_exit,
         serial,
         problems,
+        trace: Path::new(GUEST_TRACE)
+            .file_name()
+            .and_then(|n| fs::read_to_string(share.join(n)).ok()),
     })
 }
 

@@ -186,7 +186,7 @@ impl Sim {
         let mut k = Kernel::new(machine, knobs);
         k.balance.serialize.seed = opts.seed;
         if opts.trace {
-            k.trace = Some(Vec::new());
+            k.trace = Some(Box::default());
         }
         let nn = k.m.nr_nodes();
         // Cgroups, then the --set cgroup files.
@@ -424,6 +424,15 @@ impl Sim {
         &self.budget
     }
 
+    /// Keeps only the trace events `filter` keeps (when
+    /// [`RunOptions::trace`] is set).
+    pub fn with_trace_filter(mut self, filter: crate::kernel::TraceFilter) -> Sim {
+        if let Some(tr) = self.k.trace.as_mut() {
+            tr.filter = filter;
+        }
+        self
+    }
+
     /// Replaces the step budget, e.g. a smaller one in a test of the guard.
     pub fn with_budget(mut self, budget: StepBudget) -> Sim {
         self.budget = budget;
@@ -441,7 +450,7 @@ impl Sim {
             steps: self.steps,
             budget: self.budget.clone(),
         };
-        let trace = self.k.trace.take().unwrap_or_default();
+        let trace = self.k.trace.take().map(|t| t.events).unwrap_or_default();
         Ok((self.finish(end), trace, stats))
     }
 
@@ -711,6 +720,7 @@ impl Sim {
         if self.k.rq[cpu].queue.is_empty() {
             self.k.rq[cpu].idle_stamp = self.k.now;
             if !self.k.sched_balance_newidle(cpu) {
+                self.k.trace_sched_switch(cpu, None);
                 return Ok(());
             }
         }

@@ -26,6 +26,7 @@ pub mod numa;
 pub mod sched;
 pub mod stats;
 pub mod sysctl;
+pub mod trace;
 
 use cgroup::Cgroups;
 pub use ids::{CgroupId, CpuId, MmId, NodeId, TaskId, VmaId};
@@ -42,16 +43,7 @@ use sysctl::{knob, Knobs};
 /// Nanoseconds per millisecond.
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
 
-/// One traced kernel event (for `--trace`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TraceEvent {
-    /// Time, ns.
-    pub t: u64,
-    /// Event name as in tracefs, e.g. `sched_move_numa`.
-    pub name: &'static str,
-    /// `key=value` fields.
-    pub fields: String,
-}
+pub use trace::{TraceEvent, TraceFilter, Tracer};
 
 /// What the kernel derives from the machine at boot and never changes:
 /// scheduling domains, zonelists and the CPU masks of cores and LLCs
@@ -109,8 +101,8 @@ pub struct Kernel {
     pub nodes: TiVec<NodeId, NodeMem>,
     /// /proc/vmstat.
     pub vmstat: VmStat,
-    /// Trace events, when tracing.
-    pub trace: Option<Vec<TraceEvent>>,
+    /// The trace recorder, when tracing (boxed: off the hot structure).
+    pub trace: Option<Box<Tracer>>,
     /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
     pub idle_kernel_ns: f64,
     /// Load-balancer state (the SD_SERIALIZE flag and counts).
@@ -239,17 +231,6 @@ impl Kernel {
         self.vmstat.add(item, n);
         let cg = self.tasks[t].cgroup;
         self.cgroups.all[cg].stat.add(item, n);
-    }
-
-    /// Records a trace event when tracing is on.
-    pub fn trace(&mut self, name: &'static str, fields: impl FnOnce() -> String) {
-        if let Some(tr) = self.trace.as_mut() {
-            tr.push(TraceEvent {
-                t: self.now,
-                name,
-                fields: fields(),
-            });
-        }
     }
 
     /// The policy that governs a fault in `vma` of task `t`'s address

@@ -91,6 +91,16 @@ impl Kernel {
         // pte_modify(old_pte, vma->vm_page_prot): the page is accessible
         // again whatever happens below.
         self.mms[mm].vmas[vma].set_protnone(idx, false);
+        if self.trace.is_some() {
+            let v = &self.mms[mm].vmas[vma];
+            let addr = v.start + idx as u64 * v.page_size();
+            // exc_page_fault → trace_page_fault_user. The model has no
+            // instruction pointer (ip=0x0) and no read/write split: the
+            // error code is X86_PF_USER|X86_PF_PROT of a read.
+            self.trace(Some(t), cpu, "page_fault_user", || {
+                format!("address=0x{addr:x} ip=0x0 error_code=0x5")
+            });
+        }
         let mut cost = costs::HINT_FAULT_NS;
         let mut held = 0.0;
         let mut flags = 0u32;
@@ -362,7 +372,7 @@ impl Kernel {
         if !ok {
             let cost = self.migrate_cost(t, src, nid, nr, bytes, false);
             self.vmstat.add(Vm::PgmigrateFail, nr);
-            self.trace("mm_migrate_pages", || {
+            self.trace(Some(t), self.tasks[t].cpu, "mm_migrate_pages", || {
                 format!(
                     "nr_succeeded=0 nr_failed={nr} nr_thp_succeeded=0 nr_thp_failed={thp_n} nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
                 )
@@ -377,7 +387,7 @@ impl Kernel {
             self.vmstat.add(Vm::ThpMigrationSuccess, 1);
         }
         self.count_memcg_event(t, Vm::NumaPagesMigrated, nr);
-        self.trace("mm_migrate_pages", || {
+        self.trace(Some(t), self.tasks[t].cpu, "mm_migrate_pages", || {
             format!(
                 "nr_succeeded={nr} nr_failed=0 nr_thp_succeeded={thp_n} nr_thp_failed=0 nr_thp_split=0 nr_split=0 mode=MIGRATE_ASYNC reason=numa_misplaced"
             )

@@ -491,7 +491,7 @@ impl Kernel {
         );
         let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(cpu));
         self.count_memcg_event(t, Vm::NumaTaskMigrated, 1);
-        self.trace("sched_move_numa", || {
+        self.trace(Some(t), curr_cpu, "sched_move_numa", || {
             format!(
                 "pid={pid} tgid={tgid} ngid={ngid} src_cpu={curr_cpu} src_nid={sn} dst_cpu={cpu} dst_nid={dn}"
             )
@@ -524,7 +524,7 @@ impl Kernel {
         let f = |k: &Kernel, t: TaskId| (k.tasks[t].pid, k.tasks[t].tgid, k.task_numa_group_id(t));
         let ((sp, st, sg), (dp, dt, dg)) = (f(self, p), f(self, other));
         let (sn, dn) = (self.cpu_node(curr_cpu), self.cpu_node(target_cpu));
-        self.trace("sched_swap_numa", || {
+        self.trace(Some(p), curr_cpu, "sched_swap_numa", || {
             format!(
                 "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={curr_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={target_cpu} dst_nid={dn}"
             )
@@ -560,7 +560,7 @@ impl Kernel {
         });
         let dc = dst_cpu.map_or(-1, |c| c.index() as i64);
         let dn = dst_cpu.map_or(-1, |c| self.cpu_node(c).index() as i64);
-        self.trace("sched_stick_numa", || {
+        self.trace(Some(t), src_cpu, "sched_stick_numa", || {
             format!(
                 "src_pid={sp} src_tgid={st} src_ngid={sg} src_cpu={src_cpu} src_nid={sn} dst_pid={dp} dst_tgid={dt} dst_ngid={dg} dst_cpu={dc} dst_nid={dn}"
             )
@@ -592,7 +592,7 @@ mod tests {
     /// One single-threaded process per CPU of tiny-2n.
     fn four_tasks() -> (Kernel, Vec<TaskId>) {
         let mut k = fx::kernel("tiny-2n", &[]);
-        k.trace = Some(Vec::new());
+        k.trace = Some(Box::default());
         let ts = CpuId::range(4)
             .map(|cpu| {
                 let mm = fx::add_mm(&mut k, 1 << 20, false, None);
@@ -629,7 +629,7 @@ mod tests {
         assert_eq!(k.tasks[a].cpu, fx::c(2), "took B's CPU");
         assert_eq!(k.tasks[b].cpu, fx::c(0), "B went to A's CPU");
         assert_eq!(k.tasks[c].cpu, fx::c(3), "C, at home, was left alone");
-        let tr = k.trace.as_ref().unwrap();
+        let tr = &k.trace.as_ref().unwrap().events;
         let ev = tr
             .iter()
             .find(|e| e.name == "sched_swap_numa")
@@ -662,7 +662,7 @@ mod tests {
         assert_eq!(k.tasks[a].cpu, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
         assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
-        let tr = k.trace.as_ref().unwrap();
+        let tr = &k.trace.as_ref().unwrap().events;
         assert!(tr
             .iter()
             .any(|e| e.name == "sched_stick_numa" && e.fields.contains("dst_cpu=-1")));
@@ -671,7 +671,7 @@ mod tests {
     #[test]
     fn a_task_moves_to_an_idle_cpu_of_its_preferred_node() {
         let mut k = fx::kernel("tiny-2n", &[]);
-        k.trace = Some(Vec::new());
+        k.trace = Some(Box::default());
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
         let a = fx::add_task(&mut k, mm, fx::c(0));
         faults_on(&mut k, a, fx::n(1), 500);
@@ -683,7 +683,7 @@ mod tests {
         assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
         let root = CgroupId::new(0);
         assert_eq!(k.cgroups.all[root].stat.get(Vm::NumaTaskMigrated), 1);
-        let tr = k.trace.as_ref().unwrap();
+        let tr = &k.trace.as_ref().unwrap().events;
         let ev = tr
             .iter()
             .find(|e| e.name == "sched_move_numa")

@@ -258,6 +258,7 @@ impl Kernel {
         // atomics (kernel/locking/mmap_lock.rs).
         let mut locks_ns = self.mmap_read_trylock_unlock(cpu, mm);
         let mut examined = 0u64;
+        let mut marked = 0u64;
         let mut pids_skipped = false;
         let mut pids_forced = false;
         let mut start;
@@ -278,6 +279,7 @@ impl Kernel {
                 cur = next;
                 // vma_policy_mof: plain bind/interleave memory is not scanned.
                 if !self.vma_policy(t, i).mof {
+                    self.trace_skip_vma(t, cpu, mm, i, "unsuitable");
                     continue;
                 }
                 let seq = self.mms[mm].numa.scan_seq;
@@ -293,6 +295,7 @@ impl Kernel {
                 }
                 let vm_start = self.mms[mm].vmas[i].start;
                 let vm_end = self.mms[mm].vmas[i].end();
+                let mut skip = None;
                 {
                     let ns = self.mms[mm].vmas[i]
                         .numab
@@ -300,22 +303,27 @@ impl Kernel {
                         .expect("numab set above");
                     // New VMAs of short-lived tasks wait a scan delay.
                     if seq != 0 && now < ns.next_scan {
-                        continue;
+                        skip = Some("scan_delay");
                     }
                     // Rotate the accessor window.
-                    if seq != 0 && now > ns.pids_active_reset {
+                    if skip.is_none() && seq != 0 && now > ns.pids_active_reset {
                         ns.pids_active_reset += pid_reset;
                         ns.pids_active[0] = ns.pids_active[1];
                         ns.pids_active[1] = 0;
                     }
                     // Not twice within one sequence.
-                    if ns.prev_scan_seq == seq as i64 {
+                    if skip.is_none() && ns.prev_scan_seq == seq as i64 {
                         self.mms[mm].numa.scan_offset = vm_end;
-                        continue;
+                        skip = Some("seq_completed");
                     }
+                }
+                if let Some(reason) = skip {
+                    self.trace_skip_vma(t, cpu, mm, i, reason);
+                    continue;
                 }
                 if !pids_forced && !self.vma_is_accessed(t, mm, i) {
                     pids_skipped = true;
+                    self.trace_skip_vma(t, cpu, mm, i, "pid_inactive");
                     continue;
                 }
                 loop {
@@ -326,6 +334,7 @@ impl Kernel {
                     let (updated, walked) =
                         self.change_prot_numa(t, mm, i, start, end, target_node);
                     examined += walked;
+                    marked += updated;
                     if updated > 0 {
                         // tlb_finish_mmu: flush what changed (kernel/mm/tlb.rs).
                         let stride = self.mms[mm].vmas[i].page_shift;
@@ -366,6 +375,14 @@ impl Kernel {
         } else {
             self.reset_ptenuma_scan(mm);
         }
+        let off = self.mms[mm].numa.scan_offset;
+        let (pid, period) = (self.tasks[t].pid, self.tasks[t].numa.scan_period);
+        // The model's own event: the kernel has no tracepoint for a pass.
+        self.trace(Some(t), cpu, "numalab_scan", || {
+            format!(
+                "pid={pid} pages_updated={marked} ptes_examined={examined} numa_scan_offset={off:X} scan_period_ms={period}"
+            )
+        });
         let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + locks_ns;
         // The kernel adds what the scan took: the charged (scaled) time,
         // measured on `current`'s clock.
@@ -374,6 +391,19 @@ impl Kernel {
         self.numa_async.stats.scan_ns += charged;
         self.numa_async.stats.scans += 1;
         charged
+    }
+
+    /// `sched_skip_vma_numa`: the scan by `t` on `cpu` skips VMA `vi`
+    /// for `reason` (the kernel's `NUMAB_SKIP_REASON` names).
+    fn trace_skip_vma(&mut self, t: TaskId, cpu: CpuId, mm: MmId, vi: VmaId, reason: &str) {
+        if self.trace.is_none() {
+            return;
+        }
+        let off = self.mms[mm].numa.scan_offset;
+        let (vs, ve) = (self.mms[mm].vmas[vi].start, self.mms[mm].vmas[vi].end());
+        self.trace(Some(t), cpu, "sched_skip_vma_numa", || {
+            format!("numa_scan_offset={off:X} vm_start={vs:X} vm_end={ve:X} reason={reason}")
+        });
     }
 
     /// `change_prot_numa` (mm/mempolicy.c → `change_protection` with

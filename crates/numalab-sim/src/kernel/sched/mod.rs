@@ -258,7 +258,10 @@ impl Kernel {
         if moved && self.tasks[t].state != TaskState::New {
             // set_task_cpu → trace_sched_migrate_task
             let (name, pid) = (self.tasks[t].name.clone(), self.tasks[t].pid);
-            self.trace("sched_migrate_task", || {
+            // Hit by whoever runs set_task_cpu: the destination's current
+            // task (a pull by its balancer) or idle.
+            let ctx = self.rq[cpu].curr;
+            self.trace(ctx, cpu, "sched_migrate_task", || {
                 format!("comm={name} pid={pid} prio=120 orig_cpu={from} dest_cpu={cpu}")
             });
         }
@@ -290,6 +293,7 @@ impl Kernel {
             rq.curr = None;
             rq.gen += 1;
             self.tasks[t].exec_start = self.now;
+            self.trace_off_cpu(t, cpu);
         } else if let Some(i) = rq.queue.iter().position(|&x| x == t) {
             rq.queue.remove(i);
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
@@ -318,6 +322,7 @@ impl Kernel {
         rq.queue.remove(i);
         rq.curr = Some(t);
         rq.gen += 1;
+        self.trace_sched_switch(cpu, Some(t));
         let now = self.now;
         let task = &mut self.tasks[t];
         task.wait_ns += now.saturating_sub(task.wait_start);
@@ -334,6 +339,7 @@ impl Kernel {
             self.tasks[t].exec_start = self.now;
             self.rq[cpu].curr = None;
             self.rq[cpu].gen += 1;
+            self.trace_off_cpu(t, cpu);
             let now = self.now;
             let task = &mut self.tasks[t];
             task.state = TaskState::Runnable;

@@ -1,0 +1,193 @@
+//! The model's tracepoints: events recorded as the kernel's tracefs
+//! `trace` file shows them (the task and CPU that hit the tracepoint, the
+//! time, the event name, the fields as the event's `TP_printk` prints them),
+//! with an event filter and a time window so a trace stays small.
+//!
+//! Nothing here runs when tracing is off: [`Kernel::trace`] tests one
+//! `Option` and the fields are formatted by a closure only for an event
+//! that passes the filter.
+//!
+//! Left out: the ring buffer (no overwrite, no lost events), the latency
+//! flags column (always `.....`, printed by the writer), interrupts
+//! (every event is in task context, on the CPU the model runs it on).
+
+use super::{CpuId, Kernel, TaskId};
+use crate::kernel::sched::TaskState;
+
+/// Events the model emits, by tracefs name (`system:event` systems in
+/// [`event_system`]). `numalab_scan` is the model's own: the kernel has no
+/// tracepoint for a `task_numa_work` pass that marked pages (only
+/// `sched_skip_vma_numa` for the VMAs it skipped).
+pub const MODEL_EVENTS: &[&str] = &[
+    "sched_switch",
+    "sched_migrate_task",
+    "sched_move_numa",
+    "sched_swap_numa",
+    "sched_stick_numa",
+    "sched_skip_vma_numa",
+    "mm_migrate_pages",
+    "page_fault_user",
+    "numalab_scan",
+];
+
+/// The tracefs system (events/SYSTEM/EVENT) of event `name`.
+pub fn event_system(name: &str) -> &'static str {
+    match name {
+        "mm_migrate_pages" => "migrate",
+        "page_fault_user" => "exceptions",
+        "numalab_scan" => "numalab",
+        _ => "sched",
+    }
+}
+
+/// One traced kernel event (for `--trace`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceEvent {
+    /// Time, ns.
+    pub t: u64,
+    /// Event name as in tracefs, e.g. `sched_move_numa`.
+    pub name: &'static str,
+    /// `comm` of the task that hit the tracepoint (`<idle>` for none).
+    pub comm: String,
+    /// Its pid (0 for idle).
+    pub pid: u64,
+    /// The CPU it ran on.
+    pub cpu: u32,
+    /// The fields as the event's `TP_printk` prints them.
+    pub fields: String,
+}
+
+/// Which events to keep: by name, and inside a time window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TraceFilter {
+    /// Event names to keep; `None` keeps every event.
+    pub events: Option<Vec<String>>,
+    /// Keep events at or after this time (ns).
+    pub from_ns: u64,
+    /// Keep events before this time (ns); `None` for no end.
+    pub to_ns: Option<u64>,
+}
+
+impl TraceFilter {
+    /// Checks the event names against [`MODEL_EVENTS`].
+    pub fn validate(&self) -> Result<(), String> {
+        for e in self.events.iter().flatten() {
+            if !MODEL_EVENTS.contains(&e.as_str()) {
+                return Err(format!(
+                    "--trace-events: unknown event {e:?} (known: {})",
+                    MODEL_EVENTS.join(", ")
+                ));
+            }
+        }
+        if matches!(self.to_ns, Some(to) if to <= self.from_ns) {
+            return Err("--trace-window: FROM must be before TO".into());
+        }
+        Ok(())
+    }
+
+    fn keeps(&self, name: &str, t: u64) -> bool {
+        t >= self.from_ns
+            && self.to_ns.is_none_or(|to| t < to)
+            && self
+                .events
+                .as_ref()
+                .is_none_or(|ev| ev.iter().any(|e| e == name))
+    }
+}
+
+/// The recorder: events so far, the filter, and per CPU the task that left
+/// it last (the `prev` of the next `sched_switch`).
+#[derive(Clone, Debug, Default)]
+pub struct Tracer {
+    /// Recorded events, in time order.
+    pub events: Vec<TraceEvent>,
+    /// What to keep.
+    pub filter: TraceFilter,
+    /// By CPU index: the task that last went off it, not yet switched from.
+    prev: Vec<Option<TaskId>>,
+}
+
+impl Tracer {
+    /// A recorder keeping what `filter` keeps.
+    pub fn new(filter: TraceFilter) -> Tracer {
+        Tracer {
+            filter,
+            ..Tracer::default()
+        }
+    }
+}
+
+impl Kernel {
+    /// Records event `name` hit by task `ctx` (or the idle task) on `cpu`
+    /// when tracing is on and the filter keeps it; `fields` runs only then.
+    pub fn trace(
+        &mut self,
+        ctx: Option<TaskId>,
+        cpu: CpuId,
+        name: &'static str,
+        fields: impl FnOnce() -> String,
+    ) {
+        let Some(tr) = self.trace.as_mut() else {
+            return;
+        };
+        if !tr.filter.keeps(name, self.now) {
+            return;
+        }
+        let (comm, pid) = match ctx {
+            Some(t) => (self.tasks[t].name.clone(), self.tasks[t].pid),
+            None => ("<idle>".to_string(), 0),
+        };
+        let ev = TraceEvent {
+            t: self.now,
+            name,
+            comm,
+            pid,
+            cpu: cpu.index() as u32,
+            fields: fields(),
+        };
+        if let Some(tr) = self.trace.as_mut() {
+            tr.events.push(ev);
+        }
+    }
+
+    /// Task `t` went off `cpu` (dequeued while running, or preempted): the
+    /// `prev` of the CPU's next `sched_switch`.
+    pub(crate) fn trace_off_cpu(&mut self, t: TaskId, cpu: CpuId) {
+        if let Some(tr) = self.trace.as_mut() {
+            if tr.prev.len() <= cpu.index() {
+                tr.prev.resize(cpu.index() + 1, None);
+            }
+            tr.prev[cpu.index()] = Some(t);
+        }
+    }
+
+    /// `sched_switch` on `cpu` from the task that left it last (or idle)
+    /// to `next` (or idle). Nothing when the same task comes back.
+    pub(crate) fn trace_sched_switch(&mut self, cpu: CpuId, next: Option<TaskId>) {
+        let Some(tr) = self.trace.as_mut() else {
+            return;
+        };
+        let prev = tr.prev.get_mut(cpu.index()).and_then(Option::take);
+        if prev == next {
+            return;
+        }
+        let who = |k: &Kernel, t: Option<TaskId>| match t {
+            Some(t) => (k.tasks[t].name.clone(), k.tasks[t].pid, 120),
+            None => (format!("swapper/{}", cpu.index()), 0, 120),
+        };
+        let (pc, pp, ppr) = who(self, prev);
+        let (nc, np, npr) = who(self, next);
+        // __trace_sched_switch_state: a preempted task reports R+.
+        let state = match prev.map(|t| self.tasks[t].state) {
+            None => "R",
+            Some(TaskState::Sleeping) => "S",
+            Some(TaskState::Dead) => "X",
+            Some(_) => "R+",
+        };
+        self.trace(prev, cpu, "sched_switch", || {
+            format!(
+                "prev_comm={pc} prev_pid={pp} prev_prio={ppr} prev_state={state} ==> next_comm={nc} next_pid={np} next_prio={npr}"
+            )
+        });
+    }
+}
