@@ -14,6 +14,7 @@ mod progress;
 mod real;
 mod reproduce;
 mod reproduce_cgroup;
+mod reproduce_sched;
 mod runner;
 mod validate;
 

@@ -36,6 +36,14 @@ pub enum Metric {
     StatRatio(&'static str, &'static str, &'static str),
     /// The mean of a metric over its mean in configuration `base`.
     RatioVs(&'static str, &'static Metric),
+    /// A counter of the Run record's vmstat.
+    Vmstat(&'static str),
+    /// The best score of a configuration's runs (SPECjbb's peak bops over
+    /// a warehouse sweep).
+    PeakScore,
+    /// A metric over only the runs of workload `name` (in every
+    /// configuration), for reproductions that run several workloads.
+    OfWorkload(&'static str, &'static Metric),
 }
 
 impl Metric {
@@ -51,6 +59,9 @@ impl Metric {
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
             Metric::StatRatio(cg, a, b) => format!("{cg} {a} / {b}"),
             Metric::RatioVs(base, m) => format!("{} / {base}'s", m.name()),
+            Metric::Vmstat(item) => item.to_string(),
+            Metric::PeakScore => "peak score".into(),
+            Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
         }
     }
 
@@ -71,7 +82,11 @@ impl Metric {
             ),
             Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
             Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
-            Metric::ScoreChangePct(_) | Metric::RatioVs(..) => None,
+            Metric::Vmstat(item) => Some(r.vmstat.get(*item).map_or(f64::NAN, |&v| v as f64)),
+            Metric::ScoreChangePct(_)
+            | Metric::RatioVs(..)
+            | Metric::PeakScore
+            | Metric::OfWorkload(..) => None,
         }
     }
 
@@ -91,9 +106,30 @@ impl Metric {
                 };
                 m.modeled(set, sets) / m.modeled(b, sets)
             }
+            Metric::PeakScore => set
+                .runs
+                .iter()
+                .filter_map(|r| Metric::Score.of(r))
+                .fold(f64::NAN, f64::max),
+            Metric::OfWorkload(w, m) => {
+                let only = |s: &RunSet| {
+                    let runs = s.runs.iter().filter(|r| workload_name(r) == *w);
+                    RunSet::new(s.name.clone(), runs.cloned().collect())
+                };
+                let all: Vec<RunSet> = sets.iter().map(only).collect();
+                m.modeled(&only(set), &all)
+            }
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
     }
+}
+
+/// The name of the workload run `r` ran (its spec's `name`).
+fn workload_name(r: &RunRecord) -> &str {
+    r.workload
+        .get("name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
 }
 
 /// Counter `item` of cgroup `cg`'s memory.stat in run `r` (NaN if absent).
@@ -157,6 +193,8 @@ pub fn all() -> Vec<Reproduction> {
         numa_balance_serialize(),
         crate::reproduce_cgroup::per_cgroup_numa_balancing(),
         crate::reproduce_cgroup::per_cgroup_mixed(),
+        crate::reproduce_sched::sched_numa_integration(),
+        crate::reproduce_sched::mainline_ablation(),
     ]
 }
 
