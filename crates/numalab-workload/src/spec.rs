@@ -347,7 +347,11 @@ impl WorkloadSpec {
             let Some(slot) = self.params.iter_mut().find(|(n, _)| n == k) else {
                 return Err(err(format!(
                     "no parameter '{k}' in this workload (it has: {})",
-                    if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+                    if declared.is_empty() {
+                        "none".to_string()
+                    } else {
+                        declared.join(", ")
+                    }
                 )));
             };
             slot.1 = Num::Expr(v.to_string());

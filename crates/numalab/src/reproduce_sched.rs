@@ -211,3 +211,44 @@ pub fn mainline_ablation() -> Reproduction {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_knobs::knob;
+
+    const SWITCHES: [numalab_knobs::BoolKnob; 4] = [
+        knob::NUMA_PREFERRED_NODE,
+        knob::NUMA_MIGRATE_ON_SELECT,
+        knob::NUMA_FAULT_CLASSIFY,
+        knob::NUMA_SCAN_ADAPT,
+    ];
+
+    #[test]
+    fn the_baseline_turns_every_switch_off_and_the_series_none() {
+        let r = sched_numa_integration();
+        let base = crate::runner::knobs(r.configs[0].sets).expect("baseline knobs");
+        let series = crate::runner::knobs(r.configs[1].sets).expect("series knobs");
+        for k in SWITCHES {
+            assert!(!base.get(k), "{} on in the baseline", k.def().name);
+            assert!(series.get(k), "{} off in the series", k.def().name);
+        }
+    }
+
+    #[test]
+    fn each_ablation_config_turns_off_exactly_one_switch_except_the_ends() {
+        let r = mainline_ablation();
+        let off: Vec<usize> = r
+            .configs
+            .iter()
+            .map(|c| {
+                let k = crate::runner::knobs(c.sets).expect("knobs");
+                SWITCHES.iter().filter(|&&s| !k.get(s)).count()
+            })
+            .collect();
+        assert_eq!(off, vec![0, 1, 1, 1, 1, 4]);
+        for w in r.workloads.iter().chain(sched_numa_integration().workloads) {
+            numalab_workload::presets::load(w).unwrap_or_else(|e| panic!("{w}: {e}"));
+        }
+    }
+}
