@@ -147,7 +147,7 @@ pub fn sched_numa_integration() -> Reproduction {
 pub fn mainline_ablation() -> Reproduction {
     Reproduction {
         name: "mainline-ablation",
-        description: "spr-4n: mainline vs each 2013 switch alone off (no-preferred-node, no-migrate-on-select, no-fault-classify, no-scan-adapt) and all off (3.9), on numa01, numa01-threadlocal, numa02, numa02-smt and specjbb (one JVM, 48 warehouses); model only",
+        description: "spr-4n: mainline vs each 2013 switch alone off (no-preferred-node, no-migrate-on-select, no-fault-classify, no-scan-adapt) and all off (3.9), on numa01, numa01-threadlocal, numa02, numa02-smt and specjbb (one JVM, 48 warehouses, 32 s so that --scale 0.25 leaves the 8 s of the sched-numa-integration runs); model only; full scale is slow, run with --scale 0.25",
         source: "mission.md §1 (what each part of the 2013 series buys); no published figures",
         machine: "spr-4n",
         workloads: &[
@@ -155,7 +155,7 @@ pub fn mainline_ablation() -> Reproduction {
             "numa01-threadlocal",
             "numa02",
             "numa02-smt",
-            "specjbb:warehouses=48",
+            "specjbb:warehouses=48,seconds=32",
         ],
         cgroup: None,
         iterations: 1,
