@@ -503,10 +503,10 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
             .expect("warehouse region")
             .bytes
     };
-    assert_eq!(wh(&w), ncpus as u64 * 25 << 20);
+    assert_eq!(wh(&w), (ncpus as u64 * 25) << 20);
     let w12 = run("specjbb:warehouses=12", &m, 0);
     assert_eq!(count_threads(&w12.processes[0], "warehouse"), 12);
-    assert_eq!(wh(&w12), 12 * 25 << 20);
+    assert_eq!(wh(&w12), (12 * 25) << 20);
     let multi = run("specjbb-multi", &m, 0);
     assert_eq!(multi.processes.len(), m.nr_nodes(), "one JVM per node");
     for p in &multi.processes {
