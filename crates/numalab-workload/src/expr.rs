@@ -514,7 +514,13 @@ fn eval_span(
             "{what} range {lo}..{hi} goes past {limit} ({what}s are 0..{limit})"
         ));
     }
-    Ok((lo as usize, (hi.max(lo)) as usize))
+    // An empty span (hi <= lo) selects nothing wherever it starts; clamp it
+    // so a start past the limit cannot index out of range.
+    let lo = (lo as u64).min(limit as u64) as usize;
+    Ok((
+        lo,
+        (hi.max(0) as u64).min(limit as u64).max(lo as u64) as usize,
+    ))
 }
 
 /// Evaluates a CPU set string on `machine`. `all` alone gives `None` (no
