@@ -330,6 +330,55 @@ declare! {
         description: "accesses at least this slow (microseconds) are counted as outliers per task and per cgroup (default 1000 = 1 ms)",
     }
 
+
+    // Proposal 1 (issue 15): the 2013 scheduler integration of NUMA balancing
+    // (Mel Gorman, "Basic scheduler support for automatic NUMA balancing", v1
+    // posted 2013-06-26 as an 8-patch series on 3.9, merged in its 63-patch
+    // form for v3.13). Each switch on = mainline; all four off = the 3.9
+    // baseline the series was measured against.
+    /// Preferred node from the task's hinting faults, used by the balancer.
+    NUMA_PREFERRED_NODE: bool {
+        name: "numalab.numa_preferred_node",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "2013 series patches \"sched: Select a preferred node with the most numa hinting faults\" and \"sched: Favour moving tasks towards the preferred node\" (v1 3/8 and 5/8; v3.13); today fair.c task_numa_placement -> sched_setnuma, migrate_degrades_locality, fbq_classify_group/rq (nr_preferred_running)",
+        description: "1: task_numa_placement sets the preferred node (most decayed MEM faults, the group's if grouped) and the load balancer keeps tasks on it; 0 (3.9): no preferred node, fault statistics kept but no task placement by NUMA preference, the balancer NUMA-blind",
+    }
+
+    /// Immediate reschedule to a newly chosen preferred node.
+    NUMA_MIGRATE_ON_SELECT: bool {
+        name: "numalab.numa_migrate_on_select",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "2013 series patch \"sched: Reschedule task on preferred NUMA node once selected\" (v1 6/8; v3.13); today fair.c task_numa_fault -> numa_migrate_preferred -> task_numa_migrate (move or swap)",
+        description: "1: a task off its preferred node asks task_numa_migrate for a CPU there (retried every min(1 s, scan period / 16)); 0: only the load balancer moves it (slowly, through migrate_degrades_locality)",
+    }
+
+    /// Placement reads faults classified by the page's last cpupid.
+    NUMA_FAULT_CLASSIFY: bool {
+        name: "numalab.numa_fault_classify",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "2013 series patch \"sched: Split accounting of NUMA hinting faults that pass two-stage filter\" (v1 7/8, posted, not merged as such); merged successors for v3.13: \"sched: Set preferred NUMA node based on number of private faults\", \"mm: numa: Scan pages with elevated page_mapcount\", \"sched/numa: Use {cpu, pid} to create task groups for shared faults\"; today fair.c task_numa_fault (cpupid_match_pid, task_numa_group), should_numa_migrate_memory",
+        description: "1: each hinting fault is private or shared by the page's last cpupid (the two-stage filter's record), shared faults form numa groups whose statistics drive placement and memory migration; 0 (3.9): every fault counts alike as the task's own, no numa groups (the two-stage filter still gates page migration)",
+    }
+
+    /// Scan rate adapted to fault locality instead of the reset hammer.
+    NUMA_SCAN_ADAPT: bool {
+        name: "numalab.numa_scan_adapt",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "2013 series patch \"sched: Increase NUMA PTE scanning when a new preferred node is selected\" (v1 8/8) and its v3.13 successors \"sched: numa: Remove the numa_balancing_scan_period_reset sysctl\" and \"sched/numa: Adjust scan rate in task_numa_placement\"; today fair.c update_task_scan_period, update_scan_period. Off: 3.9 fair.c task_numa_fault (+jiffies_to_msecs(10) per unmigrated fault) and task_numa_work (numa_next_reset, sysctl_numa_balancing_scan_period_reset = 100*600 ms)",
+        description: "1: the scan period adapts once per pass to the local/remote and private/shared fault ratios (and restarts when a task leaves its preferred node); 0 (3.9): a fault that migrated nothing adds 10 jiffies to the period (up to scan_period_max) and every 60 s the mm's next scan resets the period to scan_period_min",
+    }
 }
 
 /// The declaration answering to `key` (a name or an alias).

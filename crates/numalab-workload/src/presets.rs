@@ -4,15 +4,16 @@
 //! numa01_THREAD_ALLOC = NUMA01_THREADLOCAL, numa02, numa02_SMT) and the
 //! HARD_BIND / INVERSE_BIND builds of each, written from the
 //! pholasek/autonuma-benchmark sources (`numa01.c`, `numa02.c`,
-//! `preproc.awk`, `Makefile`); plus an OLTP-like service (docs/workloads.md);
-//! and `mixed-cgroups`, a gaining and a losing
-//! workload in two cgroups for proposal 4's `per-cgroup-mixed`. Each preset is a TOML file in
-//! `crates/numalab-workload/presets/`, embedded at build time; its comments
-//! say where every number comes from.
+//! `preproc.awk`, `Makefile`); an OLTP-like service (docs/workloads.md);
+//! `mixed-cgroups`, a gaining and a losing workload in two cgroups for
+//! proposal 4's `per-cgroup-mixed`; `specjbb` and `specjbb-multi`,
+//! SPECjbb2005-like JVMs for proposal 1 (with `[params]`); `pmbench` and
+//! `pmbench-busy` for proposal 2; and the interleave presets of proposal 3.
+//! Each preset is a TOML file in `crates/numalab-workload/presets/`,
+//! embedded at build time; its comments say where every number comes from.
 //!
 //! Left out: autonumabench's `-DKVM` and `NO_BIND_FORCE_SAME_NODE`-less
-//! numa01 builds, perf-bench-numa and SPECjbb (not written yet). `pmbench`
-//! and `pmbench-busy` are proposal 2's (asynchronous NUMA scanning).
+//! numa01 builds, and perf-bench-numa.
 
 use crate::spec::{parse, WorkloadError, WorkloadSpec};
 use std::sync::OnceLock;
@@ -59,6 +60,11 @@ const PRESETS: &[(&str, &str)] = &[
         include_str!("../presets/numa02-smt-inverse-bind.toml"),
     ),
     ("oltp", include_str!("../presets/oltp.toml")),
+    ("specjbb", include_str!("../presets/specjbb.toml")),
+    (
+        "specjbb-multi",
+        include_str!("../presets/specjbb-multi.toml"),
+    ),
     (
         "mixed-cgroups",
         include_str!("../presets/mixed-cgroups.toml"),
@@ -126,7 +132,15 @@ pub fn text(name: &str) -> Option<&'static str> {
 
 /// Loads a workload by preset name, else from a TOML file at that path.
 /// A name that is neither gives [`WorkloadError::Unknown`].
+/// `NAME:param=value,...` loads NAME and overrides its `[params]`.
 pub fn load(name_or_path: &str) -> Result<WorkloadSpec, WorkloadError> {
+    if text(name_or_path).is_none() && !std::path::Path::new(name_or_path).is_file() {
+        if let Some((base, list)) = name_or_path.split_once(':') {
+            let mut spec = load(base)?;
+            spec.override_params(list)?;
+            return Ok(spec);
+        }
+    }
     if let Some(t) = text(name_or_path) {
         return parse(t, name_or_path);
     }

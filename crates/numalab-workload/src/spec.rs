@@ -320,6 +320,44 @@ pub struct WorkloadSpec {
     pub cgroups: Vec<CgroupSpec>,
     /// Processes, in fork order.
     pub processes: Vec<ProcessSpec>,
+    /// Named parameters (`[params]`, sorted by name) with their values:
+    /// integer expressions over the built-in variables, usable in every
+    /// other expression; a run may override them (`NAME:param=value`).
+    pub params: Vec<(String, Num)>,
+}
+
+impl WorkloadSpec {
+    /// Overrides parameters from `list` (`name=value[,name=value...]`, the
+    /// part after `:` in a workload argument such as
+    /// `specjbb:warehouses=24`). A name that is not a declared parameter or
+    /// a value that is not an expression is an error naming it.
+    pub fn override_params(&mut self, list: &str) -> Result<()> {
+        for item in list.split(',').filter(|x| !x.trim().is_empty()) {
+            let err = |message: String| WorkloadError::Field {
+                origin: self.origin.clone(),
+                field: format!("params.{}", item.split('=').next().unwrap_or("").trim()),
+                message,
+            };
+            let Some((k, v)) = item.split_once('=') else {
+                return Err(err(format!("'{item}' is not NAME=VALUE")));
+            };
+            let (k, v) = (k.trim(), v.trim());
+            expr::parse(v).map_err(|m| err(format!("in \"{v}\": {m}")))?;
+            let declared: Vec<String> = self.params.iter().map(|(n, _)| n.clone()).collect();
+            let Some(slot) = self.params.iter_mut().find(|(n, _)| n == k) else {
+                return Err(err(format!(
+                    "no parameter '{k}' in this workload (it has: {})",
+                    if declared.is_empty() {
+                        "none".to_string()
+                    } else {
+                        declared.join(", ")
+                    }
+                )));
+            };
+            slot.1 = Num::Expr(v.to_string());
+        }
+        Ok(())
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -459,6 +497,8 @@ struct RawSpec {
     cgroup: Vec<RawCgroup>,
     #[serde(default)]
     process: Vec<RawProcess>,
+    #[serde(default)]
+    params: BTreeMap<String, Num>,
 }
 
 #[derive(Deserialize)]
@@ -1176,6 +1216,16 @@ impl Checker<'_> {
                 ))
             }
         };
+        for (k, v) in &raw.params {
+            let field = format!("params.{k}");
+            if !expr::is_identifier(k) || expr::is_unit(k) || BUILTIN_VARS.contains(&k.as_str()) {
+                return Err(self.err(
+                    &field,
+                    format!("'{k}' is not a parameter name (an identifier, not a unit or built-in variable)"),
+                ));
+            }
+            self.num(v, &field)?;
+        }
         if let Some(d) = &raw.duration {
             self.num(d, "duration")?;
         }
@@ -1320,6 +1370,7 @@ impl Checker<'_> {
             duration: raw.duration,
             cgroups,
             processes,
+            params: raw.params.into_iter().collect(),
         })
     }
 }
@@ -2081,6 +2132,10 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
     env.push("ncores", machine.nr_cores() as i64);
     env.push("cpus_per_node", (ncpus / nnodes) as i64);
     env.push("seed", (seed & i64::MAX as u64) as i64);
+    for (k, v) in &spec.params {
+        let value = r.num(v, &env, Kind::Count, &format!("params.{k}"))?;
+        env.push(k, value);
+    }
 
     let duration_ns = match &spec.duration {
         Some(d) => {

@@ -67,6 +67,8 @@ const ALL: &[&str] = &[
     "numa02-smt-hard-bind",
     "numa02-smt-inverse-bind",
     "oltp",
+    "specjbb",
+    "specjbb-multi",
     "mixed-cgroups",
     "numa01-threadlocal-interleave",
     "numa01-threadlocal-interleave-plain",
@@ -519,4 +521,74 @@ fn numa01_threadlocal_interleave_is_the_even_and_odd_page_sets() {
             assert_eq!(p.regions[0].bytes + p.regions[1].bytes, 3 * GIB);
         }
     }
+}
+
+/// Threads of group `group` in process `p` (names are `group` or `group.K`).
+fn count_threads(p: &Process, group: &str) -> usize {
+    p.threads
+        .iter()
+        .filter(|t| t.name == group || t.name.starts_with(&format!("{group}.")))
+        .count()
+}
+
+#[test]
+fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
+    let m = big();
+    let w = run("specjbb", &m, 0);
+    assert_eq!(w.processes.len(), 1, "one JVM by default");
+    let ncpus = m.nr_cpus();
+    assert_eq!(count_threads(&w.processes[0], "warehouse"), ncpus);
+    let wh = |w: &Workload| {
+        w.processes[0]
+            .regions
+            .iter()
+            .find(|r| r.name == "warehouse")
+            .expect("warehouse region")
+            .bytes
+    };
+    assert_eq!(wh(&w), (ncpus as u64 * 25) << 20);
+    let w12 = run("specjbb:warehouses=12", &m, 0);
+    assert_eq!(count_threads(&w12.processes[0], "warehouse"), 12);
+    assert_eq!(wh(&w12), (12 * 25) << 20);
+    let multi = run("specjbb-multi", &m, 0);
+    assert_eq!(multi.processes.len(), m.nr_nodes(), "one JVM per node");
+    for p in &multi.processes {
+        assert_eq!(count_threads(p, "warehouse"), ncpus / m.nr_nodes());
+        assert_eq!(count_threads(p, "gc"), 1);
+    }
+    let two = run("specjbb-multi:jvms=2,warehouses=3", &m, 0);
+    assert_eq!(two.processes.len(), 2);
+    assert_eq!(count_threads(&two.processes[1], "warehouse"), 3);
+    assert_eq!(two.score, Score::Throughput);
+}
+
+#[test]
+fn an_unknown_or_malformed_param_override_is_an_error_naming_it() {
+    let e = load("specjbb:wharehouses=3").unwrap_err().to_string();
+    assert!(
+        e.contains("params.wharehouses") && e.contains("warehouses"),
+        "{e}"
+    );
+    let e = load("specjbb:warehouses").unwrap_err().to_string();
+    assert!(e.contains("NAME=VALUE"), "{e}");
+    let e = load("specjbb:warehouses=3+").unwrap_err().to_string();
+    assert!(e.contains("params.warehouses"), "{e}");
+    // A preset without parameters says so.
+    let e = load("numa01:x=1").unwrap_err().to_string();
+    assert!(e.contains("none"), "{e}");
+}
+
+#[test]
+fn params_may_not_shadow_a_builtin_and_see_earlier_params() {
+    use numalab_workload::spec::parse;
+    let body = "[[process]]\nname = \"p\"\n[[process.thread]]\nname = \"t\"\ncount = \"b\"\nphases = [ { compute = \"1us\" } ]\n";
+    let bad = format!("[params]\nncpus = 3\n{body}");
+    let e = parse(&bad, "x").unwrap_err().to_string();
+    assert!(e.contains("params.ncpus"), "{e}");
+    // Name order: `b` may use `a`.
+    let ok = format!("[params]\na = \"nnodes * 2\"\nb = \"a + 1\"\n{body}");
+    let spec = parse(&ok, "x").unwrap_or_else(|e| panic!("{e}"));
+    let m = big();
+    let w = resolve(&spec, &m, 0, 1.0).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(w.processes[0].threads.len(), m.nr_nodes() * 2 + 1);
 }

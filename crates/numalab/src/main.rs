@@ -18,6 +18,7 @@ mod reproduce;
 mod reproduce_async;
 mod reproduce_cgroup;
 mod reproduce_interleave;
+mod reproduce_sched;
 mod runner;
 mod sweep;
 mod trace;

@@ -47,6 +47,14 @@ pub enum Metric {
     CgroupUser(&'static str),
     /// A cgroup's system CPU seconds (hierarchical).
     CgroupSys(&'static str),
+    /// A counter of the Run record's vmstat.
+    Vmstat(&'static str),
+    /// The best score of a configuration's runs (SPECjbb's peak bops over
+    /// a warehouse sweep).
+    PeakScore,
+    /// A metric over only the runs of workload `name` (in every
+    /// configuration), for reproductions that run several workloads.
+    OfWorkload(&'static str, &'static Metric),
 }
 
 impl Metric {
@@ -62,6 +70,9 @@ impl Metric {
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
             Metric::StatRatio(cg, a, b) => format!("{cg} {a} / {b}"),
             Metric::RatioVs(base, m) => format!("{} / {base}'s", m.name()),
+            Metric::Vmstat(item) => item.to_string(),
+            Metric::PeakScore => "peak score".into(),
+            Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
             Metric::Lab(k) => (*k).to_string(),
             Metric::CgroupUser(cg) => format!("{cg} user (s)"),
             Metric::CgroupSys(cg) => format!("{cg} system (s)"),
@@ -100,7 +111,11 @@ impl Metric {
             Metric::Lab(k) => Some(r.lab.get(*k).copied().unwrap_or(f64::NAN)),
             Metric::CgroupUser(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.user_s)),
             Metric::CgroupSys(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.sys_s)),
-            Metric::ScoreChangePct(_) | Metric::RatioVs(..) => None,
+            Metric::Vmstat(item) => Some(r.vmstat.get(*item).map_or(f64::NAN, |&v| v as f64)),
+            Metric::ScoreChangePct(_)
+            | Metric::RatioVs(..)
+            | Metric::PeakScore
+            | Metric::OfWorkload(..) => None,
         }
     }
 
@@ -119,6 +134,19 @@ impl Metric {
                     return f64::NAN;
                 };
                 m.modeled(set, sets) / m.modeled(b, sets)
+            }
+            Metric::PeakScore => set
+                .runs
+                .iter()
+                .filter_map(|r| Metric::Score.of(r))
+                .fold(f64::NAN, f64::max),
+            Metric::OfWorkload(w, m) => {
+                let only = |s: &RunSet| {
+                    let runs = s.runs.iter().filter(|r| workload_name(r) == *w);
+                    RunSet::new(s.name.clone(), runs.cloned().collect())
+                };
+                let all: Vec<RunSet> = sets.iter().map(only).collect();
+                m.modeled(&only(set), &all)
             }
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
@@ -144,6 +172,14 @@ fn series_mean(r: &RunRecord, col: &str) -> f64 {
     } else {
         v.iter().sum::<f64>() / v.len() as f64
     }
+}
+
+/// The name of the workload run `r` ran (its spec's `name`).
+fn workload_name(r: &RunRecord) -> &str {
+    r.workload
+        .get("name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
 }
 
 /// Counter `item` of cgroup `cg`'s memory.stat in run `r` (NaN if absent).
@@ -255,6 +291,8 @@ pub fn all() -> Vec<Reproduction> {
         crate::reproduce_interleave::interleave_task_migration_example(),
         crate::reproduce_async::async_numa_scan(),
         crate::reproduce_async::async_numa_scan_busy(),
+        crate::reproduce_sched::sched_numa_integration(),
+        crate::reproduce_sched::mainline_ablation(),
     ]
 }
 

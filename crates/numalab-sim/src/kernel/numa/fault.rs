@@ -267,7 +267,10 @@ impl Kernel {
         let page = &mut self.mms[mm].vmas[vma].pages[idx];
         let last_cpupid = std::mem::replace(&mut page.last_cpupid, this_cpupid);
         let n = &self.tasks[t].numa;
-        if (n.preferred_nid.is_none() || n.scan_seq <= NUMA_EARLY_SCAN_SEQ)
+        // Without preferred nodes (3.9) "no preferred node yet" would hold
+        // for good; only the task's early passes skip the filter then.
+        let no_pref = n.preferred_nid.is_none() && self.numa_preferred_node_on();
+        if (no_pref || n.scan_seq <= NUMA_EARLY_SCAN_SEQ)
             && (cpupid_pid_unset(last_cpupid) || cpupid_match_pid(pid, last_cpupid))
         {
             return true;

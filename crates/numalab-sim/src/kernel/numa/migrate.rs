@@ -137,7 +137,8 @@ impl Kernel {
             .tick_hz()
             .min(self.msecs_to_jiffies(n.scan_period) / 16);
         self.tasks[t].numa.migrate_retry = self.jiffies() + interval;
-        if self.cpu_node(self.tasks[t].cpu) == pref {
+        // Without the 2013 reschedule only the load balancer moves tasks.
+        if self.cpu_node(self.tasks[t].cpu) == pref || !self.numa_migrate_on_select_on() {
             return;
         }
         self.tasks[t].numa.migrate_requested = true;

@@ -57,6 +57,7 @@ mod interleave_tests;
 pub mod migrate;
 pub mod placement;
 pub mod scan;
+pub mod series2013;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -175,6 +176,9 @@ pub struct MmNumaState {
     pub scan_offset: u64,
     /// `numa_scan_seq`: completed passes over the address space.
     pub scan_seq: u64,
+    /// 3.9's `numa_next_reset` (`numalab.numa_scan_adapt=0` only): jiffy
+    /// after which a scan resets the scan period (0 = not armed).
+    pub next_reset: u64,
 }
 
 /// Per-VMA NUMA balancing state (`vma->numab_state`).

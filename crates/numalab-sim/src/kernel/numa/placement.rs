@@ -57,7 +57,8 @@ impl Kernel {
             n.faults_locality = [0; 3];
         }
         // First accesses are private; otherwise private iff the same pid.
-        let private = if cpupid_unset(last_cpupid) {
+        // Without classification (3.9) every fault is the task's own.
+        let private = if cpupid_unset(last_cpupid) || !self.numa_fault_classify_on() {
             1
         } else {
             let mut p = usize::from(cpupid_match_pid(self.tasks[t].pid, last_cpupid));
@@ -80,6 +81,10 @@ impl Kernel {
         if self.jiffies() > self.tasks[t].numa.migrate_retry {
             self.task_numa_placement(t);
             self.numa_migrate_preferred(t);
+        }
+        // 3.9: a properly placed page (nothing migrated) slows scanning.
+        if !self.numa_scan_adapt_on() && flags & TNF_MIGRATED == 0 {
+            self.numa_scan_slowdown_39(t);
         }
         let n = &mut self.tasks[t].numa;
         if flags & TNF_MIGRATED != 0 {
@@ -190,10 +195,18 @@ impl Kernel {
             self.tasks[owner].numa.own_group = Some(g);
             max_nid = max_nid.map(|n| self.preferred_group_nid(t, n));
         }
-        if max_faults > 0 && max_nid != self.tasks[t].numa.preferred_nid {
+        // Without the preferred node (3.9) the statistics choose nothing.
+        if self.numa_preferred_node_on()
+            && max_faults > 0
+            && max_nid != self.tasks[t].numa.preferred_nid
+        {
             self.sched_setnuma(t, max_nid);
         }
-        self.update_task_scan_period(t, fault_types[0], fault_types[1]);
+        if self.numa_scan_adapt_on() {
+            self.update_task_scan_period(t, fault_types[0], fault_types[1]);
+        } else {
+            self.tasks[t].numa.faults_locality = [0; 3];
+        }
     }
 
     /// `update_task_scan_period` (fair.c), with shared and private faults of

@@ -234,6 +234,10 @@ impl Kernel {
         if self.mms[mm].numa.next_scan == 0 {
             self.mms[mm].numa.next_scan = now + self.msecs_to_jiffies(delay);
         }
+        // 3.9's reset hammer runs before the rate check, as it did there.
+        if !self.numa_scan_adapt_on() {
+            self.numa_scan_reset_39(t, mm, now);
+        }
         if now < self.mms[mm].numa.next_scan {
             return 0.0;
         }
@@ -492,7 +496,8 @@ impl Kernel {
     /// the start rate again; after its first pass, not when it moves to
     /// its preferred node or was already off it.
     pub(crate) fn update_scan_period(&mut self, t: TaskId, src: NodeId, dst: NodeId) {
-        if !self.numa_balancing_enabled() || src == dst {
+        // 3.9 (`numalab.numa_scan_adapt=0`) did not restart on a move.
+        if !self.numa_balancing_enabled() || src == dst || !self.numa_scan_adapt_on() {
             return;
         }
         let n = &self.tasks[t].numa;

@@ -868,7 +868,8 @@ impl Kernel {
         level: usize,
         idle: CpuIdleType,
     ) -> i64 {
-        if !self.numa_balancing_enabled() {
+        // Without the 2013 preferred node (3.9) the balancer is NUMA-blind.
+        if !self.numa_balancing_enabled() || !self.numa_preferred_node_on() {
             return 0;
         }
         if self.tasks[t].numa.faults.is_empty()
