@@ -553,14 +553,7 @@ mod tests {
 
     /// A task on CPU 0 of tiny-2n whose mm has 64 MB on node 1.
     fn setup() -> (Kernel, MmId, TaskId) {
-        let mut k = fx::kernel("tiny-2n", &[]);
-        let mm = fx::add_mm(&mut k, 64 << 20, false, None);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
-        fx::populate(&mut k, mm, 0, n, fx::n(1));
-        let t = fx::add_task(&mut k, mm, fx::c(0));
-        k.now = 2_000_000_000;
-        k.tasks[t].sum_exec_runtime = 1_000_000_000;
-        (k, mm, t)
+        fx::remote_task(&[])
     }
 
     fn mem(k: &Kernel, t: TaskId, nid: NodeId, private: usize) -> i64 {

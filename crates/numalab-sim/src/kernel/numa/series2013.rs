@@ -95,14 +95,7 @@ mod tests {
     ];
 
     fn setup(sets: &[&str]) -> (Kernel, MmId, TaskId) {
-        let mut k = fx::kernel("tiny-2n", sets);
-        let mm = fx::add_mm(&mut k, 64 << 20, false, None);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
-        fx::populate(&mut k, mm, 0, n, fx::n(1));
-        let t = fx::add_task(&mut k, mm, fx::c(0));
-        k.now = 2_000_000_000;
-        k.tasks[t].sum_exec_runtime = 1_000_000_000;
-        (k, mm, t)
+        fx::remote_task(sets)
     }
 
     /// Remote faults on node 1, then the end of a pass and placement.

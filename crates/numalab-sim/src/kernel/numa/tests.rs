@@ -92,6 +92,19 @@ pub(crate) mod fx {
     }
 
     /// Bytes of `n` base pages.
+    /// A task on CPU 0 of tiny-2n, 1 s into its run, whose mm has 64 MiB
+    /// on node 1 (the placement tests' starting point).
+    pub fn remote_task(sets: &[&str]) -> (Kernel, MmId, TaskId) {
+        let mut k = kernel("tiny-2n", sets);
+        let mm = add_mm(&mut k, 64 << 20, false, None);
+        let n = k.mms[mm].vmas[V0].pages.len();
+        populate(&mut k, mm, 0, n, self::n(1));
+        let t = add_task(&mut k, mm, c(0));
+        k.now = 2_000_000_000;
+        k.tasks[t].sum_exec_runtime = 1_000_000_000;
+        (k, mm, t)
+    }
+
     pub fn pages(n: u64) -> u64 {
         n << PAGE_SHIFT
     }
