@@ -733,8 +733,16 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (Strin
                 match (verdict.is_miss(), p.known_miss) {
                     (true, Some(why)) => {
                         tally.known += 1;
-                        notes.push(why.to_string());
-                        text.push_str(&format!(" (known miss [{}])", notes.len()));
+                        // One footnote per mechanism, however many figures
+                        // it explains.
+                        let k = match notes.iter().position(|n| n == why) {
+                            Some(i) => i + 1,
+                            None => {
+                                notes.push(why.to_string());
+                                notes.len()
+                            }
+                        };
+                        text.push_str(&format!(" (known miss [{k}])"));
                     }
                     (true, None) => {
                         tally.unexpected += 1;
