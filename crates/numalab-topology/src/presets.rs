@@ -49,6 +49,13 @@ const PRESETS: &[Preset] = &[
         description: "2-socket Granite Rapids SNC3, 6 nodes x 40 cores x 2 threads (480 CPUs), 256 GiB/node; extrapolated physics",
         toml: include_str!("../presets/gnr-2s-snc3.toml"),
     },
+    // A scaling machine (numalab bench scaling): gnr-2s-snc3's figures on
+    // eight sockets, all extrapolated; no reproduction uses it.
+    Preset {
+        name: "xl-8s-1024",
+        description: "8-socket scaling machine, 16 nodes (SNC2) x 32 cores x 2 threads (1024 CPUs), 128 GiB/node; extrapolated physics, for numalab bench scaling",
+        toml: include_str!("../presets/xl-8s-1024.toml"),
+    },
 ];
 
 /// The presets as `(name, one-line description)`, smallest machine first.

@@ -246,23 +246,46 @@ enum Cmd {
         #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", default_value_t = 0)]
         fuzz: usize,
     },
-    /// Benchmark the model: wall time and peak memory of one run.
+    /// Benchmark the model: the fixed suite (default), one run of yours
+    /// (-m/-w), or how cost grows with CPUs and memory (--scaling); wall
+    /// time, modeled time, their ratio and peak RSS, each run in its own
+    /// process
     Bench {
-        /// Machine preset or file.
-        #[arg(long, short, default_value = "spr-4n")]
-        machine: String,
-        /// Workload preset or file.
-        #[arg(long, short, default_value = "numa01-threadlocal")]
-        workload: String,
-        /// Knobs.
+        /// One run of your own instead of the suite: machine preset or file
+        #[arg(long, short)]
+        machine: Option<String>,
+        /// One run of your own instead of the suite: workload preset or file
+        #[arg(long, short)]
+        workload: Option<String>,
+        /// Knobs of your run (-m/-w)
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
-        /// Seed.
+        /// Only the suite entries whose name starts with this (repeatable)
+        #[arg(long, value_name = "NAME")]
+        only: Vec<String>,
+        /// Instead of the suite: NUMA01_THREADLOCAL with balancing on
+        /// 80-1024 CPUs and 6-96 GiB, with fitted exponents
+        #[arg(long)]
+        scaling: bool,
+        /// Run each entry this many times; the table keeps the fastest and
+        /// checks the outputs are identical
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// Runs at once (default 1: the speed target is per core)
+        #[arg(long, short = 'j', default_value_t = 1)]
+        jobs: usize,
+        /// Seed
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Scale.
+        /// Scale
         #[arg(long, default_value_t = 1.0)]
         scale: f64,
+        /// Also write the rows as JSON to this file
+        #[arg(long)]
+        json: Option<String>,
+        /// Internal: run one measurement and print it as a JSON line
+        #[arg(long, hide = true)]
+        child: bool,
     },
 }
 
@@ -595,9 +618,31 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             machine,
             workload,
             set,
+            only,
+            scaling,
+            repeat,
+            jobs,
             seed,
             scale,
-        } => bench::bench(&machine, &workload, &set, seed, scale),
+            json,
+            child,
+        } => {
+            let o = bench::Options {
+                repeat,
+                jobs: crate::parallel::jobs(Some(jobs))?,
+                seed,
+                scale,
+                json,
+            };
+            match (machine, workload) {
+                (Some(m), Some(w)) if child => bench::child(&m, &w, &set, seed, scale),
+                (Some(m), Some(w)) => bench::single(&m, &w, &set, &o),
+                (None, None) if scaling => crate::bench_scaling::scaling(&o),
+                (None, None) if set.is_empty() => bench::suite(&only, &o),
+                (None, None) => Err("--set needs -m/-w (the suite's runs have their own knobs)".into()),
+                _ => Err("bench: give both -m/--machine and -w/--workload for a run of your own, or neither for the suite".into()),
+            }
+        }
     }
 }
 

@@ -381,11 +381,12 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: boo
     // Start from the offered rates, each requester alone at the line.
     let mut q: Vec<f64> = vec![0.0; cpus.len()];
     let mut x: Vec<f64> = think.iter().map(|z| 1.0 / z).collect();
-    let mut transfer = hops * mean_transfer(m, &cpus, &x);
+    let groups = Groups::new(m, &cpus);
+    let mut transfer = hops * groups.mean_transfer(&x);
     let mut service = transfer + hold;
     for _ in 0..MVA_ITERATIONS {
         let total_q: f64 = q.iter().sum();
-        transfer = hops * mean_transfer(m, &cpus, &x) * model.load_factor(total_q.clamp(1.0, cap));
+        transfer = hops * groups.mean_transfer(&x) * model.load_factor(total_q.clamp(1.0, cap));
         service = transfer + hold;
         let mut change = 0.0_f64;
         for i in 0..cpus.len() {
@@ -429,40 +430,71 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: boo
 /// acquisition comes from CPU `i` with probability proportional to `w[i]`:
 /// `sum_ij p_i p_j latency(i, j)`, computed by the shares of each core,
 /// LLC and package (no pair loop).
+#[cfg(test)]
 fn mean_transfer(m: &Machine, cpus: &[CpuId], w: &[f64]) -> f64 {
-    let total: f64 = w.iter().sum();
-    if total <= 0.0 {
-        return costs::C2C_SAME_CORE_NS;
+    Groups::new(m, cpus).mean_transfer(w)
+}
+
+/// The requesters' cores, LLCs and packages numbered in order of first
+/// appearance, built once per solve: the mean-value iterations then sum
+/// shares per group without a table the size of the machine (this runs
+/// inside the fluid solve of every contended lock, with hundreds of CPUs,
+/// up to [`MVA_ITERATIONS`] times).
+struct Groups {
+    /// Per requester: its core's, LLC's and package's group number.
+    of: Vec<[usize; 3]>,
+    /// Groups of each kind.
+    len: [usize; 3],
+}
+
+impl Groups {
+    fn new(m: &Machine, cpus: &[CpuId]) -> Groups {
+        let mut slots = vec![[usize::MAX; 3]; m.cpus.len()];
+        let mut len = [0usize; 3];
+        let of = cpus
+            .iter()
+            .map(|c| {
+                let info = &m.cpus[c.index()];
+                let mut g = [0usize; 3];
+                for (kind, id) in [info.core, info.llc, info.package].into_iter().enumerate() {
+                    let slot = &mut slots[id][kind];
+                    if *slot == usize::MAX {
+                        *slot = len[kind];
+                        len[kind] += 1;
+                    }
+                    g[kind] = *slot;
+                }
+                g
+            })
+            .collect();
+        Groups { of, len }
     }
-    // Shares per core, LLC and package, in order of first appearance; a
-    // slot table per kind finds an id's entry without a search (this runs
-    // inside the fluid solve of every contended lock, with hundreds of
-    // CPUs).
-    let mut core: Vec<(usize, f64)> = Vec::new();
-    let mut llc: Vec<(usize, f64)> = Vec::new();
-    let mut pkg: Vec<(usize, f64)> = Vec::new();
-    let mut slots = vec![[usize::MAX; 3]; m.cpus.len()];
-    fn add(v: &mut Vec<(usize, f64)>, slot: &mut usize, k: usize, p: f64) {
-        if *slot == usize::MAX {
-            *slot = v.len();
-            v.push((k, 0.0));
+
+    /// [`mean_transfer`] for weights `w` (one per requester).
+    fn mean_transfer(&self, w: &[f64]) -> f64 {
+        let total: f64 = w.iter().sum();
+        if total <= 0.0 {
+            return costs::C2C_SAME_CORE_NS;
         }
-        v[*slot].1 += p;
+        let mut shares = [
+            vec![0.0; self.len[0]],
+            vec![0.0; self.len[1]],
+            vec![0.0; self.len[2]],
+        ];
+        for (g, &wi) in self.of.iter().zip(w) {
+            let p = wi / total;
+            for kind in 0..3 {
+                shares[kind][g[kind]] += p;
+            }
+        }
+        let sq = |v: &[f64]| v.iter().map(|e| e * e).sum::<f64>();
+        let (s_core, s_llc, s_pkg) = (sq(&shares[0]), sq(&shares[1]), sq(&shares[2]));
+        // P(same core) = s_core; P(same LLC, other core) = s_llc - s_core; ...
+        costs::C2C_SAME_CORE_NS * s_core
+            + costs::C2C_SAME_LLC_NS * (s_llc - s_core)
+            + costs::C2C_SAME_PACKAGE_NS * (s_pkg - s_llc)
+            + costs::C2C_REMOTE_PACKAGE_NS * (1.0 - s_pkg)
     }
-    for (c, &wi) in cpus.iter().zip(w) {
-        let p = wi / total;
-        let info = &m.cpus[c.index()];
-        add(&mut core, &mut slots[info.core][0], info.core, p);
-        add(&mut llc, &mut slots[info.llc][1], info.llc, p);
-        add(&mut pkg, &mut slots[info.package][2], info.package, p);
-    }
-    let sq = |v: &[(usize, f64)]| v.iter().map(|e| e.1 * e.1).sum::<f64>();
-    let (s_core, s_llc, s_pkg) = (sq(&core), sq(&llc), sq(&pkg));
-    // P(same core) = s_core; P(same LLC, other core) = s_llc - s_core; ...
-    costs::C2C_SAME_CORE_NS * s_core
-        + costs::C2C_SAME_LLC_NS * (s_llc - s_core)
-        + costs::C2C_SAME_PACKAGE_NS * (s_pkg - s_llc)
-        + costs::C2C_REMOTE_PACKAGE_NS * (1.0 - s_pkg)
 }
 
 #[cfg(test)]

@@ -169,6 +169,9 @@ struct Class {
     len: u64,
     /// `(position in the range, writer index)`, sorted.
     streams: Vec<(u64, usize)>,
+    /// `(task id, position in the range)` of the same streams, sorted, to
+    /// find an accessor's own streams.
+    by_id: Vec<(usize, u64)>,
     /// Writer indices of random writers.
     randoms: Vec<usize>,
 }
@@ -187,6 +190,7 @@ impl RegionWriters {
                 offset,
                 len,
                 streams: Vec::new(),
+                by_id: Vec::new(),
                 randoms: Vec::new(),
             })
             .collect();
@@ -205,6 +209,12 @@ impl RegionWriters {
         }
         for c in &mut classes {
             c.streams.sort_unstable();
+            c.by_id = c
+                .streams
+                .iter()
+                .map(|&(pos, wi)| (writers[wi].id, pos))
+                .collect();
+            c.by_id.sort_unstable();
         }
         let mut max_end = Vec::with_capacity(classes.len());
         let mut e = 0;
@@ -271,7 +281,7 @@ impl RegionWriters {
                 }
                 break;
             }
-            near += count_near(c, rel, p.window_bytes, a.id, &self.writers);
+            near += count_near(c, rel, p.window_bytes, a.id);
             for &wi in &c.randoms {
                 if self.writers[wi].id != a.id {
                     randoms.push((random_density(&self.writers[wi], p.cache_bytes), wi));
@@ -369,16 +379,41 @@ fn random_density(w: &Writer, cache_bytes: f64) -> f64 {
 }
 
 /// Streaming writers of class `c` (not `me`) within `window` bytes of `rel`
-/// either way (modulo the range).
-fn count_near(c: &Class, rel: u64, window: f64, me: usize, writers: &[Writer]) -> usize {
+/// either way (modulo the range). The positions are sorted, so the window
+/// is one or two binary searches, not a pass over every writer: NUMA01's
+/// 80 threads per process all stream one range, and every one of them
+/// asks this each tick.
+fn count_near(c: &Class, rel: u64, window: f64, me: usize) -> usize {
     let w = window.max(0.0) as u64;
-    c.streams
+    let len = c.len;
+    let in_window = |pos: u64| {
+        let d = pos.abs_diff(rel);
+        d.min(len - d) <= w
+    };
+    let all = if w.saturating_mul(2) >= len {
+        c.streams.len()
+    } else {
+        // Positions within w of rel, then those within w across the wrap.
+        let count = |lo: u64, hi: u64| {
+            c.streams.partition_point(|&(p, _)| p <= hi)
+                - c.streams.partition_point(|&(p, _)| p < lo)
+        };
+        let mut n = count(rel.saturating_sub(w), rel.saturating_add(w));
+        if rel < w {
+            n += count(len - (w - rel), u64::MAX);
+        }
+        if rel + w >= len {
+            n += count(0, rel + w - len);
+        }
+        n
+    };
+    let first = c.by_id.partition_point(|&(id, _)| id < me);
+    let mine = c.by_id[first..]
         .iter()
-        .filter(|&&(pos, wi)| {
-            let d = pos.abs_diff(rel);
-            writers[wi].id != me && d.min(c.len - d) <= w
-        })
-        .count()
+        .take_while(|&&(id, _)| id == me)
+        .filter(|&&(_, pos)| in_window(pos))
+        .count();
+    all - mine
 }
 
 /// Length of `[a, b) ∩ [c, d)`.
