@@ -333,7 +333,8 @@ impl Sim {
                     Op::Random { write, .. } => (*write, Stores::WriteAllocate),
                     _ => (0.0, Stores::WriteAllocate),
                 };
-                let mut uses = Vec::new();
+                // Room for a memory controller and a route each way per node.
+                let mut uses = Vec::with_capacity(4 * mix.len());
                 for (n, &f) in NodeId::range(mix.len()).zip(&mix) {
                     if f > 0.0 {
                         self.fluid.res.traffic(n, cn, f, write, stores, &mut uses);
@@ -387,6 +388,7 @@ impl Sim {
         let mut left = budget;
         // Kernel work owed from before is paid first.
         let mut paid = 0.0;
+        let mut memo = RateMemo::default();
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
             // phases shows up here, not as queue events.
@@ -422,14 +424,17 @@ impl Sim {
                     Next::Exit => break Stop::Exit,
                     Next::SetMempolicy(p) => {
                         self.set_mempolicy(t, p.as_ref())?;
+                        memo = RateMemo::default();
                         continue;
                     }
                     Next::Control(ph) => {
                         self.control_phase(t, &ph)?;
+                        memo = RateMemo::default();
                         continue;
                     }
                     Next::SetAffinity(s) => {
                         self.sched_setaffinity(t, s);
+                        memo = RateMemo::default();
                         if !self.k.task_allowed(t).has(cpu) {
                             break Stop::Migrate;
                         }
@@ -438,7 +443,17 @@ impl Sim {
                 }
             }
             if !self.exec[t].rate_fresh {
-                self.exec[t].rate = self.quick_rate(t, cpu, &op);
+                let key = RateKey::of(&op, |vma| self.k.mms[self.k.tasks[t].mm].vmas[vma].version);
+                self.exec[t].rate = match key.and_then(|k| memo.get(&k)) {
+                    Some(rate) => rate,
+                    None => {
+                        let rate = self.quick_rate(t, cpu, &op);
+                        if let Some(k) = key {
+                            memo.put(k, rate);
+                        }
+                        rate
+                    }
+                };
                 self.exec[t].rate_fresh = true;
             }
             let rate = self.exec[t].rate.max(1e-9);
@@ -739,6 +754,70 @@ impl Sim {
         };
         self.mix_cache.insert(key, e);
         (pages, absent)
+    }
+}
+
+/// What [`Sim::quick_rate`] of a random op depends on besides the tick's
+/// solve (latencies and served shares), the task, its CPU and its SMT
+/// siblings, all fixed during one `run_task` call: the range, the op's
+/// misses in flight and write share, and the VMA's page version (a fault
+/// or migration that moves a page bumps it). Streams are left out: their
+/// shared-line cost depends on their position.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct RateKey {
+    vma: VmaId,
+    offset: u64,
+    len: u64,
+    mlp: u64,
+    write: u64,
+    version: u64,
+}
+
+impl RateKey {
+    fn of(op: &Op, version: impl Fn(VmaId) -> u64) -> Option<RateKey> {
+        match *op {
+            Op::Random {
+                vma,
+                offset,
+                len,
+                mlp,
+                write,
+                ..
+            } => Some(RateKey {
+                vma,
+                offset,
+                len,
+                mlp: mlp.to_bits(),
+                write: write.to_bits(),
+                version: version(vma),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The rates of the last few random ops of one `run_task` call: a task
+/// looping over short requests (OLTP, SPECjbb) starts the same ops again
+/// and again inside one tick, and their rate cannot have changed. Cleared
+/// by phases that change the task's policy, affinity or cgroup.
+#[derive(Default)]
+struct RateMemo {
+    entries: Vec<(RateKey, f64)>,
+}
+
+/// Distinct random ops remembered per `run_task` call.
+const RATE_MEMO_ENTRIES: usize = 8;
+
+impl RateMemo {
+    fn get(&self, k: &RateKey) -> Option<f64> {
+        self.entries.iter().find(|e| e.0 == *k).map(|e| e.1)
+    }
+
+    fn put(&mut self, k: RateKey, rate: f64) {
+        if self.entries.len() >= RATE_MEMO_ENTRIES {
+            self.entries.remove(0);
+        }
+        self.entries.push((k, rate));
     }
 }
 

@@ -148,7 +148,7 @@ pub struct Sim {
     /// Completed requests, all tasks.
     pub requests: u64,
     paid_in_op: f64,
-    mix_cache: std::collections::HashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
+    mix_cache: rustc_hash::FxHashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
     race_streams: fault::RaceStreams,
     tick_start: u64,
     interval_local_bytes: f64,
