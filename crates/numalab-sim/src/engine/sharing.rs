@@ -76,7 +76,7 @@ impl Sim {
     /// Indexes the running writers by region (numalab.shared_line_transfers;
     /// nothing when it is off).
     pub(crate) fn gather_shared_writers(&mut self) {
-        self.shared.clear();
+        let mut last = std::mem::take(&mut self.shared);
         if !self.k.knobs.get(knob::SHARED_LINE_TRANSFERS) {
             return;
         }
@@ -108,9 +108,15 @@ impl Sim {
                     kind,
                 });
         }
+        // A region whose writers are those of the last tick keeps its index
+        // and the costs it already answered (the parameters of the model
+        // are fixed for the run).
         self.shared = by
             .into_iter()
-            .map(|(k, v)| (k, RegionWriters::new(v)))
+            .map(|(k, v)| match last.remove(&k) {
+                Some(old) if old.same_writers(&v) => (k, old),
+                _ => (k, RegionWriters::new(v)),
+            })
             .collect();
     }
 

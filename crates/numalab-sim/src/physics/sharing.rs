@@ -58,6 +58,8 @@
 use super::line::LineModel;
 use crate::kernel::CpuId;
 use numalab_topology::Machine;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 
 /// Bytes of a writer's most recent writes still in its caches: its private
 /// L2 plus its per-core share of the LLC. Intel's published per-core
@@ -161,6 +163,11 @@ pub struct RegionWriters {
     classes: Vec<Class>,
     /// Largest range end over classes `0..=i` (classes sorted by offset).
     max_end: Vec<u64>,
+    /// Costs of random accesses already asked, by (task, CPU, offset,
+    /// length): they depend on nothing else while the writers stay the
+    /// same, and random writers (pmbench's 64 threads) do stay from tick
+    /// to tick, so the engine keeps this index while they do.
+    random_memo: RefCell<FxHashMap<(usize, usize, u64, u64), SharedLines>>,
 }
 
 #[derive(Clone, Debug)]
@@ -226,7 +233,15 @@ impl RegionWriters {
             writers,
             classes,
             max_end,
+            random_memo: RefCell::default(),
         }
+    }
+
+    /// True when `writers` would index to the same writers as these (the
+    /// engine then keeps this index, and what it has answered).
+    pub fn same_writers(&self, writers: &[Writer]) -> bool {
+        let mut kept = writers.iter().filter(|w| w.len > 0);
+        self.writers.iter().all(|w| kept.next() == Some(w)) && kept.next().is_none()
     }
 
     /// True when nobody writes the region.
@@ -250,7 +265,15 @@ impl RegionWriters {
         }
         match a.kind {
             AccessKind::Stream { at } => self.stream_cost(m, p, a, at),
-            AccessKind::Random => self.random_cost(m, p, a),
+            AccessKind::Random => {
+                let key = (a.id, a.cpu.index(), a.offset, a.len);
+                if let Some(s) = self.random_memo.borrow().get(&key) {
+                    return *s;
+                }
+                let s = self.random_cost(m, p, a);
+                self.random_memo.borrow_mut().insert(key, s);
+                s
+            }
         }
     }
 
