@@ -65,6 +65,9 @@ struct Group {
     per_node: Vec<u64>,
     /// `cpu_set_key(cpus)`.
     key: u64,
+    /// Longest reach of any member during one hinting fault (bytes), so a
+    /// fault looks only at members that can reach it.
+    max_reach: u64,
     /// Losers' CPU time summed over this tick's first touches (ns).
     owed_cpu: f64,
     /// Losers' sleep summed likewise (ns).
@@ -159,13 +162,16 @@ impl Sim {
                         .map(|m| (m.task, m.cpu)),
                 );
             } else {
-                // Before the page by at most one fault's streaming.
-                for m in &g.members {
+                // Before the page by at most one fault's streaming; members
+                // further back than the group's longest reach cannot be.
+                let from = g
+                    .members
+                    .partition_point(|m| m.pos.saturating_add(g.max_reach) < lo);
+                for m in &g.members[from..] {
                     if m.pos >= hi {
                         break;
                     }
-                    let reach = (m.rate * costs::HINT_FAULT_NS) as u64;
-                    if m.task != t && m.pos + reach >= lo {
+                    if m.task != t && m.pos + reach(m.rate) >= lo {
                         racers.push((m.task, m.cpu));
                     }
                 }
@@ -274,6 +280,7 @@ impl Sim {
                     cpus: Vec::new(),
                     per_node: Vec::new(),
                     key: 0,
+                    max_reach: 0,
                     owed_cpu: 0.0,
                     owed_sleep: 0.0,
                 }),
@@ -288,11 +295,17 @@ impl Sim {
                 g.per_node[self.k.cpu_node(c).index()] += 1;
             }
             g.key = cpu_set_key(&g.cpus);
+            g.max_reach = g.members.iter().map(|m| reach(m.rate)).max().unwrap_or(0);
         }
         groups.sort_by_key(|g| (g.offset, g.len));
         let max_len = groups.iter().map(|g| g.len).max().unwrap_or(0);
         VmaStreams { groups, max_len }
     }
+}
+
+/// Bytes a stream at `rate` (bytes/ns) covers during one hinting fault.
+fn reach(rate: f64) -> u64 {
+    (rate * costs::HINT_FAULT_NS) as u64
 }
 
 impl VmaStreams {
