@@ -389,6 +389,7 @@ impl Sim {
         // Kernel work owed from before is paid first.
         let mut paid = 0.0;
         let mut memo = RateMemo::default();
+        self.bytes_memo.clear();
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
             // phases shows up here, not as queue events.
@@ -713,12 +714,29 @@ impl Sim {
             return;
         }
         let mm = self.k.tasks[t].mm;
-        let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
+        let version = self.k.mms[mm].vmas[vma].version;
         let local = self.k.cpu_node(cpu);
-        mix[local.index()] += absent;
-        let total: f64 = mix.iter().sum();
+        // The range's pages per node (absent ones where a first touch from
+        // here puts them), remembered for the rest of this run_task call
+        // while the VMA's pages stay as they are (see RateMemo).
+        let key = (vma, offset, len, version);
+        let i = match self.bytes_memo.iter().position(|e| e.0 == key) {
+            Some(i) => i,
+            None => {
+                let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
+                mix[local.index()] += absent;
+                let total: f64 = mix.iter().sum();
+                if self.bytes_memo.len() >= RATE_MEMO_ENTRIES {
+                    self.bytes_memo.remove(0);
+                }
+                self.bytes_memo.push((key, mix, total));
+                self.bytes_memo.len() - 1
+            }
+        };
+        let (_, mix, total) = &self.bytes_memo[i];
+        let total = *total;
         if total > 0.0 {
-            for (n, f) in NodeId::range(mix.len()).zip(&mix) {
+            for (n, f) in NodeId::range(mix.len()).zip(mix) {
                 let b = bytes * f / total;
                 self.k.tasks[t].bytes_by_node[n.index()] += b;
                 self.fluid.node_traffic[n.index()] += b;
