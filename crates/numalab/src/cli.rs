@@ -866,7 +866,7 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool, force: bool) -> Re
             .map_or_else(|| f.clone(), |s| s.to_string_lossy().to_string());
         sets.push(RunSet::from_json(&text, f, &label)?);
     }
-    if let Some(diff) = compare_mismatch(files, &sets) {
+    if let Some(diff) = crate::compare::mismatch(files, &sets) {
         if !force {
             return Err(format!(
                 "compare: {diff}; the columns would not be comparable (add --force to compare anyway)"
@@ -882,42 +882,6 @@ fn compare(files: &[String], cgroup: Option<&str>, csv: bool, force: bool) -> Re
         text.push_str(&numalab_report::compare_cgroups(&sets, cg));
     }
     out::print(&text)
-}
-
-/// What makes the runs of `sets` (read from `files`) not comparable: a
-/// machine, workload or scale differing from the first run of the first
-/// file. `None` when they all agree.
-fn compare_mismatch(files: &[String], sets: &[RunSet]) -> Option<String> {
-    let key = |r: &numalab_record::RunRecord| {
-        let name = |v: &serde_json::Value| {
-            v.get("name")
-                .and_then(|n| n.as_str())
-                .unwrap_or("?")
-                .to_string()
-        };
-        (name(&r.machine), name(&r.workload), r.scale)
-    };
-    let mut first: Option<(&str, (String, String, f64))> = None;
-    for (f, set) in files.iter().zip(sets) {
-        for r in &set.runs {
-            let k = key(r);
-            match &first {
-                None => first = Some((f, k)),
-                Some((f0, k0)) => {
-                    for (what, a, b) in [
-                        ("machine", &k0.0, &k.0),
-                        ("workload", &k0.1, &k.1),
-                        ("scale", &k0.2.to_string(), &k.2.to_string()),
-                    ] {
-                        if a != b {
-                            return Some(format!("{what} {a} in {f0} but {b} in {f}"));
-                        }
-                    }
-                }
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]

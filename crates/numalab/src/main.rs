@@ -9,24 +9,15 @@
 mod bench;
 mod bench_scaling;
 mod cli;
-mod failure;
-mod out;
-mod parallel;
-mod plot;
-mod progress;
 mod real;
-mod reproduce;
-mod reproduce_async;
-mod reproduce_cgroup;
-mod reproduce_interleave;
-mod reproduce_sched;
-mod runner;
-mod sweep;
 mod trace;
 mod validate;
 mod validate_ab;
-mod verdict;
 mod vm_kernel;
+
+// The modules the Python package shares live in the library (lib.rs);
+// imported here so that `crate::runner` etc. name them as before.
+use numalab::{compare, failure, out, parallel, plot, progress, reproduce, runner, sweep};
 
 use clap::Parser;
 use std::io::Write;

@@ -456,6 +456,33 @@ pub struct Outcome {
     pub text: String,
     /// Tally of the verdicts.
     pub tally: Tally,
+    /// The modeled-vs-published table as data, one row per figure.
+    pub figures: Vec<FigureRow>,
+    /// Each configuration's runs, in configuration order.
+    pub sets: Vec<RunSet>,
+}
+
+/// One row of the modeled-vs-published table, as data (the Python
+/// package's `reproduce()`): the printed columns without their padding.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FigureRow {
+    /// Configuration label.
+    pub config: String,
+    /// Metric name as printed.
+    pub metric: String,
+    /// Published value; None for a model-only figure.
+    pub published: Option<f64>,
+    /// Modeled value.
+    pub modeled: f64,
+    /// Tolerance label (`±10%`); None when not judged.
+    pub tolerance: Option<String>,
+    /// Verdict text as printed (with `(known miss [k])` or `(MISS)`).
+    pub verdict: String,
+    /// Whether the figure was judged (published, and meaningful at this
+    /// scale).
+    pub judged: bool,
+    /// A miss not declared known: what `--check` fails on.
+    pub unexpected: bool,
 }
 
 /// How a reproduction's published figures fared.
@@ -491,18 +518,7 @@ pub fn find(name: &str) -> Result<Reproduction, String> {
 /// parallel followed by a summary table; with `check`, a miss not
 /// declared known is exit 1.
 pub fn reproduce(name: &str, opts: &Options, check: bool) -> Result<(), crate::failure::Failure> {
-    let chosen = if name == "all" {
-        all()
-    } else {
-        vec![find(name)?]
-    };
-    if opts.iterations == Some(0) {
-        return Err("--iterations must be at least 1".to_string().into());
-    }
-    let outcomes: Vec<Outcome> = chosen
-        .par_iter()
-        .map(|r| run(r, opts))
-        .collect::<Result<_, String>>()?;
+    let outcomes = outcomes(name, opts)?;
     for o in &outcomes {
         crate::out::print(&o.text)?;
     }
@@ -520,6 +536,20 @@ pub fn reproduce(name: &str, opts: &Options, check: bool) -> Result<(), crate::f
         });
     }
     Ok(())
+}
+
+/// The outcomes of reproduction `name`, or of every one for `all` (in
+/// parallel, in declaration order), without printing them.
+pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
+    let chosen = if name == "all" {
+        all()
+    } else {
+        vec![find(name)?]
+    };
+    if opts.iterations == Some(0) {
+        return Err("--iterations must be at least 1".to_string());
+    }
+    chosen.par_iter().map(|r| run(r, opts)).collect()
 }
 
 /// Runs reproduction `r`: every configuration x workload x iteration, in
@@ -579,7 +609,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
             &[numalab_plot::Format::Png, numalab_plot::Format::Svg],
         )?;
     }
-    let (table, tally) = modeled_vs_published(r, &sets, opts.scale);
+    let (table, tally, figures) = modeled_vs_published(r, &sets, opts.scale);
     let text = format!(
         "reproduction {}: {}\npublished: {}\nmachine {}, scale {}, {iterations} iteration(s) from seed {}\n\n{}\n{}\n{}",
         r.name,
@@ -596,11 +626,13 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
         name: r.name,
         text,
         tally,
+        figures,
+        sets,
     })
 }
 
 /// The closing table of `reproduce all`: each reproduction's tally.
-fn summary(outcomes: &[Outcome]) -> String {
+pub fn summary(outcomes: &[Outcome]) -> String {
     let mut out = format!(
         "summary\n{:<28} {:>7} {:>7} {:>9} {:>9} {:>5} {:>6} {:>10}\n",
         "reproduction", "figures", "within", "right-dir", "wrong-dir", "off", "known", "unexpected"
@@ -693,9 +725,14 @@ fn reference(
 }
 
 /// The modeled-vs-published table with its verdicts, the notes on known
-/// misses and tolerances, and the tally.
-fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (String, Tally) {
+/// misses and tolerances, and the tally; and the rows as data.
+fn modeled_vs_published(
+    r: &Reproduction,
+    sets: &[RunSet],
+    scale: f64,
+) -> (String, Tally, Vec<FigureRow>) {
     let figures = (r.published)();
+    let mut rows = Vec::new();
     let mut tally = Tally::default();
     let mut notes: Vec<String> = Vec::new();
     let mut out = format!(
@@ -708,6 +745,7 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (Strin
         };
         let m = p.metric.modeled(set, sets);
         let judged = scale >= 1.0 || p.metric.is_scale_free();
+        let (mut was_judged, mut unexpected) = (false, false);
         let (published, ratio, tol, verdict) = match (p.value, &p.tolerance) {
             (Some(v), Some(_)) if !judged => (
                 format!("{v:>13.2}"),
@@ -723,6 +761,7 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (Strin
                 };
                 let verdict = judge(v, m, t, reference(r, p, &figures, sets));
                 tally.figures += 1;
+                was_judged = true;
                 let mut text = verdict.text();
                 match verdict {
                     Verdict::Within => tally.within += 1,
@@ -746,6 +785,7 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (Strin
                     }
                     (true, None) => {
                         tally.unexpected += 1;
+                        unexpected = true;
                         text.push_str(" (MISS)");
                     }
                     (false, Some(_)) => {
@@ -772,6 +812,16 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (Strin
             tol,
             verdict
         ));
+        rows.push(FigureRow {
+            config: p.config.to_string(),
+            metric: p.metric.name(),
+            published: p.value,
+            modeled: m,
+            tolerance: was_judged.then(|| tol.clone()),
+            verdict,
+            judged: was_judged,
+            unexpected,
+        });
     }
     for (i, n) in notes.iter().enumerate() {
         out.push_str(&format!("[{}] {n}\n", i + 1));
@@ -791,7 +841,7 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> (Strin
             "(modeled at --scale {scale}: sizes and passes shrink, so absolute figures are not comparable; ratios between configurations are)\n"
         ));
     }
-    (out, tally)
+    (out, tally, rows)
 }
 
 #[cfg(test)]

@@ -21,9 +21,10 @@
 //! whose file reads back with the same machine, workload, seed and
 //! settings is not run again. At the end `OUT/results.csv` and
 //! `OUT/results.jsonl` gather one row per point in point order: the
-//! files do not depend on `-j` or on the order points completed. Left
-//! out: distributing points over hosts (the Python API's Dask client
-//! is issue 16 item 4, not built yet).
+//! files do not depend on `-j` or on the order points completed.
+//! Distributing points over hosts is the Python package's
+//! `numalab.sweep(spec, client=...)` (python/), which runs each point as
+//! a Dask task through [`point_record`] and gathers them with [`tables`].
 
 use numalab_record::RunRecord;
 use rayon::prelude::*;
@@ -190,14 +191,33 @@ fn key(p: &Point) -> String {
 }
 
 fn run_point(out: &Path, p: &Point, scale: f64) -> Result<RunRecord, String> {
+    let rec = point_record(p, scale)?;
+    crate::out::write_file("sweep", &point_path(out, p), &rec.to_json())?;
+    Ok(rec)
+}
+
+/// Runs point `p` at `scale` and returns its record, marked with the
+/// point's key; no file is written (the Python package's Dask tasks and
+/// local sweeps call this, `numalab sweep` too).
+pub fn point_record(p: &Point, scale: f64) -> Result<RunRecord, String> {
     let m = crate::runner::load_machine(&p.machine)?;
     let knobs = crate::runner::knobs(&p.set)?;
     let (mut rec, _) =
         crate::runner::run_model(&m, &p.workload, &knobs, p.seed, scale, None, false)
             .map_err(|e| format!("point {} ({}): {e}", p.index, key(p)))?;
     rec.settings.insert("sweep.point".into(), key(p));
-    crate::out::write_file("sweep", &point_path(out, p), &rec.to_json())?;
     Ok(rec)
+}
+
+/// Checks every point's machine, workload and knobs, before any runs.
+pub fn check_points(pts: &[Point]) -> Result<(), String> {
+    for p in pts {
+        crate::runner::load_machine(&p.machine).map_err(|e| format!("point {}: {e}", p.index))?;
+        numalab_workload::presets::load(&p.workload)
+            .map_err(|e| format!("point {}: {e}", p.index))?;
+        crate::runner::knobs(&p.set).map_err(|e| format!("point {}: {e}", p.index))?;
+    }
+    Ok(())
 }
 
 /// The counters every row carries.
@@ -266,12 +286,7 @@ pub fn sweep(file: &str, out: Option<&str>, jobs: Option<usize>) -> Result<(), S
     let spec: SweepSpec = toml::from_str(&text).map_err(|e| format!("{file}: {e}"))?;
     let pts = points(&spec)?;
     // Check every point's machine, workload and knobs before running any.
-    for p in &pts {
-        crate::runner::load_machine(&p.machine).map_err(|e| format!("point {}: {e}", p.index))?;
-        numalab_workload::presets::load(&p.workload)
-            .map_err(|e| format!("point {}: {e}", p.index))?;
-        crate::runner::knobs(&p.set).map_err(|e| format!("point {}: {e}", p.index))?;
-    }
+    check_points(&pts)?;
     let name = spec.name.clone().unwrap_or_else(|| {
         Path::new(file)
             .file_stem()
