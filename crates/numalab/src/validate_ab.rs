@@ -168,7 +168,10 @@ pub fn disagreements(
         (Err(a), Err(b)) if refusal(a) == refusal(b) => return Vec::new(),
         (Ok(a), Ok(b)) => (a, b),
         _ => {
-            let show = |c: &Column| c.as_ref().map_or_else(|e| refusal(e), |_| "accepted".into());
+            let show = |c: &Column| {
+                c.as_ref()
+                    .map_or_else(|e| refusal(e), |_| "accepted".into())
+            };
             return vec![format!(
                 "{label}: model {} but kernel {}",
                 show(model),
@@ -185,7 +188,11 @@ pub fn disagreements(
         let (a, b) = (nonzero(mr, what), nonzero(kr, what));
         if a != b {
             let say = |x: bool| if x { "some" } else { "none" };
-            out.push(format!("{label}: {what}: model {} but kernel {}", say(a), say(b)));
+            out.push(format!(
+                "{label}: {what}: model {} but kernel {}",
+                say(a),
+                say(b)
+            ));
         }
     }
     let th = measured_threads(w);

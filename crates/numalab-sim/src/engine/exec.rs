@@ -111,6 +111,8 @@ pub struct ThreadExec {
     pub rate_fresh: bool,
     /// Its access latencies (proposal 2, engine/latency.rs).
     pub lat: super::latency::TaskLatency,
+    /// Rates and node mixes it already worked out this tick on this CPU.
+    pub(crate) memo: TaskMemo,
 }
 
 impl ThreadExec {
@@ -129,6 +131,7 @@ impl ThreadExec {
             rate: 0.0,
             rate_fresh: false,
             lat: Default::default(),
+            memo: TaskMemo::default(),
         }
     }
 }
@@ -388,8 +391,18 @@ impl Sim {
         let mut left = budget;
         // Kernel work owed from before is paid first.
         let mut paid = 0.0;
-        let mut memo = RateMemo::default();
-        self.bytes_memo.clear();
+        let stamp = MemoStamp {
+            tick: self.tick_start,
+            cpu,
+            smt: self.smt_factor(cpu).to_bits(),
+            epoch: self.policy_epoch,
+        };
+        if self.exec[t].memo.stamp != Some(stamp) {
+            self.exec[t].memo = TaskMemo {
+                stamp: Some(stamp),
+                ..TaskMemo::default()
+            };
+        }
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
             // phases shows up here, not as queue events.
@@ -425,17 +438,17 @@ impl Sim {
                     Next::Exit => break Stop::Exit,
                     Next::SetMempolicy(p) => {
                         self.set_mempolicy(t, p.as_ref())?;
-                        memo = RateMemo::default();
+                        self.forget_memos(t);
                         continue;
                     }
                     Next::Control(ph) => {
                         self.control_phase(t, &ph)?;
-                        memo = RateMemo::default();
+                        self.forget_memos(t);
                         continue;
                     }
                     Next::SetAffinity(s) => {
                         self.sched_setaffinity(t, s);
-                        memo = RateMemo::default();
+                        self.forget_memos(t);
                         if !self.k.task_allowed(t).has(cpu) {
                             break Stop::Migrate;
                         }
@@ -445,12 +458,12 @@ impl Sim {
             }
             if !self.exec[t].rate_fresh {
                 let key = RateKey::of(&op, |vma| self.k.mms[self.k.tasks[t].mm].vmas[vma].version);
-                self.exec[t].rate = match key.and_then(|k| memo.get(&k)) {
+                self.exec[t].rate = match key.and_then(|k| self.exec[t].memo.rate(&k)) {
                     Some(rate) => rate,
                     None => {
                         let rate = self.quick_rate(t, cpu, &op);
                         if let Some(k) = key {
-                            memo.put(k, rate);
+                            self.exec[t].memo.put_rate(k, rate);
                         }
                         rate
                     }
@@ -717,23 +730,24 @@ impl Sim {
         let version = self.k.mms[mm].vmas[vma].version;
         let local = self.k.cpu_node(cpu);
         // The range's pages per node (absent ones where a first touch from
-        // here puts them), remembered for the rest of this run_task call
-        // while the VMA's pages stay as they are (see RateMemo).
+        // here puts them), remembered for the rest of the tick while the
+        // VMA's pages stay as they are (see TaskMemo).
         let key = (vma, offset, len, version);
-        let i = match self.bytes_memo.iter().position(|e| e.0 == key) {
+        let i = match self.exec[t].memo.mixes.iter().position(|e| e.0 == key) {
             Some(i) => i,
             None => {
                 let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
                 mix[local.index()] += absent;
                 let total: f64 = mix.iter().sum();
-                if self.bytes_memo.len() >= RATE_MEMO_ENTRIES {
-                    self.bytes_memo.remove(0);
+                let mixes = &mut self.exec[t].memo.mixes;
+                if mixes.len() >= MEMO_ENTRIES {
+                    mixes.remove(0);
                 }
-                self.bytes_memo.push((key, mix, total));
-                self.bytes_memo.len() - 1
+                mixes.push((key, mix, total));
+                mixes.len() - 1
             }
         };
-        let (_, mix, total) = &self.bytes_memo[i];
+        let (_, mix, total) = &self.exec[t].memo.mixes[i];
         let total = *total;
         if total > 0.0 {
             for (n, f) in NodeId::range(mix.len()).zip(mix) {
@@ -777,7 +791,7 @@ impl Sim {
 
 /// What [`Sim::quick_rate`] of a random op depends on besides the tick's
 /// solve (latencies and served shares), the task, its CPU and its SMT
-/// siblings, all fixed during one `run_task` call: the range, the op's
+/// siblings (see [`TaskMemo`]): the range, the op's
 /// misses in flight and write share, and the VMA's page version (a fault
 /// or migration that moves a page bumps it). Streams are left out: their
 /// shared-line cost depends on their position.
@@ -814,28 +828,57 @@ impl RateKey {
     }
 }
 
-/// The rates of the last few random ops of one `run_task` call: a task
-/// looping over short requests (OLTP, SPECjbb) starts the same ops again
-/// and again inside one tick, and their rate cannot have changed. Cleared
-/// by phases that change the task's policy, affinity or cgroup.
-#[derive(Default)]
-struct RateMemo {
-    entries: Vec<(RateKey, f64)>,
+/// What a task already worked out this tick: the rates of its last few
+/// random ops and the node mixes of the ranges it accounted bytes to. A
+/// task looping over short requests (OLTP, SPECjbb) starts the same ops
+/// again and again inside one tick, often across sleeps, and neither can
+/// have changed while the [`MemoStamp`] holds and the VMA's page version
+/// (in the keys) is the same: the tick's solve (latencies, served shares,
+/// shared writers) is fixed, and so are the CPU and its SMT siblings'
+/// load. Reset when the stamp differs at the start of a `run_task` call,
+/// and when a phase changes a policy, an affinity or a cgroup.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TaskMemo {
+    stamp: Option<MemoStamp>,
+    rates: Vec<(RateKey, f64)>,
+    /// (VMA, offset, length, page version) -> pages per node, their sum.
+    mixes: Vec<((VmaId, u64, u64, u64), Vec<f64>, f64)>,
 }
 
-/// Distinct random ops remembered per `run_task` call.
-const RATE_MEMO_ENTRIES: usize = 8;
+/// When a [`TaskMemo`] was filled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct MemoStamp {
+    /// Tick start.
+    tick: u64,
+    cpu: CpuId,
+    /// The SMT factor's bits (its siblings' load).
+    smt: u64,
+    /// [`Sim::policy_epoch`].
+    epoch: u64,
+}
 
-impl RateMemo {
-    fn get(&self, k: &RateKey) -> Option<f64> {
-        self.entries.iter().find(|e| e.0 == *k).map(|e| e.1)
+/// Distinct ops and ranges remembered per task.
+const MEMO_ENTRIES: usize = 8;
+
+impl TaskMemo {
+    fn rate(&self, k: &RateKey) -> Option<f64> {
+        self.rates.iter().find(|e| e.0 == *k).map(|e| e.1)
     }
 
-    fn put(&mut self, k: RateKey, rate: f64) {
-        if self.entries.len() >= RATE_MEMO_ENTRIES {
-            self.entries.remove(0);
+    fn put_rate(&mut self, k: RateKey, rate: f64) {
+        if self.rates.len() >= MEMO_ENTRIES {
+            self.rates.remove(0);
         }
-        self.entries.push((k, rate));
+        self.rates.push((k, rate));
+    }
+}
+
+impl Sim {
+    /// A phase changed a policy, an affinity or a cgroup: every task's
+    /// memo is stale ([`TaskMemo`]).
+    fn forget_memos(&mut self, t: TaskId) {
+        self.policy_epoch += 1;
+        self.exec[t].memo = TaskMemo::default();
     }
 }
 

@@ -149,9 +149,9 @@ pub struct Sim {
     pub requests: u64,
     paid_in_op: f64,
     mix_cache: rustc_hash::FxHashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
-    /// Node mixes `account_bytes` used in the current `run_task` call, by
-    /// (VMA, offset, length, page version): (pages per node, their sum).
-    bytes_memo: Vec<((VmaId, u64, u64, u64), Vec<f64>, f64)>,
+    /// Bumped by every phase that changes a policy, an affinity or a
+    /// cgroup: the tasks' memos (exec.rs `TaskMemo`) go stale.
+    policy_epoch: u64,
     race_streams: fault::RaceStreams,
     tick_start: u64,
     interval_local_bytes: f64,
@@ -245,7 +245,7 @@ impl Sim {
             requests: 0,
             paid_in_op: 0.0,
             mix_cache: Default::default(),
-            bytes_memo: Vec::new(),
+            policy_epoch: 0,
             shared: Default::default(),
             race_streams: Default::default(),
             tick_start: 0,
