@@ -841,9 +841,11 @@ impl RateKey {
 pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
     rates: Vec<(RateKey, f64)>,
-    /// (VMA, offset, length, page version) -> pages per node, their sum.
-    mixes: Vec<((VmaId, u64, u64, u64), Vec<f64>, f64)>,
+    mixes: Vec<MixMemo>,
 }
+
+/// (VMA, offset, length, page version) -> pages per node, their sum.
+type MixMemo = ((VmaId, u64, u64, u64), Vec<f64>, f64);
 
 /// When a [`TaskMemo`] was filled.
 #[derive(Clone, Copy, Debug, PartialEq)]
