@@ -14,8 +14,10 @@
 //! 3. `--repeat N` runs each entry N times: the table shows the fastest
 //!    wall time and whether every repeat gave the same digest (the same
 //!    model output), which is the determinism check.
-//! 4. The table: modeled time, wall time, their ratio (how many times
-//!    faster than the machine it models), peak RSS, digest.
+//! 4. The table: modeled time, wall time, CPU time, the ratio of modeled
+//!    to wall time (how many times faster than the machine it models),
+//!    peak RSS, digest. CPU time is there for a busy machine: the model
+//!    is single-threaded, so on an idle core wall and CPU time agree.
 //!
 //! Entries run one at a time unless `-j` says otherwise: the speed target
 //! is per core. Scaling with machine and memory size is bench_scaling.rs.
@@ -118,6 +120,9 @@ impl From<&Entry> for Job {
 pub struct Measure {
     /// Wall seconds of the model run.
     pub wall_s: f64,
+    /// CPU seconds (user + system) of the child while it ran the model:
+    /// the figure to trust when other work shares the machine.
+    pub cpu_s: f64,
     /// Modeled (virtual) seconds.
     pub modeled_s: f64,
     /// Peak resident set size of the child, bytes.
@@ -155,6 +160,17 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// CPU seconds (user + system) this process has used.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return f64::NAN;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
 /// FNV-1a 64 of `bytes`, as 16 hex digits.
 fn digest(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -175,12 +191,14 @@ pub fn child(
 ) -> Result<(), String> {
     let m = runner::load_machine(machine)?;
     let knobs = runner::knobs(sets)?;
-    let t0 = Instant::now();
+    let (t0, c0) = (Instant::now(), cpu_seconds());
     let (rec, _) = runner::run_model(&m, workload, &knobs, seed, scale, None, false)?;
     let wall_s = t0.elapsed().as_secs_f64();
+    let cpu_s = cpu_seconds() - c0;
     let json = serde_json::to_string(&rec).map_err(|e| format!("encoding the record: {e}"))?;
     let measure = Measure {
         wall_s,
+        cpu_s,
         modeled_s: rec.elapsed_s,
         peak_rss_bytes: peak_rss_bytes().unwrap_or(0),
         digest: digest(json.as_bytes()),
@@ -281,16 +299,17 @@ pub fn run_rows(entries: &[Job], o: &Options) -> Result<Vec<Row>, String> {
 /// Formats rows as the bench table.
 pub fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<24} {:<12} {:>10} {:>9} {:>9} {:>9}  {:<16} {}\n",
-        "run", "machine", "modeled s", "wall s", "speed", "peak MiB", "digest", "same"
+        "{:<24} {:<12} {:>10} {:>9} {:>9} {:>9} {:>9}  {:<16} {}\n",
+        "run", "machine", "modeled s", "wall s", "cpu s", "speed", "peak MiB", "digest", "same"
     );
     for r in rows {
         s += &format!(
-            "{:<24} {:<12} {:>10.2} {:>9.2} {:>8.1}x {:>9.1}  {:<16} {}\n",
+            "{:<24} {:<12} {:>10.2} {:>9.2} {:>9.2} {:>8.1}x {:>9.1}  {:<16} {}\n",
             r.name,
             r.machine,
             r.best.modeled_s,
             r.best.wall_s,
+            r.best.cpu_s,
             r.best.modeled_s / r.best.wall_s.max(1e-9),
             r.best.peak_rss_bytes as f64 / (1u64 << 20) as f64,
             r.best.digest,

@@ -10,7 +10,9 @@
 //! 2. Memory: the same workload on `spr-4n` with 3, 12 and 48 GiB per
 //!    process (6, 24 and 96 GiB touched), through its `size` parameter.
 //! 3. Each point is a child process (bench.rs), so peak RSS is its own.
-//!    The cost of a point is wall seconds per modeled second; the exponent
+//!    The cost of a point is CPU seconds per modeled second (the model is
+//!    single-threaded; CPU time does not grow when other work shares the
+//!    machine); the exponent
 //!    is the least-squares slope of log cost over log size (1 = linear),
 //!    and the same for peak RSS.
 //!
@@ -74,8 +76,10 @@ pub fn exponent(points: &[(f64, f64)]) -> f64 {
     sxy / sxx
 }
 
+/// CPU seconds per modeled second (CPU, not wall: robust to other load
+/// on the machine; the model is single-threaded).
 fn cost(r: &Row) -> f64 {
-    r.best.wall_s / r.best.modeled_s.max(1e-9)
+    r.best.cpu_s / r.best.modeled_s.max(1e-9)
 }
 
 fn rss_mib(r: &Row) -> f64 {
@@ -84,15 +88,16 @@ fn rss_mib(r: &Row) -> f64 {
 
 fn table(title: &str, unit: &str, xs: &[f64], rows: &[Row]) -> String {
     let mut s = format!(
-        "== {title}\n{:>10} {:>10} {:>9} {:>14} {:>9}\n",
-        unit, "modeled s", "wall s", "wall/modeled", "peak MiB"
+        "== {title}\n{:>10} {:>10} {:>9} {:>9} {:>13} {:>9}\n",
+        unit, "modeled s", "wall s", "cpu s", "cpu/modeled", "peak MiB"
     );
     for (x, r) in xs.iter().zip(rows) {
         s += &format!(
-            "{:>10} {:>10.2} {:>9.2} {:>14.4} {:>9.1}\n",
+            "{:>10} {:>10.2} {:>9.2} {:>9.2} {:>13.4} {:>9.1}\n",
             x,
             r.best.modeled_s,
             r.best.wall_s,
+            r.best.cpu_s,
             cost(r),
             rss_mib(r)
         );
@@ -100,7 +105,7 @@ fn table(title: &str, unit: &str, xs: &[f64], rows: &[Row]) -> String {
     let c: Vec<(f64, f64)> = xs.iter().zip(rows).map(|(x, r)| (*x, cost(r))).collect();
     let m: Vec<(f64, f64)> = xs.iter().zip(rows).map(|(x, r)| (*x, rss_mib(r))).collect();
     s += &format!(
-        "fitted exponent: wall per modeled second ~ {unit}^{:.2}, peak RSS ~ {unit}^{:.2}\n",
+        "fitted exponent: CPU per modeled second ~ {unit}^{:.2}, peak RSS ~ {unit}^{:.2}\n",
         exponent(&c),
         exponent(&m)
     );
