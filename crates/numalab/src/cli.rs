@@ -62,6 +62,10 @@ enum Cmd {
         /// (either side may be empty).
         #[arg(long, value_name = "FROM..TO", requires = "trace")]
         trace_window: Option<String>,
+        /// Runs at once for --iterations and several workloads (default:
+        /// all cores); output is the same for any value
+        #[arg(long, short = 'j')]
+        jobs: Option<usize>,
     },
     /// Read an ftrace text file (a model's `run --trace` or a real
     /// kernel's `real run --trace`) and print events per name and task.
@@ -568,6 +572,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             trace,
             trace_events,
             trace_window,
+            jobs,
         } => {
             let filter = trace
                 .as_ref()
@@ -584,6 +589,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
                 scale,
                 trace,
                 filter,
+                jobs,
             )
         }
         Cmd::Trace {
@@ -658,7 +664,9 @@ fn run(
     scale: f64,
     trace: Option<String>,
     filter: Option<numalab_sim::kernel::TraceFilter>,
+    jobs: Option<usize>,
 ) -> Result<(), String> {
+    use rayon::prelude::*;
     if iterations == 0 {
         return Err("--iterations must be at least 1".into());
     }
@@ -668,17 +676,32 @@ fn run(
     let json_stdout = json.as_deref() == Some("-");
     let mut runs = Vec::new();
     let mut trace_events = Vec::new();
-    for w in workloads {
-        for i in 0..iterations {
-            let (rec, tr) = runner::run_model(
-                &m,
-                w,
-                &knobs,
-                seed.wrapping_add(u64::from(i)),
-                scale,
-                filter.as_ref(),
-                !json_stdout,
-            )?;
+    // Every (workload, iteration) is an independent run: they go through
+    // the -j pool and are gathered in order, so the output does not depend
+    // on -j. A progress bar only when one run is in flight at a time.
+    let list: Vec<(&String, u32)> = workloads
+        .iter()
+        .flat_map(|w| (0..iterations).map(move |i| (w, i)))
+        .collect();
+    let jobs = parallel::jobs(jobs)?.min(list.len());
+    let results = parallel::install(jobs, || {
+        list.par_iter()
+            .map(|&(w, i)| {
+                runner::run_model(
+                    &m,
+                    w,
+                    &knobs,
+                    seed.wrapping_add(u64::from(i)),
+                    scale,
+                    filter.as_ref(),
+                    !json_stdout && jobs == 1,
+                )
+            })
+            .collect::<Vec<_>>()
+    })?;
+    for result in results {
+        {
+            let (rec, tr) = result?;
             // Several runs: one after another on the time axis, as
             // successive runs on one machine would be.
             let base = trace_events

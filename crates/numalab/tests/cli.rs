@@ -373,3 +373,58 @@ fn reproduce_check_fails_exactly_when_a_figure_is_an_undeclared_miss() {
         assert_eq!(o.status.code(), Some(0), "{err}");
     }
 }
+
+#[test]
+fn run_iterations_in_parallel_give_the_serial_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut outs = Vec::new();
+    for j in ["1", "2"] {
+        let path = dir.path().join(format!("j{j}.json"));
+        let p = path.to_str().expect("utf-8 path");
+        let o = numalab(&[
+            "run",
+            "-m",
+            "tiny-2n",
+            "-w",
+            "numa02",
+            "-w",
+            "numa01",
+            "--iterations",
+            "2",
+            "--scale",
+            "0.05",
+            "-j",
+            j,
+            "--json",
+            p,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        outs.push(std::fs::read(&path).expect("written"));
+    }
+    assert_eq!(outs[0], outs[1], "-j 1 and -j 2 differ");
+    let set: serde_json::Value = serde_json::from_slice(&outs[0]).expect("json");
+    assert_eq!(set["runs"].as_array().map(Vec::len), Some(4));
+}
+
+#[test]
+fn bench_rejects_half_a_run_and_unknown_entries() {
+    let o = numalab(&["bench", "-m", "tiny-2n"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = numalab(&["bench", "--only", "no-such-entry"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no suite entry"));
+}
+
+#[test]
+fn bench_one_run_reports_its_figures_and_the_same_output_twice() {
+    let o = numalab(&[
+        "bench", "-m", "tiny-2n", "-w", "numa02", "--scale", "0.05", "--repeat", "2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("numa02"))
+        .expect("a row");
+    assert!(row.trim_end().ends_with("yes"), "{text}");
+}
