@@ -596,6 +596,36 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// The binary-search window count is the pass over every writer
+        /// it replaced, wrap-around and the accessor's own streams included.
+        #[test]
+        fn count_near_matches_a_pass_over_every_writer(
+            len in 1u64..10_000,
+            pos in proptest::collection::vec((0u64..10_000, 0usize..6), 0..40),
+            rel in 0u64..10_000,
+            window in 0.0f64..12_000.0,
+            me in 0usize..6,
+        ) {
+            let writers: Vec<Writer> = pos
+                .iter()
+                .map(|&(p, id)| stream(id, CpuId::new(0), 0, len, p % len))
+                .collect();
+            let r = RegionWriters::new(writers.clone());
+            let rel = rel % len;
+            let naive = writers
+                .iter()
+                .filter(|w| {
+                    let WriterKind::Stream { at } = w.kind else { return false };
+                    let d = at.abs_diff(rel);
+                    w.id != me && d.min(len - d) <= window as u64
+                })
+                .count();
+            let got = r.classes.first().map_or(0, |c| count_near(c, rel, window, me));
+            proptest::prop_assert_eq!(got, naive);
+        }
+    }
+
     #[test]
     fn latency_adds_the_transfer_to_the_shared_share() {
         let s = SharedLines {
