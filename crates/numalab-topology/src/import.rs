@@ -30,7 +30,7 @@ use std::path::Path;
 
 /// The measured row whose latency and bandwidth fill an imported spec.
 pub const IMPORT_PHYSICS_ROW: &str =
-    "Intel MLC Cascade Lake 6240 (hpcleuven/VscDocumentation *_mlc.txt)";
+    "Cascade Lake 6240, Intel MLC (hpcleuven/VscDocumentation *_mlc.txt)";
 const LOCAL_NS: f64 = 81.0;
 const REMOTE_NS: f64 = 141.0;
 const NODE_GBPS: f64 = 113.0;
