@@ -291,7 +291,7 @@ declare! {
         default: 0,
         unit: None,
         location: Location::Sysctl("kernel/numa_balancing_scan_async"),
-        source: "RFC \"autonuma: Support to scan page table asynchronously\" (Huang Ying, 2020-04-14, mission.md section 2, seed 002): kern_table entry with extra1 SYSCTL_ZERO, extra2 SYSCTL_ONE; task_tick_numa queue_work_node(numa_node_id(), system_unbound_wq, &curr->numa_async_work); do_exit cancel_work_sync; not in mainline",
+        source: "RFC \"autonuma: Support to scan page table asynchronously\" (Huang Ying, LKML, 2020-04-14): kern_table entry with extra1 SYSCTL_ZERO, extra2 SYSCTL_ONE; task_tick_numa queue_work_node(numa_node_id(), system_unbound_wq, &curr->numa_async_work); do_exit cancel_work_sync; not in mainline",
         description: "0: task_numa_work runs as the task's own work on return to user space (mainline); 1: the scan is queued on an unbound kworker of the task's current node, charged to the kworker (root cgroup), cancelled at exit",
     }
 
@@ -304,7 +304,7 @@ declare! {
         default: false,
         unit: None,
         location: Location::Lab,
-        source: "seed 002 (\"a better solution may be to back-charge the CPU time ... and find a way to run the work on the proper cpuset\"), the cgroup-aware workqueue discussion it cites; no kernel implementation",
+        source: "Huang Ying, RFC \"autonuma: Support to scan page table asynchronously\", LKML, 2020-04-14 (\"a better solution may be to back-charge the CPU time ... and find a way to run the work on the proper cpuset\"), the cgroup-aware workqueue discussion it cites; no kernel implementation",
         description: "with kernel.numa_balancing_scan_async=1 only: 1 = the scan work runs on a kworker of the scanned task's cgroup, allowed only on the task's cpuset CPUs of its node (all its cpuset CPUs when none are on that node), its CPU time charged to that cgroup; 0 = the posting's patch (root-cgroup kworker on any CPU of the node). Off by default: the default is the posting's patch",
     }
 
@@ -315,7 +315,7 @@ declare! {
         default: true,
         unit: None,
         location: Location::Lab,
-        source: "pmbench (blakecaldwell/pmbench: every access timed with rdtsc, log2 histograms for reads and writes apart; research/workloads.md section 4); numalab engine/latency.rs",
+        source: "pmbench (blakecaldwell/pmbench: every access timed with rdtsc, log2 histograms for reads and writes apart; Jisoo Yang, UNLV); numalab engine/latency.rs",
         description: "1: every task's random and streaming accesses go into log2 latency histograms (reads and writes apart), each stall of the task (its kernel work, preemption) lengthening one timed access; per task and per cgroup in the Run record; 0: no histograms",
     }
 
@@ -326,7 +326,7 @@ declare! {
         default: 1000,
         unit: None,
         location: Location::Lab,
-        source: "seed 002 counts accesses slower than 1 ms; numalab engine/latency.rs",
+        source: "Huang Ying, RFC \"autonuma: Support to scan page table asynchronously\", LKML, 2020-04-14, counts accesses slower than 1 ms; numalab engine/latency.rs",
         description: "accesses at least this slow (microseconds) are counted as outliers per task and per cgroup (default 1000 = 1 ms)",
     }
 

@@ -13,7 +13,8 @@
 //!   node boundaries, as the kernel's scheduler topology does.
 //!
 //! Neither source says anything about latency or bandwidth: the spec's physics
-//! are the Cascade Lake 6240 row of workloads.md §6, each such line commented
+//! are the Cascade Lake 6240 Intel MLC measurement (hpcleuven/VscDocumentation
+//! `*_mlc.txt`), each such line commented
 //! as a default to edit. Host CPU and node ids that are not contiguous from 0
 //! (offline CPUs, sparse node ids) are renumbered densely in ascending order,
 //! and the renumbering is recorded in `sources`. CPU-less (memory-only) nodes
@@ -28,7 +29,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The measured row whose latency and bandwidth fill an imported spec.
-pub const IMPORT_PHYSICS_ROW: &str = "Cascade Lake 6240, workloads.md §6 row (a)";
+pub const IMPORT_PHYSICS_ROW: &str =
+    "Cascade Lake 6240, Intel MLC (hpcleuven/VscDocumentation *_mlc.txt)";
 const LOCAL_NS: f64 = 81.0;
 const REMOTE_NS: f64 = 141.0;
 const NODE_GBPS: f64 = 113.0;

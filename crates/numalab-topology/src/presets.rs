@@ -2,9 +2,11 @@
 //!
 //! Each preset is a TOML spec in `crates/numalab-topology/presets/NAME.toml`,
 //! embedded in the binary. Every constant there carries a comment naming its
-//! source: a row of workloads.md §6 (Intel MLC measurements), or the plain
-//! statement that it is an extrapolation, and from which row. Leaves out: any
-//! machine whose physics has no basis in §6 (e.g. AMD with NPS4, CXL tiers).
+//! source: a published Intel Memory Latency Checker measurement (rows marked
+//! (a): the `*_mlc.txt` files of the hpcleuven/VscDocumentation repository;
+//! (b): the plantegg/plantegg.github.io CPU notes), or the plain statement
+//! that it is an extrapolation, and from which measurement. Leaves out: any machine whose
+//! physics has no basis in such a measurement (e.g. AMD with NPS4, CXL tiers).
 
 use crate::{spec, Machine, TopologyError};
 
@@ -18,7 +20,7 @@ struct Preset {
 /// The presets, smallest first. Descriptions must match the TOML's
 /// `description` (checked by a test).
 const PRESETS: &[Preset] = &[
-    // Cascade Lake 6240 physics (workloads.md §6 row (a)), synthetic topology.
+    // Cascade Lake 6240 row (a), synthetic topology.
     Preset {
         name: "tiny-2n",
         description: "2 nodes x 2 CPUs (no SMT), 1 GiB per node, Cascade Lake 6240 physics",
@@ -36,13 +38,13 @@ const PRESETS: &[Preset] = &[
         description: "2-socket Cascade Lake, 2 nodes x 26 cores x 2 threads (104 CPUs), 128 GiB/node",
         toml: include_str!("../presets/clx-2s-104.toml"),
     },
-    // No SPR row in §6: Ice Lake 8360Y row (a), the nearest measured Intel server.
+    // No SPR measurement: Ice Lake 8360Y row (a), the nearest measured Intel server.
     Preset {
         name: "spr-4n",
         description: "4-socket Sapphire Rapids, 4 nodes x 40 cores x 2 threads (320 CPUs), 256 GiB/node; Ice Lake 8360Y physics",
         toml: include_str!("../presets/spr-4n.toml"),
     },
-    // No GNR row in §6: Ice Lake 8360Y base, SNC ratios from the Cascade Lake
+    // No GNR measurement: Ice Lake 8360Y base, SNC ratios from the Cascade Lake
     // 8269CY SNC2 row and the Broadwell Cluster-on-Die row; all extrapolated.
     Preset {
         name: "gnr-2s-snc3",

@@ -37,7 +37,9 @@ pub const DEFAULT_REMOTE_DISTANCE: u32 = 21;
 /// Largest SLIT distance the model accepts (255 means "unreachable").
 pub const MAX_DISTANCE: u32 = 254;
 /// Default same-package latency as a multiple of local latency
-/// (workloads.md §6: "a same-socket sub-node costs only +5-10%").
+/// (Intel MLC: a same-socket sub-node costs +5-10% over local on Cascade
+/// Lake 8269CY SNC2, plantegg/plantegg.github.io CPU notes, and on EPYC 9224
+/// NPS2, public GitHub CXL notes whose repository was not identified).
 pub const DEFAULT_SAME_PACKAGE_LATENCY_FACTOR: f64 = 1.08;
 /// Default number of outstanding L1D misses per core, used to derive
 /// `bandwidth.core_gbps` (Little's law).
@@ -1115,7 +1117,7 @@ fn resolve_latency(
             let used = (0..n).any(|a| (0..n).any(|b| a != b && packages[a] == packages[b]));
             if used {
                 ctx.note(format!(
-                "latency.same_package_ns defaulted to local_ns*{DEFAULT_SAME_PACKAGE_LATENCY_FACTOR} = {v:.2} ns (workloads.md §6: a same-socket sub-node costs +5-10%)"
+                "latency.same_package_ns defaulted to local_ns*{DEFAULT_SAME_PACKAGE_LATENCY_FACTOR} = {v:.2} ns (Intel MLC: a same-socket sub-node costs +5-10%, Cascade Lake 8269CY SNC2 in plantegg/plantegg.github.io CPU notes)"
                 ));
             }
             v

@@ -301,7 +301,7 @@ fn numa_balancing_threadlocal() -> Reproduction {
     Reproduction {
         name: "numa-balancing-threadlocal",
         description: "NUMA01_THREADLOCAL on 4 nodes x 80 CPUs, NUMA balancing off vs on (proposal 4's baseline numbers)",
-        source: "mission.md §4: Sapphire Rapids, 4 nodes, NUMA01_THREADLOCAL: elapsed 3:33 -> 1:54, user 29360 s -> 7590 s, system ~16300 s both ways; earlier version on 4 nodes x 80 CPUs: 212.9 s vs 127.1 s",
+        source: "LKML: Chen Yu, \"[PATCH v2] sched/numa: Introduce per cgroup numa balance control\", 2025-06-25: Sapphire Rapids, 4 nodes, NUMA01_THREADLOCAL: elapsed 3:33 -> 1:54, user 29360 s -> 7590 s, system ~16300 s both ways; earlier version (the RFC series \"sched/numa: Introduce per cgroup numa balance control\", LKML, February 2025) on 4 nodes x 80 CPUs: 212.9 s vs 127.1 s",
         machine: "spr-4n",
         workloads: &["numa01-threadlocal"],
         cgroup: None,
@@ -382,7 +382,7 @@ fn numa_balance_serialize() -> Reproduction {
     Reproduction {
         name: "numa-balance-serialize",
         description: "OLTP-like service on 2-socket Granite Rapids SNC3: sched_balance_running taken before the due/designated checks (legacy) vs after them (fixed)",
-        source: "mission.md §5 (Tim Chen, \"sched/fair: Skip sched_balance_running cmpxchg when balance is not due\", tip 2265c5d4, 6.19): 2-socket GNR with SNC, OLTP: 7.8% of all CPU cycles contending on sched_balance_running before; after, gone from the profile and +5% throughput",
+        source: "LKML / tip: Tim Chen, \"sched/fair: Skip sched_balance_running cmpxchg when balance is not due\", commit 2265c5d4, 6.19: 2-socket GNR with SNC, OLTP: 7.8% of all CPU cycles contending on sched_balance_running before; after, gone from the profile and +5% throughput",
         machine: "gnr-2s-snc3",
         workloads: &["oltp"],
         cgroup: None,

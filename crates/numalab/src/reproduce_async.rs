@@ -1,5 +1,6 @@
 //! Proposal 2's reproductions (asynchronous NUMA scanning, Huang Ying 2020,
-//! mission.md section 2, seed 002): the posting's pmbench experiment, and
+//! RFC "autonuma: Support to scan page table asynchronously", LKML,
+//! 2020-04-14): the posting's pmbench experiment, and
 //! the reviewers' case (every CPU busy) it did not measure. Each compares
 //! synchronous scanning (mainline), the posting's asynchronous scanning,
 //! and the posting's suggested remedy (`numalab.numa_scan_async_backcharge`:
@@ -65,7 +66,7 @@ pub fn async_numa_scan() -> Reproduction {
     Reproduction {
         name: "async-numa-scan",
         description: "pmbench, 64 threads, 16 GiB uniform, 3600 s on 2 x 52 CPUs (40 idle): task_numa_work as task work (sync) vs on a kworker (async) vs async charged back to the task's cgroup on its cpuset",
-        source: "mission.md §2 and seed 002 (Huang Ying, \"autonuma: Support to scan page table asynchronously\", RFC 2020-04-14): pmbench 64 threads, 2-socket 104-CPU 256 GB, 3600 s: more than 20000 accesses slower than 1 ms with synchronous scanning, almost all caused by scanning; almost all disappear with asynchronous scanning",
+        source: "LKML: Huang Ying, RFC \"autonuma: Support to scan page table asynchronously\", 2020-04-14: pmbench 64 threads, 2-socket 104-CPU 256 GB, 3600 s: more than 20000 accesses slower than 1 ms with synchronous scanning, almost all caused by scanning; almost all disappear with asynchronous scanning",
         machine: "clx-2s-104",
         workloads: &["pmbench"],
         cgroup: None,
@@ -96,7 +97,7 @@ pub fn async_numa_scan_busy() -> Reproduction {
     Reproduction {
         name: "async-numa-scan-busy",
         description: "pmbench-busy on clx-2s-104: 64 pmbench threads in /pmbench (cpuset CPUs 0-63) beside 40 compute threads in /batch (CPUs 64-103), no idle CPU, 3600 s: sync vs async vs async charged back (not published; the model's answer to the reviewers' objections)",
-        source: "seed 002's own caveats (\"on system without enough idle CPU time, the CPU time isn't scheduled fairly because the page table scanning is charged to the workqueue thread\"; \"it may run on a CPU that is not in the cpuset of the target process\"), mission.md §2 (why upstream rejected it); no published figures",
+        source: "the posting's own caveats (Huang Ying, RFC \"autonuma: Support to scan page table asynchronously\", LKML, 2020-04-14: \"on system without enough idle CPU time, the CPU time isn't scheduled fairly because the page table scanning is charged to the workqueue thread\"; \"it may run on a CPU that is not in the cpuset of the target process\"); the RFC was never merged upstream; no published figures",
         machine: "clx-2s-104",
         workloads: &["pmbench-busy"],
         cgroup: None,

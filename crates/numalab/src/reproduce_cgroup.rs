@@ -1,6 +1,7 @@
-//! Proposal 4's reproductions (per-cgroup NUMA balancing, Chen Yu 2025,
-//! mission.md section 4): the posting's own experiment, and the case the
-//! proposal exists for, which the posting did not measure.
+//! Proposal 4's reproductions (per-cgroup NUMA balancing; Chen Yu, "[PATCH
+//! v2] sched/numa: Introduce per cgroup numa balance control", LKML, 2025):
+//! the posting's own experiment, and the case the proposal exists for, which
+//! the posting did not measure.
 //!
 //! Published numbers are only printed beside the model's (see
 //! [`crate::reproduce`]); figures marked unpublished are the model's alone.
@@ -17,7 +18,7 @@ pub fn per_cgroup_numa_balancing() -> Reproduction {
     Reproduction {
         name: "per-cgroup-numa-balancing",
         description: "NUMA01_THREADLOCAL in cgroup /mytest on 4 nodes x 80 CPUs, kernel.numa_balancing=4 (proposal 4) with /mytest's cpu.numa_load_balance 0 vs 1, 6 iterations",
-        source: "mission.md §4 and seed 000 (Chen Yu, \"sched/numa: Introduce per cgroup numa balance control\" v2, 2025): Sapphire Rapids, 4 nodes, 6 runs: elapsed 3:33 -> 1:54 (0.54), user 29360 s -> ~7600 s, system ~16300 s both; /mytest memory.stat numa_pages_migrated 10238503, numa_pte_updates 24378124, numa_hint_faults 16921590, numa_task_migrated 253, numa_task_swapped 4",
+        source: "LKML: Chen Yu, \"[PATCH v2] sched/numa: Introduce per cgroup numa balance control\", 2025-06-25: Sapphire Rapids, 4 nodes, 6 runs: elapsed 3:33 -> 1:54 (0.54), user 29360 s -> ~7600 s, system ~16300 s both; /mytest memory.stat numa_pages_migrated 10238503, numa_pte_updates 24378124, numa_hint_faults 16921590, numa_task_migrated 253, numa_task_swapped 4",
         machine: "spr-4n",
         workloads: &["numa01-threadlocal"],
         cgroup: Some("/mytest"),
@@ -77,7 +78,7 @@ pub fn per_cgroup_mixed() -> Reproduction {
     Reproduction {
         name: "per-cgroup-mixed",
         description: "one spr-4n machine, /gain (NUMA01_THREADLOCAL's shape on half the CPUs) beside /lose (random writes to a buffer shared by writers on every node): mode 0, mode 1, and mode 4 with only /gain enabled (not published; the model's answer)",
-        source: "mission.md §4: the proposal's motivation (balancing helps some workloads and hurts others on one machine, so it is switched off everywhere), not measured by the posting; no published figures",
+        source: "Chen Yu, \"[PATCH v2] sched/numa: Introduce per cgroup numa balance control\", LKML, 2025-06-25: the proposal's motivation (balancing helps some workloads and hurts others on one machine, so it is switched off everywhere), not measured by the posting; no published figures",
         machine: "spr-4n",
         workloads: &["mixed-cgroups"],
         cgroup: None,

@@ -1,5 +1,6 @@
 //! Proposal 3's reproductions (interleaved memory with NUMA balancing that
-//! moves tasks, not pages; Chen Yu 2025, mission.md section 3, seed 001):
+//! moves tasks, not pages; Chen Yu, RFC "sched/numa: Allow intervale memory
+//! allocation for numa balance", LKML, 2025):
 //! the posting's NUMA01_THREADLOCAL experiment, and the posting's two-task
 //! example with issue 13's favourable (stride-aligned) and unfavourable
 //! (uniform) cases, which the posting did not measure.
@@ -57,7 +58,7 @@ pub fn interleave_task_migration() -> Reproduction {
     Reproduction {
         name: "interleave-task-migration",
         description: "NUMA01_THREADLOCAL interleaved over 4 nodes x 80 CPUs, each thread using 4 KiB of every 8 KiB: plain MPOL_INTERLEAVE (mainline) vs MPOL_INTERLEAVE|MPOL_F_NUMA_BALANCING with proposal 3 on",
-        source: "mission.md §3 and seed 001 (Chen Yu, RFC \"sched/numa: Allow intervale memory allocation for numa balance\", 2025): 4 nodes x 80 CPUs, 1 run: elapsed 90.73 s -> 90.88 s, system 7156.34 s -> 7267.28 s (+1.55%); memory.stat deltas with the proposal: numa_pages_migrated 0, numa_pte_updates 9156154, numa_hint_faults 8659673, numa_task_migrated 282, numa_task_swapped 114",
+        source: "LKML: Chen Yu, RFC \"sched/numa: Allow intervale memory allocation for numa balance\", 2025: 4 nodes x 80 CPUs, 1 run: elapsed 90.73 s -> 90.88 s, system 7156.34 s -> 7267.28 s (+1.55%); memory.stat deltas with the proposal: numa_pages_migrated 0, numa_pte_updates 9156154, numa_hint_faults 8659673, numa_task_migrated 282, numa_task_swapped 114",
         machine: "spr-4n",
         workloads: &[
             "plain-interleave:numa01-threadlocal-interleave-plain",
@@ -124,7 +125,7 @@ pub fn interleave_task_migration_example() -> Reproduction {
     Reproduction {
         name: "interleave-task-migration-example",
         description: "proposal 3's scenarios on spr-4n, plain interleave vs flagged with the proposal on: the posting's swap example (cgroup on nodes 0-1, each node's tasks using the other node's pages), stride-aligned access (each thread's pages on one node), uniform access (not published; the model's answer)",
-        source: "mission.md §3 and seed 001's example (t1 on node 0 using pages on node 1, t2 the reverse: swapping fixes both without moving a page); issue 13 item 6; no published figures",
+        source: "the example in Chen Yu's RFC \"sched/numa: Allow intervale memory allocation for numa balance\" (LKML, 2025) (t1 on node 0 using pages on node 1, t2 the reverse: swapping fixes both without moving a page); issue 13 item 6; no published figures",
         machine: "spr-4n",
         workloads: &[
             "example-plain:interleave-swap-example-plain",

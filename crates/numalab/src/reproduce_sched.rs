@@ -1,5 +1,6 @@
 //! Proposal 1's reproductions (the 2013 scheduler integration of NUMA
-//! balancing, Mel Gorman, mission.md section 1, seed 003):
+//! balancing; Mel Gorman, "[PATCH 0/8] Basic scheduler support for automatic
+//! NUMA balancing", LKML, June 2013):
 //! `sched-numa-integration`, the posting's SPECjbb comparison of 3.9 with
 //! and without the series on a 4-socket machine, and `mainline-ablation`,
 //! each of the series' switches alone turned off from mainline.
@@ -76,7 +77,7 @@ pub fn sched_numa_integration() -> Reproduction {
     Reproduction {
         name: "sched-numa-integration",
         description: "SPECjbb-like JVM on 4s-48 (4 sockets x 12 CPUs, THP): 3.9 baseline (all four 2013 switches off) vs the series (all on); one JVM over warehouses 6/12/24/36/48 and one JVM per node (4 x 12 warehouses)",
-        source: "mission.md §1 and seed 003 (Mel Gorman, \"[PATCH 0/8] Basic scheduler support for automatic NUMA balancing\", June 2013, on 3.9.0): single JVM: SpecJBB bops 8397 -> 9059 (+7.88%), actual peak bops 517906 -> 562987 (+8.70%), system 145.18 s -> 133.87 s, NUMA PTE updates 112474717 -> 106764423, hint faults 692716 -> 543202, hint local faults 272512 -> 154250, pages migrated 14446025 -> 13710610; one JVM per node: SpecJBB bops 487204 -> 500705 (+2.77%), system 1395.40 s -> 1124.93 s, PTE updates 1167722150 -> 961427213, hint faults 9915871 -> 8411075, hint local faults 3660769 -> 3212050, pages migrated 134743458 -> 102408111",
+        source: "LKML: Mel Gorman, \"[PATCH 0/8] Basic scheduler support for automatic NUMA balancing\", June 2013, on 3.9.0: single JVM: SpecJBB bops 8397 -> 9059 (+7.88%), actual peak bops 517906 -> 562987 (+8.70%), system 145.18 s -> 133.87 s, NUMA PTE updates 112474717 -> 106764423, hint faults 692716 -> 543202, hint local faults 272512 -> 154250, pages migrated 14446025 -> 13710610; one JVM per node: SpecJBB bops 487204 -> 500705 (+2.77%), system 1395.40 s -> 1124.93 s, PTE updates 1167722150 -> 961427213, hint faults 9915871 -> 8411075, hint local faults 3660769 -> 3212050, pages migrated 134743458 -> 102408111",
         machine: "4s-48",
         workloads: SWEEP,
         cgroup: None,
@@ -174,7 +175,7 @@ pub fn mainline_ablation() -> Reproduction {
     Reproduction {
         name: "mainline-ablation",
         description: "spr-4n: mainline vs each 2013 switch alone off (no-preferred-node, no-migrate-on-select, no-fault-classify, no-scan-adapt) and all off (3.9), on numa01, numa01-threadlocal, numa02, numa02-smt and specjbb (one JVM, 48 warehouses, 32 s so that --scale 0.25 leaves the 8 s of the sched-numa-integration runs); model only; full scale is slow, run with --scale 0.25",
-        source: "mission.md §1 (what each part of the 2013 series buys); no published figures",
+        source: "Mel Gorman, \"[PATCH 0/8] Basic scheduler support for automatic NUMA balancing\", LKML, June 2013 (what each part of the series buys); no published figures",
         machine: "spr-4n",
         workloads: &[
             "numa01",

@@ -1,7 +1,8 @@
 //! Per-access latency as pmbench measures it (proposal 2, lab switch
 //! `numalab.access_latency`): each thread times every access (`rdtsc`
 //! before and after) and counts it in a log2 histogram, reads and writes
-//! apart (research/workloads.md section 4).
+//! apart (pmbench by Jisoo Yang, UNLV: blakecaldwell/pmbench on GitHub,
+//! its v0.9 man page and access.c).
 //!
 //! Accesses are not simulated one by one. A thread's accesses come at the
 //! rate the physics gives its operation; each takes the per-access latency

@@ -1,6 +1,6 @@
 //! Asynchronous NUMA scanning (proposal 2: Huang Ying's 2020 RFC
-//! "autonuma: Support to scan page table asynchronously", mission.md
-//! section 2, seed 002; never merged). With
+//! "autonuma: Support to scan page table asynchronously", LKML,
+//! 2020-04-14; never merged). With
 //! `kernel.numa_balancing_scan_async=1`, `task_tick_numa` does not add
 //! `task_numa_work` as task work: it queues the task's `numa_async_work` on
 //! `system_unbound_wq` for the node the task runs on (`queue_work_node`),
