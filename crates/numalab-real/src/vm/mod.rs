@@ -306,9 +306,22 @@ pub fn vm_run(machine: &Machine, opts: &VmOptions) -> Result<VmOutcome, RealErro
     let share = work.join("share");
     fs::create_dir_all(&share)
         .map_err(|e| RealError::Failed(format!("{}: {e}", share.display())))?;
-    let result = boot(
+    let mut result = boot(
         machine, opts, &qemu_bin, &busybox, &kern, &work, &share, t_start,
     );
+    // A guest kernel that died before /init ran nothing of the workload,
+    // so it can boot again. Debian's 6.12 has been seen to oops once in
+    // early boot under TCG on a loaded host (enqueue_timer, "Fatal
+    // exception in interrupt"), then boot fine. A kernel that cannot boot
+    // fails twice, and the first failure is shown either way.
+    if let Err(RealError::Failed(e)) = &result {
+        if e.starts_with(NEVER_REACHED_INIT) {
+            eprintln!("numalab vm: the guest kernel stopped before /init; booting it once more. The first boot:\n{e}");
+            result = boot(
+                machine, opts, &qemu_bin, &busybox, &kern, &work, &share, t_start,
+            );
+        }
+    }
     if opts.keep_workdir {
         eprintln!("numalab vm: work directory kept: {}", work.display());
     } else {
@@ -316,6 +329,9 @@ pub fn vm_run(machine: &Machine, opts: &VmOptions) -> Result<VmOutcome, RealErro
     }
     result
 }
+
+/// How a boot that died before the guest's /init ran starts its error.
+const NEVER_REACHED_INIT: &str = "the guest never reached /init";
 
 #[allow(clippy::too_many_arguments)]
 fn boot(
@@ -488,7 +504,7 @@ fn boot(
                 guest_exit.unwrap_or(-1)
             )
         } else if boot_s.is_none() {
-            format!("the guest never reached /init (QEMU {status})")
+            format!("{NEVER_REACHED_INIT} (QEMU {status})")
         } else {
             format!("the guest stopped before numalab finished (QEMU {status})")
         };
