@@ -567,7 +567,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
         .flat_map(|c| {
             r.workloads
                 .iter()
-                .filter_map(move |w| for_config(w, r.configs[c].label))
+                .filter_map(move |w| for_config(w, r.configs[c].label, &r.configs))
                 .flat_map(move |w| (0..iterations).map(move |i| (c, w, i)))
         })
         .collect();
@@ -669,11 +669,13 @@ fn tally_row(name: &str, t: &Tally) -> String {
 
 /// The workload entry `w` of a reproduction under configuration `label`:
 /// a plain name runs under every configuration, `LABEL:NAME` only under
-/// LABEL.
-fn for_config<'a>(w: &'a str, label: &str) -> Option<&'a str> {
+/// LABEL. A prefix that is not one of the reproduction's configuration
+/// labels is part of the workload (`specjbb:warehouses=6`: a preset with
+/// parameters), which runs under every configuration.
+fn for_config<'a>(w: &'a str, label: &str, configs: &[Config]) -> Option<&'a str> {
     match w.split_once(':') {
-        Some((l, name)) => (l == label).then_some(name),
-        None => Some(w),
+        Some((l, name)) if configs.iter().any(|c| c.label == l) => (l == label).then_some(name),
+        _ => Some(w),
     }
 }
 
@@ -891,5 +893,32 @@ mod tests {
         assert!(Metric::RatioVs("a", &Metric::Elapsed).is_scale_free());
         assert!(!Metric::Elapsed.is_scale_free());
         assert!(!Metric::MemoryStat("/", "numa_hint_faults").is_scale_free());
+    }
+}
+
+#[cfg(test)]
+mod for_config_tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_is_a_label_only_when_it_names_a_configuration() {
+        let configs = [
+            Config {
+                label: "plain",
+                sets: &[],
+            },
+            Config {
+                label: "flagged",
+                sets: &[],
+            },
+        ];
+        assert_eq!(for_config("plain:a", "plain", &configs), Some("a"));
+        assert_eq!(for_config("plain:a", "flagged", &configs), None);
+        assert_eq!(for_config("numa01", "flagged", &configs), Some("numa01"));
+        // A preset with parameters runs under every configuration.
+        assert_eq!(
+            for_config("specjbb:warehouses=6", "flagged", &configs),
+            Some("specjbb:warehouses=6")
+        );
     }
 }
