@@ -567,7 +567,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
         .flat_map(|c| {
             r.workloads
                 .iter()
-                .filter_map(move |w| for_config(w, r.configs[c].label, &r.configs))
+                .filter_map(move |w| for_config(w, r.configs[c].label, r.configs))
                 .flat_map(move |w| (0..iterations).map(move |i| (c, w, i)))
         })
         .collect();
