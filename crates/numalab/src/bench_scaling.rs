@@ -142,14 +142,11 @@ pub fn scaling(o: &Options) -> Result<(), String> {
             sets: on.clone(),
         })
         .collect();
-    let cpu_rows = bench::run_rows(&cpu_jobs, o);
-    let mem_rows = cpu_rows
-        .as_ref()
-        .ok()
-        .map(|_| bench::run_rows(&mem_jobs, o));
+    // The temporary machine files go whether the runs succeed or not.
+    let rows =
+        bench::run_rows(&cpu_jobs, o).and_then(|cpu| Ok((cpu, bench::run_rows(&mem_jobs, o)?)));
     let _ = std::fs::remove_dir_all(&dir);
-    let cpu_rows = cpu_rows?;
-    let mem_rows = mem_rows.ok_or("unreachable")??;
+    let (cpu_rows, mem_rows) = rows?;
     let cpus: Vec<f64> = CPU_POINTS.iter().map(|p| p.0 as f64).collect();
     let gib: Vec<f64> = MEM_POINTS_GIB.iter().map(|g| (2 * g) as f64).collect();
     let mut s = format!(
