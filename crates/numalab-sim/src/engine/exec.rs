@@ -677,11 +677,13 @@ impl Sim {
                 let mass = dist_mass(&dist, a, b);
                 let per_page = n * mass / (end - cstart) as f64;
                 let prob = 1.0 - (-per_page).exp();
+                // Each special page is touched with probability `prob`,
+                // independently: the gaps between touched ones are
+                // geometric, so draw the gaps and skip the untouched pages
+                // a bitmap word at a time.
                 let mut q = s;
-                while let Some(x) = v.next_special(q, end) {
-                    if self.rng.gen::<f64>() < prob {
-                        faults.push(x);
-                    }
+                while let Some(x) = v.nth_special(q, end, geometric(&mut self.rng, prob)) {
+                    faults.push(x);
                     q = x + 1;
                 }
                 p = end;
@@ -899,6 +901,26 @@ const DIRECT_SAMPLE_MAX_ACCESSES: f64 = 64.0;
 
 /// A Poisson-distributed count with mean `mean` (Knuth's method; for the
 /// small means of [`DIRECT_SAMPLE_MAX_ACCESSES`]).
+/// Failures before the first success of independent trials that succeed
+/// with probability `p` (geometric on {0, 1, ...}): `u64::MAX` when `p` is
+/// 0, 0 when it is 1.
+fn geometric(rng: &mut impl Rng, p: f64) -> u64 {
+    if p >= 1.0 {
+        return 0;
+    }
+    if p <= 0.0 {
+        return u64::MAX;
+    }
+    // 1 - U lies in (0, 1], so its log is finite.
+    let u = 1.0 - rng.gen::<f64>();
+    let g = (u.ln() / (-p).ln_1p()).floor();
+    if g >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        g as u64
+    }
+}
+
 fn poisson(rng: &mut impl Rng, mean: f64) -> u64 {
     let limit = (-mean).exp();
     let mut k = 0;
@@ -1033,6 +1055,24 @@ mod tests {
                 assert!((dist_mass(&d, 0.0, x) - u).abs() < 1e-6, "{d:?} {u} {x}");
             }
         }
+    }
+
+    #[test]
+    fn geometric_gaps_have_the_right_mean() {
+        use rand::SeedableRng;
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        for p in [0.01, 0.2, 0.7] {
+            let n = 20_000;
+            let sum: u64 = (0..n).map(|_| geometric(&mut rng, p)).sum();
+            let m = sum as f64 / n as f64;
+            let want = (1.0 - p) / p;
+            assert!(
+                (m - want).abs() < 0.05 * want.max(1.0),
+                "{p}: {m} vs {want}"
+            );
+        }
+        assert_eq!(geometric(&mut rng, 1.0), 0);
+        assert_eq!(geometric(&mut rng, 0.0), u64::MAX);
     }
 
     #[test]

@@ -275,6 +275,33 @@ impl Vma {
         None
     }
 
+    /// The special page `k` places after the first in `[from, to)` (`k`
+    /// = 0: the first), if there are that many: counts a word of the
+    /// bitmap at a time, so skipping over special pages costs one popcount
+    /// per 64 pages.
+    pub fn nth_special(&self, from: usize, to: usize, mut k: u64) -> Option<usize> {
+        let to = to.min(self.pages.len());
+        let mut p = from;
+        while p < to {
+            let word_end = ((p / 64 + 1) * 64).min(to);
+            let mut w = self.special_bits[p / 64] >> (p % 64);
+            let width = word_end - p;
+            if width < 64 {
+                w &= (1u64 << width) - 1;
+            }
+            let n = w.count_ones() as u64;
+            if n > k {
+                for _ in 0..k {
+                    w &= w - 1;
+                }
+                return Some(p + w.trailing_zeros() as usize);
+            }
+            k -= n;
+            p = word_end;
+        }
+        None
+    }
+
     /// The first chunk at or after `c` with a special page, if any.
     fn next_special_chunk(&self, c: usize) -> Option<usize> {
         let mut i = c / 64;
@@ -458,6 +485,26 @@ mod tests {
         v.set_page_node(3, NodeId::new(0));
         assert_eq!(v.pages_by_node(), vec![301, 299]);
         v.check_invariants().unwrap();
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn nth_special_is_the_kth_special_page(
+            present in proptest::collection::vec(proptest::bool::ANY, 700),
+            from in 0usize..700,
+            len in 0usize..700,
+            k in 0u64..300,
+        ) {
+            let mut v = Vma::new("a", 0, 700 * 4096, false, None, 2);
+            for (p, &yes) in present.iter().enumerate() {
+                if yes {
+                    v.set_page_node(p, NodeId::new(0));
+                }
+            }
+            let to = (from + len).min(700);
+            let naive = (from..to).filter(|&p| v.pages[p].special()).nth(k as usize);
+            proptest::prop_assert_eq!(v.nth_special(from, to, k), naive);
+        }
     }
 
     #[test]
