@@ -319,6 +319,17 @@ declare! {
         description: "1: every task's random and streaming accesses go into log2 latency histograms (reads and writes apart), each stall of the task (its kernel work, preemption) lengthening one timed access; per task and per cgroup in the Run record; 0: no histograms",
     }
 
+    /// Whole request iterations at once when nothing in them can fault.
+    REQUEST_FAST_FORWARD: bool {
+        name: "numalab.request_fast_forward",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab engine/fast_forward.rs: an engine shortcut, not a kernel mechanism; results agree with it off in expectation (the random draws differ)",
+        description: "1: a task looping over a repeat whose body is only random accesses and compute (a SPECjbb-like transaction loop) runs as many whole iterations as fit in the rest of the tick in one step, when no page of their ranges needs a fault, no kernel work is owed and this tick's rates are known; 0: one operation at a time",
+    }
+
     /// The outlier threshold of the latency histograms.
     ACCESS_LATENCY_THRESHOLD_US: uint(1, 1_000_000_000) {
         name: "numalab.access_latency_threshold_us",

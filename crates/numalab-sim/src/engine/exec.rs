@@ -150,7 +150,7 @@ enum Next {
 
 impl Sim {
     /// The phase list a frame stack points into.
-    fn phase_list<'a>(phases: &'a [Phase], frames: &[Frame]) -> &'a [Phase] {
+    pub(super) fn phase_list<'a>(phases: &'a [Phase], frames: &[Frame]) -> &'a [Phase] {
         let mut list = phases;
         for f in &frames[..frames.len() - 1] {
             match &list[f.pc] {
@@ -353,7 +353,7 @@ impl Sim {
 
     /// Throughput share of one hardware thread given how many of its core's
     /// siblings are busy.
-    fn smt_factor(&self, cpu: CpuId) -> f64 {
+    pub(super) fn smt_factor(&self, cpu: CpuId) -> f64 {
         let busy = self
             .k
             .cpu_smt_mask(cpu)
@@ -428,6 +428,9 @@ impl Sim {
                     Some(false) => break Stop::Block,
                     None => {}
                 }
+                // At the end of an iteration: the whole ones that fit in
+                // the tick at once (engine/fast_forward.rs).
+                left -= self.fast_forward_iterations(t, cpu, left);
                 match self.next_phase(t) {
                     Next::Op(o) => {
                         self.exec[t].op = o;
@@ -716,7 +719,7 @@ impl Sim {
 
     /// Adds `bytes` of traffic by `t` over a range to the per-node and
     /// per-task counters, split by the range's node mix.
-    fn account_bytes(
+    pub(super) fn account_bytes(
         &mut self,
         t: TaskId,
         cpu: CpuId,
@@ -798,7 +801,7 @@ impl Sim {
 /// or migration that moves a page bumps it). Streams are left out: their
 /// shared-line cost depends on their position.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct RateKey {
+pub(super) struct RateKey {
     vma: VmaId,
     offset: u64,
     len: u64,
@@ -808,6 +811,25 @@ struct RateKey {
 }
 
 impl RateKey {
+    /// The key of a random op (its `mlp` and `write` as the op holds them).
+    pub(super) fn random(
+        vma: VmaId,
+        offset: u64,
+        len: u64,
+        mlp: f64,
+        write: f64,
+        version: u64,
+    ) -> RateKey {
+        RateKey {
+            vma,
+            offset,
+            len,
+            mlp: mlp.to_bits(),
+            write: write.to_bits(),
+            version,
+        }
+    }
+
     fn of(op: &Op, version: impl Fn(VmaId) -> u64) -> Option<RateKey> {
         match *op {
             Op::Random {
@@ -817,14 +839,7 @@ impl RateKey {
                 mlp,
                 write,
                 ..
-            } => Some(RateKey {
-                vma,
-                offset,
-                len,
-                mlp: mlp.to_bits(),
-                write: write.to_bits(),
-                version: version(vma),
-            }),
+            } => Some(RateKey::random(vma, offset, len, mlp, write, version(vma))),
             _ => None,
         }
     }
@@ -865,7 +880,7 @@ struct MemoStamp {
 const MEMO_ENTRIES: usize = 8;
 
 impl TaskMemo {
-    fn rate(&self, k: &RateKey) -> Option<f64> {
+    pub(super) fn rate(&self, k: &RateKey) -> Option<f64> {
         self.rates.iter().find(|e| e.0 == *k).map(|e| e.1)
     }
 
@@ -899,8 +914,6 @@ pub(crate) struct MixEntry {
 /// accesses one by one instead of walking the range's special pages.
 const DIRECT_SAMPLE_MAX_ACCESSES: f64 = 64.0;
 
-/// A Poisson-distributed count with mean `mean` (Knuth's method; for the
-/// small means of [`DIRECT_SAMPLE_MAX_ACCESSES`]).
 /// Failures before the first success of independent trials that succeed
 /// with probability `p` (geometric on {0, 1, ...}): `u64::MAX` when `p` is
 /// 0, 0 when it is 1.
@@ -921,6 +934,8 @@ fn geometric(rng: &mut impl Rng, p: f64) -> u64 {
     }
 }
 
+/// A Poisson-distributed count with mean `mean` (Knuth's method; for the
+/// small means of [`DIRECT_SAMPLE_MAX_ACCESSES`]).
 fn poisson(rng: &mut impl Rng, mean: f64) -> u64 {
     let limit = (-mean).exp();
     let mut k = 0;
@@ -966,7 +981,7 @@ pub fn dist_inverse(dist: &Distribution, u: f64) -> f64 {
 
 /// Page indices `[from, to)` covering bytes `[offset, offset + len)` of a
 /// VMA with pages of `1 << shift` bytes (`len > 0`).
-fn page_span(offset: u64, len: u64, shift: u32) -> (usize, usize) {
+pub(super) fn page_span(offset: u64, len: u64, shift: u32) -> (usize, usize) {
     (
         (offset >> shift) as usize,
         ((offset + len - 1) >> shift) as usize + 1,

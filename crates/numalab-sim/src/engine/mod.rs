@@ -21,6 +21,7 @@ mod background;
 pub mod budget;
 mod control;
 pub mod exec;
+mod fast_forward;
 mod fault;
 mod latency;
 mod numa;
@@ -175,6 +176,10 @@ pub struct Sim {
     lat_threshold_ns: f64,
     /// Tasks preempted at a tick and when, for their timed access.
     lat_preempted: std::collections::BTreeMap<TaskId, u64>,
+    /// `numalab.request_fast_forward` (engine/fast_forward.rs).
+    fast_forward: bool,
+    /// Scratch of fast_forward.rs, kept to spare an allocation a step.
+    ff_body: Vec<fast_forward::BodyAccess>,
 }
 
 impl Sim {
@@ -263,11 +268,14 @@ impl Sim {
             kworkers: Default::default(),
             lat_threshold_ns: 0.0,
             lat_preempted: Default::default(),
+            fast_forward: false,
+            ff_body: Vec::new(),
             w,
         };
         if sim.k.knobs.get(knob::ACCESS_LATENCY) {
             sim.lat_threshold_ns = sim.k.knobs.get(knob::ACCESS_LATENCY_THRESHOLD_US) as f64 * 1e3;
         }
+        sim.fast_forward = sim.k.knobs.get(knob::REQUEST_FAST_FORWARD);
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
         sim.start_background();

@@ -20,6 +20,27 @@ pub fn run(m: &str, w: &str, scale: f64, seed: u64, sets: &[&str]) -> Result<Run
     Sim::new(machine, wl, k, opts)?.run(&mut |_| {})
 }
 
+/// Like [`run`], also returning the engine steps the run took.
+pub fn run_steps(
+    m: &str,
+    w: &str,
+    scale: f64,
+    seed: u64,
+    sets: &[&str],
+) -> Result<(RunRecord, u64), SimError> {
+    let machine = numalab_topology::presets::load(m).expect("machine preset");
+    let spec = numalab_workload::presets::load(w).expect("workload preset");
+    let wl = numalab_workload::spec::resolve(&spec, &machine, seed, scale).expect("resolve");
+    let k = Knobs::from_sets(sets).expect("knobs");
+    let opts = RunOptions {
+        seed,
+        scale,
+        ..Default::default()
+    };
+    let (rec, _, stats) = Sim::new(machine, wl, k, opts)?.run_with_stats(&mut |_| {})?;
+    Ok((rec, stats.steps))
+}
+
 /// Runs a workload given as TOML text.
 pub fn run_toml(m: &str, toml: &str, sets: &[&str]) -> Result<RunRecord, SimError> {
     let machine = numalab_topology::presets::load(m).expect("machine preset");
