@@ -351,6 +351,12 @@ impl FluidLine {
 const MVA_ITERATIONS: usize = 200;
 
 /// The fluid solve; `mcs`: a queued lock (see [`LineModel::qspinlock`]).
+///
+/// Requesters offering the same rate are one class: Bard-Schweitzer treats
+/// them alike (the same think time, the same starting queue), so each
+/// iteration works per class and per group, not per requester. A race of
+/// hundreds of CPUs on one page, where every racer offers the same rate,
+/// is then one class, and the solve costs the same on 1024 CPUs as on 8.
 fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: bool) -> FluidLine {
     // Transfers per acquisition, and the most requests outstanding on the
     // lock word.
@@ -360,9 +366,25 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: boo
         (1.0, f64::INFINITY)
     };
     let n = reqs.len();
-    let active: Vec<usize> = (0..n).filter(|&i| reqs[i].rate_per_ns > 0.0).collect();
     let mut rates = vec![0.0; n];
-    if active.is_empty() {
+    // Classes by offered rate, in order of first appearance.
+    let mut class_rate: Vec<f64> = Vec::new();
+    let mut class_of: Vec<Option<usize>> = vec![None; n];
+    for (i, r) in reqs.iter().enumerate() {
+        if r.rate_per_ns <= 0.0 {
+            continue;
+        }
+        let bits = r.rate_per_ns.to_bits();
+        let c = match class_rate.iter().position(|x| x.to_bits() == bits) {
+            Some(c) => c,
+            None => {
+                class_rate.push(r.rate_per_ns);
+                class_rate.len() - 1
+            }
+        };
+        class_of[i] = Some(c);
+    }
+    if class_rate.is_empty() {
         let transfer = costs::C2C_SAME_CORE_NS;
         let service = transfer + hold;
         return FluidLine {
@@ -376,43 +398,46 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: boo
             outstanding: 0.0,
         };
     }
-    let think: Vec<f64> = active.iter().map(|&i| 1.0 / reqs[i].rate_per_ns).collect();
-    let cpus: Vec<CpuId> = active.iter().map(|&i| reqs[i].cpu).collect();
+    let groups = Groups::new(m, reqs, &class_of, class_rate.len());
+    let mult = &groups.members;
+    let think: Vec<f64> = class_rate.iter().map(|r| 1.0 / r).collect();
     // Start from the offered rates, each requester alone at the line.
-    let mut q: Vec<f64> = vec![0.0; cpus.len()];
+    let mut q: Vec<f64> = vec![0.0; think.len()];
     let mut x: Vec<f64> = think.iter().map(|z| 1.0 / z).collect();
-    let groups = Groups::new(m, &cpus);
+    let weighted = |v: &[f64]| v.iter().zip(mult).map(|(a, k)| a * k).sum::<f64>();
     let mut transfer = hops * groups.mean_transfer(&x);
     let mut service = transfer + hold;
     for _ in 0..MVA_ITERATIONS {
-        let total_q: f64 = q.iter().sum();
+        let total_q = weighted(&q);
         transfer = hops * groups.mean_transfer(&x) * model.load_factor(total_q.clamp(1.0, cap));
         service = transfer + hold;
         let mut change = 0.0_f64;
-        for i in 0..cpus.len() {
+        for c in 0..think.len() {
             // Bard-Schweitzer: an arrival sees the others' mean queue.
-            let r = service * (1.0 + total_q - q[i]);
-            let xi = 1.0 / (think[i] + r);
-            let qi = xi * r;
-            change = change.max((qi - q[i]).abs());
-            x[i] = xi;
+            let r = service * (1.0 + total_q - q[c]);
+            let xc = 1.0 / (think[c] + r);
+            let qc = xc * r;
+            change = change.max((qc - q[c]).abs());
+            x[c] = xc;
             // Damped to keep the load-dependent service from oscillating.
-            q[i] = 0.5 * q[i] + 0.5 * qi;
+            q[c] = 0.5 * q[c] + 0.5 * qc;
         }
         if change < 1e-9 {
             break;
         }
     }
-    let total: f64 = x.iter().sum();
-    let total_q: f64 = q.iter().sum();
+    let total = weighted(&x);
+    let total_q = weighted(&q);
     let wait = if total > 0.0 {
         // Little: requests at the line = rate x time there.
         (total_q / total - service).max(0.0)
     } else {
         0.0
     };
-    for (k, &i) in active.iter().enumerate() {
-        rates[i] = x[k];
+    for (rate, c) in rates.iter_mut().zip(&class_of) {
+        if let Some(c) = c {
+            *rate = x[*c];
+        }
     }
     FluidLine {
         transfer_ns: transfer,
@@ -432,63 +457,78 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: boo
 /// LLC and package (no pair loop).
 #[cfg(test)]
 fn mean_transfer(m: &Machine, cpus: &[CpuId], w: &[f64]) -> f64 {
-    Groups::new(m, cpus).mean_transfer(w)
+    // Each requester its own class, acquiring at its weight.
+    let reqs: Vec<Requester> = cpus
+        .iter()
+        .map(|&cpu| Requester {
+            cpu,
+            rate_per_ns: 1.0,
+        })
+        .collect();
+    let class_of: Vec<Option<usize>> = (0..cpus.len()).map(Some).collect();
+    Groups::new(m, &reqs, &class_of, cpus.len()).mean_transfer(w)
 }
 
 /// The requesters' cores, LLCs and packages numbered in order of first
-/// appearance, built once per solve: the mean-value iterations then sum
-/// shares per group without a table the size of the machine (this runs
-/// inside the fluid solve of every contended lock, with hundreds of CPUs,
+/// appearance, with how many requesters of each class each holds, built
+/// once per solve: the mean-value iterations then sum shares per group and
+/// class, without a table the size of the machine or a pass over the
+/// requesters (this runs inside the fluid solve of every contended lock,
 /// up to [`MVA_ITERATIONS`] times).
 struct Groups {
-    /// Per requester: its core's, LLC's and package's group number.
-    of: Vec<[usize; 3]>,
-    /// Groups of each kind.
-    len: [usize; 3],
+    /// Per kind (core, LLC, package), per group: requesters of each class
+    /// (`classes` entries per group).
+    counts: [Vec<f64>; 3],
+    /// Requesters per class.
+    members: Vec<f64>,
+    classes: usize,
 }
 
 impl Groups {
-    fn new(m: &Machine, cpus: &[CpuId]) -> Groups {
+    /// The groups of the requesters with a class (`class_of[i]`).
+    fn new(m: &Machine, reqs: &[Requester], class_of: &[Option<usize>], classes: usize) -> Groups {
         let mut slots = vec![[usize::MAX; 3]; m.cpus.len()];
-        let mut len = [0usize; 3];
-        let of = cpus
-            .iter()
-            .map(|c| {
-                let info = &m.cpus[c.index()];
-                let mut g = [0usize; 3];
-                for (kind, id) in [info.core, info.llc, info.package].into_iter().enumerate() {
-                    let slot = &mut slots[id][kind];
-                    if *slot == usize::MAX {
-                        *slot = len[kind];
-                        len[kind] += 1;
-                    }
-                    g[kind] = *slot;
+        let mut counts: [Vec<f64>; 3] = Default::default();
+        let mut members = vec![0.0; classes];
+        for (r, c) in reqs.iter().zip(class_of) {
+            let Some(c) = *c else { continue };
+            members[c] += 1.0;
+            let info = &m.cpus[r.cpu.index()];
+            for (kind, id) in [info.core, info.llc, info.package].into_iter().enumerate() {
+                let slot = &mut slots[id][kind];
+                if *slot == usize::MAX {
+                    *slot = counts[kind].len() / classes;
+                    counts[kind].resize(counts[kind].len() + classes, 0.0);
                 }
-                g
-            })
-            .collect();
-        Groups { of, len }
+                counts[kind][*slot * classes + c] += 1.0;
+            }
+        }
+        Groups {
+            counts,
+            members,
+            classes,
+        }
     }
 
-    /// [`mean_transfer`] for weights `w` (one per requester).
-    fn mean_transfer(&self, w: &[f64]) -> f64 {
-        let total: f64 = w.iter().sum();
+    /// Mean unloaded transfer between consecutive owners when each
+    /// requester of class `c` acquires at rate `x[c]`: `sum_ij p_i p_j
+    /// latency(i, j)` by the shares of each core, LLC and package.
+    fn mean_transfer(&self, x: &[f64]) -> f64 {
+        let total: f64 = x.iter().zip(&self.members).map(|(a, k)| a * k).sum();
         if total <= 0.0 {
             return costs::C2C_SAME_CORE_NS;
         }
-        let mut shares = [
-            vec![0.0; self.len[0]],
-            vec![0.0; self.len[1]],
-            vec![0.0; self.len[2]],
-        ];
-        for (g, &wi) in self.of.iter().zip(w) {
-            let p = wi / total;
-            for kind in 0..3 {
-                shares[kind][g[kind]] += p;
-            }
+        let mut sq = [0.0; 3];
+        for (kind, s) in sq.iter_mut().enumerate() {
+            *s = self.counts[kind]
+                .chunks(self.classes)
+                .map(|cnt| {
+                    let share = cnt.iter().zip(x).map(|(k, a)| k * a).sum::<f64>() / total;
+                    share * share
+                })
+                .sum::<f64>();
         }
-        let sq = |v: &[f64]| v.iter().map(|e| e * e).sum::<f64>();
-        let (s_core, s_llc, s_pkg) = (sq(&shares[0]), sq(&shares[1]), sq(&shares[2]));
+        let (s_core, s_llc, s_pkg) = (sq[0], sq[1], sq[2]);
         // P(same core) = s_core; P(same LLC, other core) = s_llc - s_core; ...
         costs::C2C_SAME_CORE_NS * s_core
             + costs::C2C_SAME_LLC_NS * (s_llc - s_core)
@@ -664,6 +704,27 @@ mod tests {
         assert_eq!(f.rates_per_ns.len(), 3);
         assert_eq!(f.rates_per_ns[2], 0.0);
         assert!(f.rates_per_ns[0] > 0.0);
+    }
+
+    #[test]
+    fn requesters_of_one_rate_solve_as_one_class_like_each_apart() {
+        // The same requesters, once all at one rate (one class) and once
+        // each a hair apart (a class each): the solves must agree.
+        let m = gnr();
+        for (n, rate, hold) in [(8, 1e-3, 0.0), (96, 2e-3, 40.0), (300, 5e-4, 10.0)] {
+            let one = reqs((0..n).map(|i| i * 3 % m.cpus.len()), rate);
+            let mut apart = one.clone();
+            for (i, r) in apart.iter_mut().enumerate() {
+                r.rate_per_ns *= 1.0 + i as f64 * 1e-12;
+            }
+            let model = LineModel::new(true);
+            let (a, b) = (model.fluid(&m, &one, hold), model.fluid(&m, &apart, hold));
+            let close = |x: f64, y: f64| (x - y).abs() <= 1e-6 * x.abs().max(y.abs());
+            assert!(close(a.rate_per_ns, b.rate_per_ns), "{n}: {a:?} {b:?}");
+            assert!(close(a.wait_ns, b.wait_ns), "{n}: {a:?} {b:?}");
+            assert!(close(a.transfer_ns, b.transfer_ns), "{n}: {a:?} {b:?}");
+            assert!(a.wait_ns > 0.0 || n < 10);
+        }
     }
 
     #[test]
