@@ -482,7 +482,15 @@ struct Groups {
     /// Requesters per class.
     members: Vec<f64>,
     classes: usize,
+    /// Per kind, when there are at most [`GRAM_MAX_CLASSES`] classes:
+    /// `sum_g counts[g][a] * counts[g][b]` for classes `a`, `b`, so the
+    /// sum of squared shares is `x' G x / total^2` without a pass over
+    /// the groups.
+    gram: Option<[Vec<f64>; 3]>,
 }
+
+/// Most classes for which [`Groups`] keeps the Gram matrices.
+const GRAM_MAX_CLASSES: usize = 8;
 
 impl Groups {
     /// The groups of the requesters with a class (`class_of[i]`).
@@ -503,10 +511,24 @@ impl Groups {
                 counts[kind][*slot * classes + c] += 1.0;
             }
         }
+        let gram = (classes <= GRAM_MAX_CLASSES).then(|| {
+            counts.clone().map(|cnt| {
+                let mut g = vec![0.0; classes * classes];
+                for row in cnt.chunks(classes) {
+                    for a in 0..classes {
+                        for b in 0..classes {
+                            g[a * classes + b] += row[a] * row[b];
+                        }
+                    }
+                }
+                g
+            })
+        });
         Groups {
             counts,
             members,
             classes,
+            gram,
         }
     }
 
@@ -519,14 +541,27 @@ impl Groups {
             return costs::C2C_SAME_CORE_NS;
         }
         let mut sq = [0.0; 3];
-        for (kind, s) in sq.iter_mut().enumerate() {
-            *s = self.counts[kind]
-                .chunks(self.classes)
-                .map(|cnt| {
-                    let share = cnt.iter().zip(x).map(|(k, a)| k * a).sum::<f64>() / total;
-                    share * share
-                })
-                .sum::<f64>();
+        if let Some(gram) = &self.gram {
+            let k = self.classes;
+            for (s, g) in sq.iter_mut().zip(gram) {
+                let mut xgx = 0.0;
+                for a in 0..k {
+                    for b in 0..k {
+                        xgx += x[a] * g[a * k + b] * x[b];
+                    }
+                }
+                *s = xgx / (total * total);
+            }
+        } else {
+            for (kind, s) in sq.iter_mut().enumerate() {
+                *s = self.counts[kind]
+                    .chunks(self.classes)
+                    .map(|cnt| {
+                        let share = cnt.iter().zip(x).map(|(k, a)| k * a).sum::<f64>() / total;
+                        share * share
+                    })
+                    .sum::<f64>();
+            }
         }
         let (s_core, s_llc, s_pkg) = (sq[0], sq[1], sq[2]);
         // P(same core) = s_core; P(same LLC, other core) = s_llc - s_core; ...
