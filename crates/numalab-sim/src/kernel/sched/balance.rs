@@ -565,7 +565,9 @@ impl Kernel {
         cpus: &CpuSet,
     ) -> SgStats {
         let mut s = SgStats::default();
-        let mut cores: Vec<usize> = Vec::new();
+        // Cores seen, one bit each (core ids are below the CPU count).
+        let mut cores = vec![0u64; self.m.cpus.len().div_ceil(64)];
+        let mut nr_cores = 0;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
             let n = self.rq[c].nr_running() as i64;
@@ -578,11 +580,13 @@ impl Kernel {
             s.runnable += self.cpu_runnable(c);
             s.capacity += self.capacity_of(c);
             let core = self.cpu_info(c).core;
-            if !cores.contains(&core) {
-                cores.push(core);
+            let (word, bit) = (core / 64, 1u64 << (core % 64));
+            if cores[word] & bit == 0 {
+                cores[word] |= bit;
+                nr_cores += 1;
             }
         }
-        s.cores = cores.len() as i64;
+        s.cores = nr_cores;
         s.group_type = if !self.pelt_enabled() {
             if s.nr_running > s.weight {
                 GroupType::Overloaded
