@@ -391,10 +391,10 @@ impl Sim {
         let mut left = budget;
         // Kernel work owed from before is paid first.
         let mut paid = 0.0;
+        let smt = self.smt_factor(cpu).to_bits();
         let stamp = MemoStamp {
             tick: self.tick_start,
             cpu,
-            smt: self.smt_factor(cpu).to_bits(),
             epoch: self.policy_epoch,
         };
         if self.exec[t].memo.stamp != Some(stamp) {
@@ -460,7 +460,11 @@ impl Sim {
                 }
             }
             if !self.exec[t].rate_fresh {
-                let key = RateKey::of(&op, |vma| self.k.mms[self.k.tasks[t].mm].vmas[vma].version);
+                let key = RateKey::of(
+                    &op,
+                    |vma| self.k.mms[self.k.tasks[t].mm].vmas[vma].version,
+                    smt,
+                );
                 self.exec[t].rate = match key.and_then(|k| self.exec[t].memo.rate(&k)) {
                     Some(rate) => rate,
                     None => {
@@ -808,10 +812,15 @@ pub(super) struct RateKey {
     mlp: u64,
     write: u64,
     version: u64,
+    /// The SMT factor's bits (its siblings' load): a request loop's task
+    /// finds its sibling busy or idle from one wakeup to the next.
+    smt: u64,
 }
 
 impl RateKey {
-    /// The key of a random op (its `mlp` and `write` as the op holds them).
+    /// The key of a random op (its `mlp` and `write` as the op holds
+    /// them) on a CPU whose SMT factor has bits `smt`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn random(
         vma: VmaId,
         offset: u64,
@@ -819,6 +828,7 @@ impl RateKey {
         mlp: f64,
         write: f64,
         version: u64,
+        smt: u64,
     ) -> RateKey {
         RateKey {
             vma,
@@ -827,10 +837,11 @@ impl RateKey {
             mlp: mlp.to_bits(),
             write: write.to_bits(),
             version,
+            smt,
         }
     }
 
-    fn of(op: &Op, version: impl Fn(VmaId) -> u64) -> Option<RateKey> {
+    fn of(op: &Op, version: impl Fn(VmaId) -> u64, smt: u64) -> Option<RateKey> {
         match *op {
             Op::Random {
                 vma,
@@ -839,7 +850,15 @@ impl RateKey {
                 mlp,
                 write,
                 ..
-            } => Some(RateKey::random(vma, offset, len, mlp, write, version(vma))),
+            } => Some(RateKey::random(
+                vma,
+                offset,
+                len,
+                mlp,
+                write,
+                version(vma),
+                smt,
+            )),
             _ => None,
         }
     }
@@ -851,8 +870,8 @@ impl RateKey {
 /// again and again inside one tick, often across sleeps, and neither can
 /// have changed while the [`MemoStamp`] holds and the VMA's page version
 /// (in the keys) is the same: the tick's solve (latencies, served shares,
-/// shared writers) is fixed, and so are the CPU and its SMT siblings'
-/// load. Reset when the stamp differs at the start of a `run_task` call,
+/// shared writers) is fixed, and so is the CPU; the SMT siblings' load
+/// is in the rate keys. Reset when the stamp differs at the start of a `run_task` call,
 /// and when a phase changes a policy, an affinity or a cgroup.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskMemo {
@@ -870,14 +889,12 @@ struct MemoStamp {
     /// Tick start.
     tick: u64,
     cpu: CpuId,
-    /// The SMT factor's bits (its siblings' load).
-    smt: u64,
     /// [`Sim::policy_epoch`].
     epoch: u64,
 }
 
 /// Distinct ops and ranges remembered per task.
-const MEMO_ENTRIES: usize = 8;
+const MEMO_ENTRIES: usize = 12;
 
 impl TaskMemo {
     pub(super) fn rate(&self, k: &RateKey) -> Option<f64> {

@@ -77,13 +77,15 @@ impl Sim {
         let mm = self.k.tasks[t].mm;
         let mut accesses = std::mem::take(&mut self.ff_body);
         accesses.clear();
+        let smt_factor = self.smt_factor(cpu);
+        let smt = smt_factor.to_bits();
         let mut period = 0.0;
         let mut ok = true;
         for ph in body {
             match *ph {
                 Phase::Compute { ns } => {
                     // A compute op's rate is its SMT share (op_demand).
-                    period += ns as f64 / self.smt_factor(cpu).max(1e-9);
+                    period += ns as f64 / smt_factor.max(1e-9);
                 }
                 Phase::Random {
                     region,
@@ -107,7 +109,7 @@ impl Sim {
                     }
                     let mlp = mlp.max(1.0);
                     let write = write_fraction.clamp(0.0, 1.0);
-                    let key = RateKey::random(vma, offset, len, mlp, write, v.version);
+                    let key = RateKey::random(vma, offset, len, mlp, write, v.version, smt);
                     let Some(rate) = ex.memo.rate(&key) else {
                         ok = false;
                         break;
