@@ -113,6 +113,9 @@ pub struct ThreadExec {
     pub lat: super::latency::TaskLatency,
     /// Rates and node mixes it already worked out this tick on this CPU.
     pub(crate) memo: TaskMemo,
+    /// Whether its phases have a repeat fast_forward.rs can run whole
+    /// (found on its first try).
+    pub(crate) fast_body: Option<bool>,
 }
 
 impl ThreadExec {
@@ -132,6 +135,7 @@ impl ThreadExec {
             rate_fresh: false,
             lat: Default::default(),
             memo: TaskMemo::default(),
+            fast_body: None,
         }
     }
 }

@@ -46,6 +46,19 @@ pub(super) struct BodyAccess {
     write: f64,
 }
 
+/// Whether any repeat in `phases` (at any depth) has a body of only random
+/// accesses and compute: threads without one never try to fast-forward.
+fn has_fast_body(phases: &[Phase]) -> bool {
+    phases.iter().any(|ph| match ph {
+        Phase::Repeat { body, .. } => {
+            body.iter()
+                .all(|b| matches!(b, Phase::Random { .. } | Phase::Compute { .. }))
+                || has_fast_body(body)
+        }
+        _ => false,
+    })
+}
+
 impl Sim {
     /// Task `t` on `cpu` has just finished an iteration of its innermost
     /// repeat with `left` ns of the tick to go: runs as many more whole
@@ -53,6 +66,18 @@ impl Sim {
     /// returns the time they took, 0 when the conditions above do not hold.
     pub(super) fn fast_forward_iterations(&mut self, t: TaskId, cpu: CpuId, left: f64) -> f64 {
         if !self.fast_forward || self.k.tasks[t].debt_ns > 0.0 || left <= 0.0 {
+            return 0.0;
+        }
+        let ex = &self.exec[t];
+        let fast_body = match ex.fast_body {
+            Some(b) => b,
+            None => {
+                let b = has_fast_body(&self.threads[ex.proc][ex.thread]);
+                self.exec[t].fast_body = Some(b);
+                b
+            }
+        };
+        if !fast_body {
             return 0.0;
         }
         let ex = &self.exec[t];
