@@ -52,12 +52,22 @@ pub fn pelt_y() -> f64 {
 
 /// `LOAD_AVG_MAX`: the sum of a signal that was always 1 (1024 / (1 - y)).
 pub fn load_avg_max() -> f64 {
-    PELT_PERIOD / (1.0 - pelt_y())
+    // A constant the kernel compiles in; worked out once here (powf is
+    // not const).
+    static MAX: std::sync::LazyLock<f64> =
+        std::sync::LazyLock::new(|| PELT_PERIOD / (1.0 - pelt_y()));
+    *MAX
 }
 
 /// `decay_load(val, n)`: `val * y^n`.
 pub fn decay_load(val: f64, n: f64) -> f64 {
-    val * 0.5f64.powf(n / LOAD_AVG_PERIOD)
+    val * decay_factor(n)
+}
+
+/// `y^n`, the factor [`decay_load`] applies (one `powf` for all the sums
+/// an update decays by the same periods).
+fn decay_factor(n: f64) -> f64 {
+    0.5f64.powf(n / LOAD_AVG_PERIOD)
 }
 
 /// `struct sched_avg`, the parts modeled. Sums are in ~us (ns / 1024)
@@ -110,15 +120,16 @@ impl SchedAvg {
         let total = delta + self.period_contrib;
         let periods = (total / PELT_PERIOD).floor();
         if periods > 0.0 {
-            self.load_sum = decay_load(self.load_sum, periods);
-            self.runnable_sum = decay_load(self.runnable_sum, periods);
-            self.util_sum = decay_load(self.util_sum, periods);
+            let y_n = decay_factor(periods);
+            self.load_sum *= y_n;
+            self.runnable_sum *= y_n;
+            self.util_sum *= y_n;
             // __accumulate_pelt_segments(periods, d1, d3)
             let d1 = PELT_PERIOD - self.period_contrib;
             let d3 = total - periods * PELT_PERIOD;
             let max = load_avg_max();
-            let c1 = decay_load(d1, periods);
-            let c2 = max - decay_load(max, periods) - PELT_PERIOD;
+            let c1 = d1 * y_n;
+            let c2 = max - max * y_n - PELT_PERIOD;
             contrib = c1 + c2 + d3;
         }
         self.period_contrib = total - periods * PELT_PERIOD;
