@@ -308,12 +308,22 @@ impl Sim {
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
     /// resources its bytes cross. Compute ops have no resources.
     pub(crate) fn op_demand(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> Demand {
+        self.op_demand_in(t, cpu, op, Vec::new())
+    }
+
+    /// [`Sim::op_demand`] building its resource list in `uses` (cleared
+    /// first), a vector the caller kept from an earlier demand.
+    pub(crate) fn op_demand_in(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        op: &Op,
+        mut uses: Vec<(crate::physics::ResId, f64)>,
+    ) -> Demand {
+        uses.clear();
         let smt = self.smt_factor(cpu);
         match op {
-            Op::Compute(_) | Op::Idle => Demand {
-                cap: smt,
-                uses: Vec::new(),
-            },
+            Op::Compute(_) | Op::Idle => Demand { cap: smt, uses },
             Op::Stream { .. } | Op::Random { .. } => {
                 let mix = self.op_mix(t, cpu, op);
                 let cn = self.k.cpu_node(cpu);
@@ -341,7 +351,7 @@ impl Sim {
                     _ => (0.0, Stores::WriteAllocate),
                 };
                 // Room for a memory controller and a route each way per node.
-                let mut uses = Vec::with_capacity(4 * mix.len());
+                uses.reserve(4 * mix.len());
                 for (n, &f) in NodeId::range(mix.len()).zip(&mix) {
                     if f > 0.0 {
                         self.fluid.res.traffic(n, cn, f, write, stores, &mut uses);
@@ -374,12 +384,14 @@ impl Sim {
     /// A rate for `op` outside the tick's solve: its cap scaled by how much
     /// of their demand the resources it uses could serve last tick.
     fn quick_rate(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> f64 {
-        let d = self.op_demand(t, cpu, op);
+        let scratch = std::mem::take(&mut self.uses_scratch);
+        let d = self.op_demand_in(t, cpu, op, scratch);
         let share = d
             .uses
             .iter()
             .map(|&(r, _)| self.fluid.res_share[r])
             .fold(1.0, f64::min);
+        self.uses_scratch = d.uses;
         d.cap * share
     }
 

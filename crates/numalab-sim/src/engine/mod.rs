@@ -178,6 +178,10 @@ pub struct Sim {
     lat_preempted: std::collections::BTreeMap<TaskId, u64>,
     /// `numalab.request_fast_forward` (engine/fast_forward.rs).
     fast_forward: bool,
+    /// The last tick's demands, kept for their resource vectors.
+    demands: Vec<crate::physics::Demand>,
+    /// A resource vector kept between quick rates (exec.rs).
+    pub(crate) uses_scratch: Vec<(crate::physics::ResId, f64)>,
     /// Scratch of fast_forward.rs, kept to spare an allocation a step.
     ff_body: Vec<fast_forward::BodyAccess>,
 }
@@ -270,6 +274,8 @@ impl Sim {
             lat_preempted: Default::default(),
             fast_forward: false,
             ff_body: Vec::new(),
+            demands: Vec::new(),
+            uses_scratch: Vec::new(),
             w,
         };
         if sim.k.knobs.get(knob::ACCESS_LATENCY) {
@@ -612,7 +618,9 @@ impl Sim {
         let ncpu = self.k.m.nr_cpus();
         self.gather_shared_writers();
         let mut who = Vec::new();
-        let mut demands = Vec::new();
+        // Last tick's demands give their vectors to this tick's.
+        let mut spare = std::mem::take(&mut self.demands);
+        let mut demands = Vec::with_capacity(spare.len());
         for cpu in CpuId::range(ncpu) {
             let Some(t) = self.k.rq[cpu].curr else {
                 continue;
@@ -622,7 +630,8 @@ impl Sim {
                 continue;
             }
             let op = self.exec[t].op.clone();
-            let d = self.op_demand(t, cpu, &op);
+            let uses = spare.pop().map(|d| d.uses).unwrap_or_default();
+            let d = self.op_demand_in(t, cpu, &op, uses);
             who.push(t);
             demands.push(d);
         }
@@ -640,6 +649,7 @@ impl Sim {
             self.exec[t].rate = rates[i];
             self.exec[t].rate_fresh = true;
         }
+        self.demands = demands;
         for r in 0..cap.len() {
             self.fluid.res_share[r] = if want[r] > 0.0 {
                 (cap[r] / want[r]).min(1.0)
