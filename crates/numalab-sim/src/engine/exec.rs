@@ -307,13 +307,9 @@ impl Sim {
 
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
     /// resources its bytes cross. Compute ops have no resources.
-    pub(crate) fn op_demand(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> Demand {
-        self.op_demand_in(t, cpu, op, Vec::new())
-    }
-
-    /// [`Sim::op_demand`] building its resource list in `uses` (cleared
-    /// first), a vector the caller kept from an earlier demand.
-    pub(crate) fn op_demand_in(
+    /// The resource list is built in `uses` (cleared first), a vector the
+    /// caller kept from an earlier demand.
+    pub(crate) fn op_demand(
         &mut self,
         t: TaskId,
         cpu: CpuId,
@@ -385,7 +381,7 @@ impl Sim {
     /// of their demand the resources it uses could serve last tick.
     fn quick_rate(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> f64 {
         let scratch = std::mem::take(&mut self.uses_scratch);
-        let d = self.op_demand_in(t, cpu, op, scratch);
+        let d = self.op_demand(t, cpu, op, scratch);
         let share = d
             .uses
             .iter()

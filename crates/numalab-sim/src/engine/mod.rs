@@ -631,7 +631,7 @@ impl Sim {
             }
             let op = self.exec[t].op.clone();
             let uses = spare.pop().map(|d| d.uses).unwrap_or_default();
-            let d = self.op_demand_in(t, cpu, &op, uses);
+            let d = self.op_demand(t, cpu, &op, uses);
             who.push(t);
             demands.push(d);
         }
