@@ -687,6 +687,9 @@ impl Sim {
             // random workload over GiBs otherwise spends its run here).
             let ppc = v.pages_per_chunk;
             let mut p = from;
+            // Whole chunks of a uniform range share one per-page rate: its
+            // probability and log are worked out once.
+            let mut last: Option<(u64, Geometric)> = None;
             while let Some(s) = v.next_special(p, to) {
                 let c = s / ppc;
                 let cstart = (c * ppc).max(from);
@@ -695,13 +698,20 @@ impl Sim {
                 let b = (end - from) as f64 / npages;
                 let mass = dist_mass(&dist, a, b);
                 let per_page = n * mass / (end - cstart) as f64;
-                let prob = 1.0 - (-per_page).exp();
+                let g = match last {
+                    Some((bits, g)) if bits == per_page.to_bits() => g,
+                    _ => {
+                        let g = Geometric::new(1.0 - (-per_page).exp());
+                        last = Some((per_page.to_bits(), g));
+                        g
+                    }
+                };
                 // Each special page is touched with probability `prob`,
                 // independently: the gaps between touched ones are
                 // geometric, so draw the gaps and skip the untouched pages
                 // a bitmap word at a time.
                 let mut q = s;
-                while let Some(x) = v.nth_special(q, end, geometric(&mut self.rng, prob)) {
+                while let Some(x) = v.nth_special(q, end, g.sample(&mut self.rng)) {
                     faults.push(x);
                     q = x + 1;
                 }
@@ -944,23 +954,44 @@ pub(crate) struct MixEntry {
 const DIRECT_SAMPLE_MAX_ACCESSES: f64 = 64.0;
 
 /// Failures before the first success of independent trials that succeed
-/// with probability `p` (geometric on {0, 1, ...}): `u64::MAX` when `p` is
-/// 0, 0 when it is 1.
+/// with probability `p` (geometric on {0, 1, ...}), by inversion.
+#[derive(Clone, Copy, Debug)]
+struct Geometric {
+    p: f64,
+    /// `ln(1 - p)`.
+    log_q: f64,
+}
+
+impl Geometric {
+    fn new(p: f64) -> Geometric {
+        Geometric {
+            p,
+            log_q: (-p).ln_1p(),
+        }
+    }
+
+    /// One draw: `u64::MAX` when `p` is 0, 0 when it is 1.
+    fn sample(&self, rng: &mut impl Rng) -> u64 {
+        if self.p >= 1.0 {
+            return 0;
+        }
+        if self.p <= 0.0 {
+            return u64::MAX;
+        }
+        // 1 - U lies in (0, 1], so its log is finite.
+        let u = 1.0 - rng.gen::<f64>();
+        let g = (u.ln() / self.log_q).floor();
+        if g >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            g as u64
+        }
+    }
+}
+
+#[cfg(test)]
 fn geometric(rng: &mut impl Rng, p: f64) -> u64 {
-    if p >= 1.0 {
-        return 0;
-    }
-    if p <= 0.0 {
-        return u64::MAX;
-    }
-    // 1 - U lies in (0, 1], so its log is finite.
-    let u = 1.0 - rng.gen::<f64>();
-    let g = (u.ln() / (-p).ln_1p()).floor();
-    if g >= u64::MAX as f64 {
-        u64::MAX
-    } else {
-        g as u64
-    }
+    Geometric::new(p).sample(rng)
 }
 
 /// A Poisson-distributed count with mean `mean` (Knuth's method; for the
