@@ -6,12 +6,6 @@
 //! starting `numalab: error:` and a non-zero exit; nothing here panics on
 //! user input.
 
-/// mimalloc instead of the system allocator: the engine allocates and frees
-/// small vectors every tick (demands, node mixes, balancing masks), and
-/// glibc malloc took about a tenth of a run's time (`perf`, issue 17).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod bench;
 mod bench_scaling;
 mod cli;
