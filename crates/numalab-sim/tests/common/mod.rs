@@ -7,17 +7,7 @@ use numalab_sim::{Knobs, RunOptions, Sim, SimError};
 
 /// Runs preset workload `w` on preset machine `m` with the given knobs.
 pub fn run(m: &str, w: &str, scale: f64, seed: u64, sets: &[&str]) -> Result<RunRecord, SimError> {
-    let machine = numalab_topology::presets::load(m).expect("machine preset");
-    let spec = numalab_workload::presets::load(w).expect("workload preset");
-    let wl = numalab_workload::spec::resolve(&spec, &machine, seed, scale).expect("resolve");
-    let k = Knobs::from_sets(sets).expect("knobs");
-    let opts = RunOptions {
-        seed,
-        scale,
-        trace: false,
-        check_every: 50,
-    };
-    Sim::new(machine, wl, k, opts)?.run(&mut |_| {})
+    run_steps(m, w, scale, seed, sets).map(|(r, _)| r)
 }
 
 /// Like [`run`], also returning the engine steps the run took.
@@ -35,7 +25,8 @@ pub fn run_steps(
     let opts = RunOptions {
         seed,
         scale,
-        ..Default::default()
+        trace: false,
+        check_every: 50,
     };
     let (rec, _, stats) = Sim::new(machine, wl, k, opts)?.run_with_stats(&mut |_| {})?;
     Ok((rec, stats.steps))
