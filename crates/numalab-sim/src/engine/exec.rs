@@ -24,6 +24,11 @@ use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
 
+/// Per-node figures of one range (pages, access shares), held inline up to
+/// 16 nodes (every preset, `xl-16n-*` included): they are built per op and
+/// per tick, so they stay off the allocator.
+pub(crate) type NodeVec = smallvec::SmallVec<[f64; 16]>;
+
 /// The operation a task is in the middle of.
 #[derive(Clone, Debug)]
 pub enum Op {
@@ -266,7 +271,7 @@ impl Sim {
 
     /// Share of a range's accesses that land on each node, with pages not
     /// yet present counted where a first touch from `cpu` would put them.
-    pub(crate) fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> Vec<f64> {
+    pub(crate) fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> NodeVec {
         let nn = self.k.m.nr_nodes();
         let (vma, offset, len) = match op {
             Op::Stream {
@@ -275,7 +280,7 @@ impl Sim {
             | Op::Random {
                 vma, offset, len, ..
             } => (*vma, *offset, *len),
-            _ => return vec![0.0; nn],
+            _ => return NodeVec::from_elem(0.0, nn),
         };
         let mm = self.k.tasks[t].mm;
         let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
@@ -410,10 +415,11 @@ impl Sim {
             epoch: self.policy_epoch,
         };
         if self.exec[t].memo.stamp != Some(stamp) {
-            self.exec[t].memo = TaskMemo {
-                stamp: Some(stamp),
-                ..TaskMemo::default()
-            };
+            // Cleared in place: the vectors keep their room for the next tick.
+            let memo = &mut self.exec[t].memo;
+            memo.stamp = Some(stamp);
+            memo.rates.clear();
+            memo.mixes.clear();
         }
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
@@ -797,7 +803,7 @@ impl Sim {
     /// Cached per range: recomputed when the VMA's pages changed, but at
     /// most once per tick, so inside one tick a range's mix may be up to one
     /// tick stale (the same bound as the eager run-to-tick engine).
-    fn range_pages(&mut self, mm: MmId, vma: VmaId, offset: u64, len: u64) -> (Vec<f64>, f64) {
+    fn range_pages(&mut self, mm: MmId, vma: VmaId, offset: u64, len: u64) -> (NodeVec, f64) {
         let key = (mm, vma, offset, len);
         let v = &self.k.mms[mm].vmas[vma];
         if let Some(e) = self.mix_cache.get(&key) {
@@ -807,7 +813,7 @@ impl Sim {
         }
         let shift = v.page_shift;
         let (from, to) = page_span(offset, len, shift);
-        let mut pages = vec![0.0; self.k.m.nr_nodes()];
+        let mut pages = NodeVec::from_elem(0.0, self.k.m.nr_nodes());
         let absent = v.node_pages_in(from, to, &mut pages);
         let e = MixEntry {
             version: v.version,
@@ -903,7 +909,7 @@ pub(crate) struct TaskMemo {
 }
 
 /// (VMA, offset, length, page version) -> pages per node, their sum.
-type MixMemo = ((VmaId, u64, u64, u64), Vec<f64>, f64);
+type MixMemo = ((VmaId, u64, u64, u64), NodeVec, f64);
 
 /// When a [`TaskMemo`] was filled.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -945,7 +951,7 @@ impl Sim {
 pub(crate) struct MixEntry {
     version: u64,
     at: u64,
-    pages: Vec<f64>,
+    pages: NodeVec,
     absent: f64,
 }
 

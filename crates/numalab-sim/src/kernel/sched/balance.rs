@@ -565,8 +565,10 @@ impl Kernel {
         cpus: &CpuSet,
     ) -> SgStats {
         let mut s = SgStats::default();
-        // Cores seen, one bit each (core ids are below the CPU count).
-        let mut cores = vec![0u64; self.m.cpus.len().div_ceil(64)];
+        // Cores seen, one bit each (core ids are below the CPU count);
+        // inline up to 1024 cores, so a balance pass does not allocate.
+        let mut cores: smallvec::SmallVec<[u64; 16]> =
+            smallvec::SmallVec::from_elem(0, self.m.cpus.len().div_ceil(64));
         let mut nr_cores = 0;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
