@@ -115,7 +115,12 @@ impl Sim {
             .into_iter()
             .map(|(k, v)| match last.remove(&k) {
                 Some(old) if old.same_writers(&v) => (k, old),
-                _ => (k, RegionWriters::new(v)),
+                // Rebuilt in the old index's room (streams move every tick).
+                Some(mut old) => {
+                    old.rebuild(v);
+                    (k, old)
+                }
+                None => (k, RegionWriters::new(v)),
             })
             .collect();
     }

@@ -60,6 +60,7 @@ use crate::kernel::CpuId;
 use numalab_topology::Machine;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
+use std::ops::Range;
 
 /// Bytes of a writer's most recent writes still in its caches: its private
 /// L2 plus its per-core share of the LLC. Intel's published per-core
@@ -156,13 +157,23 @@ pub struct Sharing {
 }
 
 /// Writers of one region, in range classes (writers with the same range),
-/// for quick look-ups.
+/// for quick look-ups. The classes' lists live in three flat vectors (a
+/// class holds its slices' bounds), so an index rebuilt at every tick
+/// (streams move) reuses its room instead of allocating per class.
 #[derive(Clone, Debug, Default)]
 pub struct RegionWriters {
     writers: Vec<Writer>,
     classes: Vec<Class>,
     /// Largest range end over classes `0..=i` (classes sorted by offset).
     max_end: Vec<u64>,
+    /// `(position in the range, writer index)` of every class's streams,
+    /// class by class, each class's sorted.
+    streams: Vec<(u64, usize)>,
+    /// `(task id, position in the range)` of the same streams, class by
+    /// class, each class's sorted, to find an accessor's own streams.
+    by_id: Vec<(usize, u64)>,
+    /// Writer indices of random writers, class by class.
+    randoms: Vec<usize>,
     /// Costs of random accesses already asked, by (task, CPU, offset,
     /// length): they depend on nothing else while the writers stay the
     /// same, and random writers (pmbench's 64 threads) do stay from tick
@@ -170,71 +181,110 @@ pub struct RegionWriters {
     random_memo: RefCell<FxHashMap<(usize, usize, u64, u64), SharedLines>>,
 }
 
+/// One range class: its range and where its lists are in the flat vectors.
 #[derive(Clone, Debug)]
 struct Class {
     offset: u64,
     len: u64,
-    /// `(position in the range, writer index)`, sorted.
-    streams: Vec<(u64, usize)>,
-    /// `(task id, position in the range)` of the same streams, sorted, to
-    /// find an accessor's own streams.
-    by_id: Vec<(usize, u64)>,
-    /// Writer indices of random writers.
-    randoms: Vec<usize>,
+    /// Its slice of `streams` and of `by_id`.
+    streams: Range<usize>,
+    /// Its slice of `randoms`.
+    randoms: Range<usize>,
+}
+
+/// A class's streams, as [`count_near`] reads them.
+struct ClassStreams<'a> {
+    len: u64,
+    /// `(position, writer index)`, sorted.
+    streams: &'a [(u64, usize)],
+    /// `(task id, position)`, sorted.
+    by_id: &'a [(usize, u64)],
 }
 
 impl RegionWriters {
     /// Indexes `writers` (order does not matter; ranges of length 0 are
     /// dropped).
     pub fn new(writers: Vec<Writer>) -> RegionWriters {
-        let writers: Vec<Writer> = writers.into_iter().filter(|w| w.len > 0).collect();
-        let mut keys: Vec<(u64, u64)> = writers.iter().map(|w| (w.offset, w.len)).collect();
+        let mut r = RegionWriters::default();
+        r.rebuild(writers);
+        r
+    }
+
+    /// Indexes `writers` in place of what this held, keeping the vectors'
+    /// room and forgetting the answers of the old writers.
+    pub fn rebuild(&mut self, mut writers: Vec<Writer>) {
+        writers.retain(|w| w.len > 0);
+        self.writers = writers;
+        self.random_memo.get_mut().clear();
+        let mut keys: Vec<(u64, u64)> = self.writers.iter().map(|w| (w.offset, w.len)).collect();
         keys.sort_unstable();
         keys.dedup();
-        let mut classes: Vec<Class> = keys
-            .iter()
-            .map(|&(offset, len)| Class {
-                offset,
-                len,
-                streams: Vec::new(),
-                by_id: Vec::new(),
-                randoms: Vec::new(),
-            })
-            .collect();
-        for (i, w) in writers.iter().enumerate() {
+        // (class, position, writer) sorts to each class's sorted streams,
+        // class after class; randoms likewise by (class, writer).
+        let mut streams: Vec<(usize, u64, usize)> = Vec::new();
+        self.randoms.clear();
+        let mut randoms: Vec<(usize, usize)> = Vec::new();
+        for (i, w) in self.writers.iter().enumerate() {
             let c = keys.binary_search(&(w.offset, w.len)).unwrap_or(0);
             match w.kind {
                 WriterKind::Stream { at } => {
                     let rel = at.saturating_sub(w.offset).min(w.len - 1);
-                    classes[c].streams.push((rel, i));
+                    streams.push((c, rel, i));
                 }
                 WriterKind::Random { write_fraction } if write_fraction > 0.0 => {
-                    classes[c].randoms.push(i)
+                    randoms.push((c, i))
                 }
                 WriterKind::Random { .. } => {}
             }
         }
-        for c in &mut classes {
-            c.streams.sort_unstable();
-            c.by_id = c
-                .streams
+        streams.sort_unstable();
+        randoms.sort_unstable();
+        self.streams.clear();
+        self.streams
+            .extend(streams.iter().map(|&(_, pos, wi)| (pos, wi)));
+        self.by_id.clear();
+        self.by_id.extend(
+            streams
                 .iter()
-                .map(|&(pos, wi)| (writers[wi].id, pos))
-                .collect();
-            c.by_id.sort_unstable();
+                .map(|&(_, pos, wi)| (self.writers[wi].id, pos)),
+        );
+        self.randoms.extend(randoms.iter().map(|&(_, wi)| wi));
+        self.classes.clear();
+        self.max_end.clear();
+        let (mut si, mut ri, mut e) = (0, 0, 0);
+        for (c, &(offset, len)) in keys.iter().enumerate() {
+            let s0 = si;
+            while si < streams.len() && streams[si].0 == c {
+                si += 1;
+            }
+            let r0 = ri;
+            while ri < randoms.len() && randoms[ri].0 == c {
+                ri += 1;
+            }
+            self.by_id[s0..si].sort_unstable();
+            self.classes.push(Class {
+                offset,
+                len,
+                streams: s0..si,
+                randoms: r0..ri,
+            });
+            e = e.max(offset + len);
+            self.max_end.push(e);
         }
-        let mut max_end = Vec::with_capacity(classes.len());
-        let mut e = 0;
-        for c in &classes {
-            e = e.max(c.offset + c.len);
-            max_end.push(e);
+    }
+
+    /// Class `c`'s streams.
+    fn class_streams(&self, c: &Class) -> ClassStreams<'_> {
+        ClassStreams {
+            len: c.len,
+            streams: &self.streams[c.streams.clone()],
+            by_id: &self.by_id[c.streams.clone()],
         }
-        RegionWriters {
-            writers,
-            classes,
-            max_end,
-            random_memo: RefCell::default(),
-        }
+    }
+
+    /// Class `c`'s random writers.
+    fn class_randoms(&self, c: &Class) -> &[usize] {
+        &self.randoms[c.randoms.clone()]
     }
 
     /// True when `writers` would index to the same writers as these (the
@@ -287,10 +337,11 @@ impl RegionWriters {
             let rel = x - c.offset;
             // First stream strictly ahead of x (it wrote x most recently),
             // skipping the accessor itself; wraps to the start.
-            let n = c.streams.len();
-            let first = c.streams.partition_point(|&(pos, _)| pos <= rel);
+            let cs = self.class_streams(c);
+            let n = cs.streams.len();
+            let first = cs.streams.partition_point(|&(pos, _)| pos <= rel);
             for k in 0..n {
-                let (pos, wi) = c.streams[(first + k) % n];
+                let (pos, wi) = cs.streams[(first + k) % n];
                 if self.writers[wi].id == a.id {
                     continue;
                 }
@@ -304,8 +355,8 @@ impl RegionWriters {
                 }
                 break;
             }
-            near += count_near(c, rel, p.window_bytes, a.id);
-            for &wi in &c.randoms {
+            near += count_near(&cs, rel, p.window_bytes, a.id);
+            for &wi in self.class_randoms(c) {
                 if self.writers[wi].id != a.id {
                     randoms.push((random_density(&self.writers[wi], p.cache_bytes), wi));
                 }
@@ -330,7 +381,7 @@ impl RegionWriters {
         for ci in self.overlapping(lo, hi) {
             let c = &self.classes[ci];
             let ov = overlap(lo, hi, c.offset, c.offset + c.len) as f64 / a.len as f64;
-            for &(pos, wi) in &c.streams {
+            for &(pos, wi) in self.class_streams(c).streams {
                 if self.writers[wi].id == a.id {
                     continue;
                 }
@@ -351,7 +402,7 @@ impl RegionWriters {
                     parts.push((cover as f64 / a.len as f64, wi));
                 }
             }
-            for &wi in &c.randoms {
+            for &wi in self.class_randoms(c) {
                 if self.writers[wi].id != a.id {
                     parts.push((ov * random_density(&self.writers[wi], p.cache_bytes), wi));
                 }
@@ -406,7 +457,7 @@ fn random_density(w: &Writer, cache_bytes: f64) -> f64 {
 /// is one or two binary searches, not a pass over every writer: NUMA01's
 /// 80 threads per process all stream one range, and every one of them
 /// asks this each tick.
-fn count_near(c: &Class, rel: u64, window: f64, me: usize) -> usize {
+fn count_near(c: &ClassStreams, rel: u64, window: f64, me: usize) -> usize {
     let w = window.max(0.0) as u64;
     let len = c.len;
     let in_window = |pos: u64| {
@@ -597,6 +648,50 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Writers over several ranges, streams and randoms interleaved:
+        /// the index answers the same whatever order the writers come in,
+        /// and rebuilding an index over another's room answers as a fresh
+        /// one (each class finds its own writers in the flat lists).
+        /// Stream positions are distinct: two streams at one position tie,
+        /// and the tie goes to the first writer.
+        #[test]
+        fn index_is_independent_of_writer_order_and_of_rebuilds(
+            spec in proptest::collection::vec((0usize..3, proptest::bool::ANY, 0u64..64, 0usize..4), 1..24),
+            old in proptest::collection::vec((0usize..3, proptest::bool::ANY, 0u64..64, 0usize..4), 0..24),
+        ) {
+            let m = m();
+            let ranges = [(0, 64 * MIB), (32 * MIB, 64 * MIB), (0, 8 * MIB)];
+            let make = |v: &[(usize, bool, u64, usize)]| -> Vec<Writer> {
+                v.iter()
+                    .enumerate()
+                    .map(|(i, &(r, is_stream, at, k))| {
+                        let (offset, len) = ranges[r];
+                        let cpu = cpu_on(&m, k % 2, k);
+                        if is_stream {
+                            stream(i, cpu, offset, len, offset + (at * 24 + i as u64) * len / (64 * 24))
+                        } else {
+                            Writer { id: i, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
+                        }
+                    })
+                    .collect()
+            };
+            let ws = make(&spec);
+            let mut reversed = ws.clone();
+            reversed.reverse();
+            let fresh = RegionWriters::new(ws.clone());
+            let other_order = RegionWriters::new(reversed);
+            let mut rebuilt = RegionWriters::new(make(&old));
+            rebuilt.rebuild(ws.clone());
+            for w in &ws {
+                let a = access(w);
+                let want = fresh.cost(&m, &params(), &a);
+                for got in [other_order.cost(&m, &params(), &a), rebuilt.cost(&m, &params(), &a)] {
+                    proptest::prop_assert!((got.fraction - want.fraction).abs() < 1e-12);
+                    proptest::prop_assert!((got.transfer_ns - want.transfer_ns).abs() < 1e-9);
+                }
+            }
+        }
+
         /// The binary-search window count is the pass over every writer
         /// it replaced, wrap-around and the accessor's own streams included.
         #[test]
@@ -621,7 +716,10 @@ mod tests {
                     w.id != me && d.min(len - d) <= window as u64
                 })
                 .count();
-            let got = r.classes.first().map_or(0, |c| count_near(c, rel, window, me));
+            let got = r
+                .classes
+                .first()
+                .map_or(0, |c| count_near(&r.class_streams(c), rel, window, me));
             proptest::prop_assert_eq!(got, naive);
         }
     }
