@@ -25,9 +25,9 @@ use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
-/// 16 nodes (every preset, `xl-16n-*` included): they are built per op and
-/// per tick, so they stay off the allocator.
-pub(crate) type NodeVec = smallvec::SmallVec<[f64; 16]>;
+/// 8 nodes (every preset but `xl-16n-*`): they are built per op and per
+/// tick, so they stay off the allocator, and small enough to copy cheaply.
+pub(crate) type NodeVec = smallvec::SmallVec<[f64; 8]>;
 
 /// The operation a task is in the middle of.
 #[derive(Clone, Debug)]
@@ -420,6 +420,8 @@ impl Sim {
             memo.stamp = Some(stamp);
             memo.rates.clear();
             memo.mixes.clear();
+            memo.rates_next = 0;
+            memo.mixes_next = 0;
         }
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
@@ -776,12 +778,8 @@ impl Sim {
                 let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
                 mix[local.index()] += absent;
                 let total: f64 = mix.iter().sum();
-                let mixes = &mut self.exec[t].memo.mixes;
-                if mixes.len() >= MEMO_ENTRIES {
-                    mixes.remove(0);
-                }
-                mixes.push((key, mix, total));
-                mixes.len() - 1
+                let memo = &mut self.exec[t].memo;
+                memo_put(&mut memo.mixes, &mut memo.mixes_next, (key, mix, total))
             }
         };
         let (_, mix, total) = &self.exec[t].memo.mixes[i];
@@ -906,6 +904,24 @@ pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
     rates: Vec<(RateKey, f64)>,
     mixes: Vec<MixMemo>,
+    /// Where the next entry goes once `rates` / `mixes` are full (the
+    /// oldest entry: the lists are rings of [`MEMO_ENTRIES`]).
+    rates_next: usize,
+    mixes_next: usize,
+}
+
+/// Puts `x` into the memo ring `v` (its keys are unique: callers put only
+/// what they did not find), over the oldest entry once the ring is full;
+/// returns its index.
+fn memo_put<T>(v: &mut Vec<T>, next: &mut usize, x: T) -> usize {
+    if v.len() < MEMO_ENTRIES {
+        v.push(x);
+        return v.len() - 1;
+    }
+    let i = *next % MEMO_ENTRIES;
+    v[i] = x;
+    *next = i + 1;
+    i
 }
 
 /// (VMA, offset, length, page version) -> pages per node, their sum.
@@ -930,10 +946,7 @@ impl TaskMemo {
     }
 
     fn put_rate(&mut self, k: RateKey, rate: f64) {
-        if self.rates.len() >= MEMO_ENTRIES {
-            self.rates.remove(0);
-        }
-        self.rates.push((k, rate));
+        memo_put(&mut self.rates, &mut self.rates_next, (k, rate));
     }
 }
 
