@@ -726,8 +726,18 @@ impl Sim {
                 p = end;
             }
         }
-        for q in faults {
-            self.fault_page(t, cpu, vma, q, None)?;
+        // The pages' states are prefetched a few faults ahead: a random
+        // fault's page is a cache miss (Vma::prefetch_page).
+        const PREFETCH_AHEAD: usize = 4;
+        let v = &self.k.mms[mm].vmas[vma];
+        for &q in faults.iter().take(PREFETCH_AHEAD) {
+            v.prefetch_page(q);
+        }
+        for i in 0..faults.len() {
+            if let Some(&ahead) = faults.get(i + PREFETCH_AHEAD) {
+                self.k.mms[mm].vmas[vma].prefetch_page(ahead);
+            }
+            self.fault_page(t, cpu, vma, faults[i], None)?;
             self.close_stall(t, true);
         }
         // pmbench's timed accesses (engine/latency.rs): `mlp` in flight at

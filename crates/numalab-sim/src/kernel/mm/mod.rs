@@ -243,6 +243,25 @@ impl Vma {
         }
     }
 
+    /// Asks the CPU to bring page `p`'s state into cache ahead of a fault
+    /// on it. Random faults land anywhere in a region of millions of pages
+    /// (pmbench's 16 GiB), and the load of each page's state was a cache
+    /// and TLB miss the engine waited for one fault at a time. A hint only:
+    /// nothing changes if it is dropped, or off x86-64.
+    #[inline]
+    pub fn prefetch_page(&self, p: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(page) = self.pages.get(p) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: SSE is part of x86-64, and a prefetch never faults or
+            // reads into the program: it is a hint to the cache about a
+            // live element's address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((page as *const Page).cast::<i8>()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
+
     /// The first special page in `[from, to)` (page indices), if any.
     pub fn next_special(&self, from: usize, to: usize) -> Option<usize> {
         if self.nr_special == 0 || from >= to {
