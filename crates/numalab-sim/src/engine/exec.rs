@@ -687,6 +687,18 @@ impl Sim {
                     faults.push(q);
                 }
             }
+        } else if v.nr_special > 0 && n > 0.0 && dist == Distribution::Uniform {
+            // Uniform: every page is touched with the same probability, so
+            // the gaps between touched special pages are one geometric
+            // sequence over the whole range, skipped a chunk at a time
+            // where whole chunks fall in a gap (a random op over GiBs draws
+            // once per fault, not once per chunk holding a special page).
+            let g = Geometric::new(1.0 - (-(n / npages)).exp());
+            let mut q = from;
+            while let Some(x) = v.nth_special_far(q, to, g.sample(&mut self.rng)) {
+                faults.push(x);
+                q = x + 1;
+            }
         } else if v.nr_special > 0 && n > 0.0 {
             // Only chunks holding a special page, and only their special
             // pages, are visited (through the VMA's bitmaps): the same

@@ -298,8 +298,46 @@ impl Vma {
     /// = 0: the first), if there are that many: counts a word of the
     /// bitmap at a time, so skipping over special pages costs one popcount
     /// per 64 pages.
-    pub fn nth_special(&self, from: usize, to: usize, mut k: u64) -> Option<usize> {
+    pub fn nth_special(&self, from: usize, to: usize, k: u64) -> Option<usize> {
+        self.nth_special_in(from, to.min(self.pages.len()), k).ok()
+    }
+
+    /// As [`Vma::nth_special`], but whole chunks are skipped by their
+    /// special-page counts, and chunks with none by the chunk bitmap: the
+    /// cost follows the chunks passed, not the pages, for gaps that span a
+    /// large sparse range (random accesses over GiBs with a few scanned
+    /// windows marked).
+    pub fn nth_special_far(&self, from: usize, to: usize, mut k: u64) -> Option<usize> {
         let to = to.min(self.pages.len());
+        let ppc = self.pages_per_chunk;
+        let mut p = from;
+        while p < to {
+            let c = p / ppc;
+            let chunk_end = ((c + 1) * ppc).min(to);
+            if p == c * ppc && chunk_end == (c + 1) * ppc {
+                let n = u64::from(self.chunk_special[c]);
+                if n == 0 {
+                    p = self.next_special_chunk(c + 1)? * ppc;
+                    continue;
+                }
+                if n <= k {
+                    k -= n;
+                    p = chunk_end;
+                    continue;
+                }
+            }
+            match self.nth_special_in(p, chunk_end, k) {
+                Ok(q) => return Some(q),
+                Err(rest) => k = rest,
+            }
+            p = chunk_end;
+        }
+        None
+    }
+
+    /// The special page `k` places after the first in `[from, to)`
+    /// (`to` within the VMA), or how many of `k` are left past `to`.
+    fn nth_special_in(&self, from: usize, to: usize, mut k: u64) -> Result<usize, u64> {
         let mut p = from;
         while p < to {
             let word_end = ((p / 64 + 1) * 64).min(to);
@@ -313,12 +351,12 @@ impl Vma {
                 for _ in 0..k {
                     w &= w - 1;
                 }
-                return Some(p + w.trailing_zeros() as usize);
+                return Ok(p + w.trailing_zeros() as usize);
             }
             k -= n;
             p = word_end;
         }
-        None
+        Err(k)
     }
 
     /// The first chunk at or after `c` with a special page, if any.
@@ -523,6 +561,32 @@ mod tests {
             let to = (from + len).min(700);
             let naive = (from..to).filter(|&p| v.pages[p].special()).nth(k as usize);
             proptest::prop_assert_eq!(v.nth_special(from, to, k), naive);
+        }
+
+        /// The chunk-skipping search finds the same page as the word walk,
+        /// over chunks that are all special, none special or mixed.
+        #[test]
+        fn nth_special_far_is_nth_special(
+            kinds in proptest::collection::vec(0u8..3, 4),
+            mixed in proptest::collection::vec(proptest::bool::ANY, 1636),
+            from in 0usize..1636,
+            len in 0usize..1700,
+            k in 0u64..1700,
+        ) {
+            let n = 1636;
+            let mut v = Vma::new("a", 0, n as u64 * 4096, false, None, 2);
+            for p in 0..n {
+                let present = match kinds[p / 512] {
+                    0 => true,
+                    1 => false,
+                    _ => mixed[p],
+                };
+                if present {
+                    v.set_page_node(p, NodeId::new(0));
+                }
+            }
+            let to = from + len;
+            proptest::prop_assert_eq!(v.nth_special_far(from, to, k), v.nth_special(from, to, k));
         }
     }
 
