@@ -188,8 +188,17 @@ impl Sim {
         let mut cpus: SmallVec<[CpuId; INLINE_RACERS]> = SmallVec::with_capacity(racers.len() + 1);
         cpus.push(cpu);
         cpus.extend(racers.iter().map(|r| r.1));
-        let mut per_node: SmallVec<[u64; INLINE_NODES]> =
-            SmallVec::from_elem(0, self.k.m.nr_nodes());
+        // On the stack up to INLINE_NODES nodes (a SmallVec's from_elem
+        // copied its whole inline array per fault).
+        let nn = self.k.m.nr_nodes();
+        let mut on_stack = [0u64; INLINE_NODES];
+        let mut on_heap = Vec::new();
+        let per_node: &mut [u64] = if nn <= INLINE_NODES {
+            &mut on_stack[..nn]
+        } else {
+            on_heap.resize(nn, 0);
+            &mut on_heap
+        };
         for &c in &cpus {
             per_node[self.k.cpu_node(c).index()] += 1;
         }
@@ -200,7 +209,7 @@ impl Sim {
         };
         let race = Race {
             cpus: &cpus,
-            per_node: &per_node,
+            per_node,
             key,
         };
         let c = self

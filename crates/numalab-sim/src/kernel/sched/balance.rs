@@ -565,10 +565,17 @@ impl Kernel {
         cpus: &CpuSet,
     ) -> SgStats {
         let mut s = SgStats::default();
-        // Cores seen, one bit each (core ids are below the CPU count);
-        // inline up to 1024 cores, so a balance pass does not allocate.
-        let mut cores: smallvec::SmallVec<[u64; 16]> =
-            smallvec::SmallVec::from_elem(0, self.m.cpus.len().div_ceil(64));
+        // Cores seen, one bit each (core ids are below the CPU count); on
+        // the stack up to 1024, so a balance pass does not allocate.
+        let words = self.m.cpus.len().div_ceil(64);
+        let mut on_stack = [0u64; 16];
+        let mut on_heap = Vec::new();
+        let cores: &mut [u64] = if words <= on_stack.len() {
+            &mut on_stack[..words]
+        } else {
+            on_heap.resize(words, 0);
+            &mut on_heap
+        };
         let mut nr_cores = 0;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
