@@ -47,13 +47,17 @@ pub fn bin(ns: f64) -> usize {
     (n.max(1).ilog2() as usize).min(NR_BINS - 1)
 }
 
-/// One task's access latencies.
-#[derive(Clone, Debug, Default)]
+/// One task's access latencies. The bins are inline: every op step of
+/// every task adds to them, and a pointer to a heap vector per task was a
+/// cache miss per step.
+#[derive(Clone, Debug)]
 pub struct TaskLatency {
+    /// Any access counted yet.
+    counted: bool,
     /// Expected read accesses per bin (fractional: rate x time).
-    reads: Vec<f64>,
+    reads: [f64; NR_BINS],
     /// Expected write accesses per bin.
-    writes: Vec<f64>,
+    writes: [f64; NR_BINS],
     /// Reads and writes at or above the threshold.
     over: [f64; 2],
     /// Slowest access seen, ns.
@@ -67,12 +71,24 @@ pub struct TaskLatency {
     write_credit: f64,
 }
 
+impl Default for TaskLatency {
+    fn default() -> Self {
+        TaskLatency {
+            counted: false,
+            reads: [0.0; NR_BINS],
+            writes: [0.0; NR_BINS],
+            over: [0.0; 2],
+            max_ns: 0.0,
+            cur_ns: 0.0,
+            cur_write: 0.0,
+            write_credit: 0.0,
+        }
+    }
+}
+
 impl TaskLatency {
     fn ensure(&mut self) {
-        if self.reads.is_empty() {
-            self.reads = vec![0.0; NR_BINS];
-            self.writes = vec![0.0; NR_BINS];
-        }
+        self.counted = true;
     }
 
     /// `count` accesses at `lat_ns` each, a share `write` of them writes.
@@ -115,7 +131,7 @@ impl TaskLatency {
 
     /// True once any access was counted.
     pub fn is_empty(&self) -> bool {
-        self.reads.is_empty()
+        !self.counted
     }
 
     /// Accesses counted, all bins.
