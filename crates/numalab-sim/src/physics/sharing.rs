@@ -331,7 +331,6 @@ impl RegionWriters {
         // The most recent streaming writer of x, and who collides near x.
         let mut best: Option<(u64, usize)> = None;
         let mut near = 0usize;
-        let mut randoms: Vec<(f64, usize)> = Vec::new();
         for ci in self.overlapping(x, x + 1) {
             let c = &self.classes[ci];
             let rel = x - c.offset;
@@ -356,11 +355,6 @@ impl RegionWriters {
                 break;
             }
             near += count_near(&cs, rel, p.window_bytes, a.id);
-            for &wi in self.class_randoms(c) {
-                if self.writers[wi].id != a.id {
-                    randoms.push((random_density(&self.writers[wi], p.cache_bytes), wi));
-                }
-            }
         }
         let outstanding = 1.0 + near as f64;
         if let Some((gap, wi)) = best {
@@ -372,71 +366,94 @@ impl RegionWriters {
                 };
             }
         }
-        self.combine(m, p, a.cpu, &randoms, outstanding)
+        // Otherwise the random writers holding x, now that the load on
+        // the line is known.
+        let mut randoms = Shares::new();
+        for ci in self.overlapping(x, x + 1) {
+            for &wi in self.class_randoms(&self.classes[ci]) {
+                let w = &self.writers[wi];
+                if w.id != a.id {
+                    randoms.add(
+                        random_density(w, p.cache_bytes),
+                        p.line.transfer_ns(m, Some(w.cpu), a.cpu, outstanding),
+                    );
+                }
+            }
+        }
+        randoms.finish()
     }
 
     fn random_cost(&self, m: &Machine, p: &Sharing, a: &Access) -> SharedLines {
         let (lo, hi) = (a.offset, a.offset + a.len);
-        let mut parts: Vec<(f64, usize)> = Vec::new();
+        let transfer = |w: &Writer| p.line.transfer_ns(m, Some(w.cpu), a.cpu, 1.0);
+        let mut parts = Shares::new();
         for ci in self.overlapping(lo, hi) {
             let c = &self.classes[ci];
             let ov = overlap(lo, hi, c.offset, c.offset + c.len) as f64 / a.len as f64;
             for &(pos, wi) in self.class_streams(c).streams {
-                if self.writers[wi].id == a.id {
+                let w = &self.writers[wi];
+                if w.id == a.id {
                     continue;
                 }
                 // The writer's Modified window: the cache_bytes behind its
                 // position, wrapping to the end of its range.
-                let w = (p.cache_bytes as u64).min(c.len);
+                let win = (p.cache_bytes as u64).min(c.len);
                 let end = c.offset + pos;
                 let mut cover = 0;
-                if w <= pos {
-                    cover += overlap(lo, hi, end - w, end);
+                if win <= pos {
+                    cover += overlap(lo, hi, end - win, end);
                 } else {
                     cover += overlap(lo, hi, c.offset, end);
-                    let rest = w - pos;
+                    let rest = win - pos;
                     let top = c.offset + c.len;
                     cover += overlap(lo, hi, top - rest, top);
                 }
                 if cover > 0 {
-                    parts.push((cover as f64 / a.len as f64, wi));
+                    parts.add(cover as f64 / a.len as f64, transfer(w));
                 }
             }
             for &wi in self.class_randoms(c) {
-                if self.writers[wi].id != a.id {
-                    parts.push((ov * random_density(&self.writers[wi], p.cache_bytes), wi));
+                let w = &self.writers[wi];
+                if w.id != a.id {
+                    parts.add(ov * random_density(w, p.cache_bytes), transfer(w));
                 }
             }
         }
-        self.combine(m, p, a.cpu, &parts, 1.0)
+        parts.finish()
+    }
+}
+
+/// Shares of an access's lines held by other writers, summed as they are
+/// found: the total (capped at 1) and the transfer cost weighted by them.
+/// Both sums run in the order the shares come, as the sums over a list of
+/// them did, without the list (it was allocated and grown per access).
+struct Shares {
+    total: f64,
+    weighted: f64,
+}
+
+impl Shares {
+    /// No share yet (sums start at -0.0, as `f64`'s `Sum` does).
+    fn new() -> Shares {
+        Shares {
+            total: -0.0,
+            weighted: -0.0,
+        }
     }
 
-    /// Shares `(probability, writer)` combined: the total capped at 1, the
-    /// transfer cost weighted by them.
-    fn combine(
-        &self,
-        m: &Machine,
-        p: &Sharing,
-        cpu: CpuId,
-        parts: &[(f64, usize)],
-        outstanding: f64,
-    ) -> SharedLines {
-        let total: f64 = parts.iter().map(|x| x.0).sum();
-        if total <= 0.0 {
+    /// A share `q` of the lines, each costing `transfer_ns` to take.
+    fn add(&mut self, q: f64, transfer_ns: f64) {
+        self.total += q;
+        self.weighted += q * transfer_ns;
+    }
+
+    fn finish(self) -> SharedLines {
+        if self.total <= 0.0 {
             return SharedLines::default();
         }
-        let cost: f64 = parts
-            .iter()
-            .map(|&(q, wi)| {
-                q * p
-                    .line
-                    .transfer_ns(m, Some(self.writers[wi].cpu), cpu, outstanding)
-            })
-            .sum::<f64>()
-            / total;
         SharedLines {
-            fraction: total.min(1.0),
-            transfer_ns: cost,
+            fraction: self.total.min(1.0),
+            transfer_ns: self.weighted / self.total,
         }
     }
 }
