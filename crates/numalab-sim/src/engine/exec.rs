@@ -828,7 +828,7 @@ impl Sim {
         let v = &self.k.mms[mm].vmas[vma];
         if let Some(e) = self.mix_cache.get(&key) {
             if e.version == v.version || e.at == self.tick_start {
-                return (e.pages.clone(), e.absent);
+                return (NodeVec::from_slice(&e.pages), e.absent);
             }
         }
         let shift = v.page_shift;
@@ -838,7 +838,7 @@ impl Sim {
         let e = MixEntry {
             version: v.version,
             at: self.tick_start,
-            pages: pages.clone(),
+            pages: NodeVec::from_slice(&pages),
             absent,
         };
         self.mix_cache.insert(key, e);

@@ -115,9 +115,12 @@ impl Sim {
             .into_iter()
             .map(|(k, v)| match last.remove(&k) {
                 Some(old) if old.same_writers(&v) => (k, old),
-                // Rebuilt in the old index's room (streams move every tick).
+                // Streams move every tick: new positions in place, or a
+                // rebuild in the old index's room when the writers changed.
                 Some(mut old) => {
-                    old.rebuild(v);
+                    if !old.move_streams(&v) {
+                        old.rebuild(v);
+                    }
                     (k, old)
                 }
                 None => (k, RegionWriters::new(v)),

@@ -273,6 +273,58 @@ impl RegionWriters {
         }
     }
 
+    /// When `writers` are these writers with only their streams moved
+    /// (the same tasks on the same CPUs over the same ranges, in the same
+    /// order: NUMA01's streams from one tick to the next), takes their new
+    /// positions in place, re-sorting each class's streams, and returns
+    /// true; the index is then the one [`RegionWriters::new`] would build.
+    /// Otherwise changes nothing and returns false.
+    pub fn move_streams(&mut self, writers: &[Writer]) -> bool {
+        let same_but_position = |w: &Writer, n: &Writer| {
+            w.id == n.id
+                && w.cpu == n.cpu
+                && w.offset == n.offset
+                && w.len == n.len
+                && match (w.kind, n.kind) {
+                    (WriterKind::Stream { .. }, WriterKind::Stream { .. }) => true,
+                    (a, b) => a == b,
+                }
+        };
+        let mut kept = writers.iter().filter(|w| w.len > 0);
+        if !self
+            .writers
+            .iter()
+            .all(|w| kept.next().is_some_and(|n| same_but_position(w, n)))
+            || kept.next().is_some()
+        {
+            return false;
+        }
+        for (w, n) in self
+            .writers
+            .iter_mut()
+            .zip(writers.iter().filter(|w| w.len > 0))
+        {
+            w.kind = n.kind;
+        }
+        self.random_memo.get_mut().clear();
+        for c in &self.classes {
+            let streams = &mut self.streams[c.streams.clone()];
+            for (rel, wi) in streams.iter_mut() {
+                let w = &self.writers[*wi];
+                if let WriterKind::Stream { at } = w.kind {
+                    *rel = at.saturating_sub(w.offset).min(w.len - 1);
+                }
+            }
+            streams.sort_unstable();
+            let by_id = &mut self.by_id[c.streams.clone()];
+            for (e, &(pos, wi)) in by_id.iter_mut().zip(streams.iter()) {
+                *e = (self.writers[wi].id, pos);
+            }
+            by_id.sort_unstable();
+        }
+        true
+    }
+
     /// Class `c`'s streams.
     fn class_streams(&self, c: &Class) -> ClassStreams<'_> {
         ClassStreams {
@@ -707,6 +759,42 @@ mod tests {
                     proptest::prop_assert!((got.transfer_ns - want.transfer_ns).abs() < 1e-9);
                 }
             }
+        }
+
+        /// Streams moved in place answer exactly as a fresh index of the
+        /// moved writers.
+        #[test]
+        fn moved_streams_index_as_a_fresh_one(
+            spec in proptest::collection::vec((0usize..3, proptest::bool::ANY, 0u64..64, 0usize..4, 0u64..64), 1..24),
+        ) {
+            let m = m();
+            let ranges = [(0, 64 * MIB), (32 * MIB, 64 * MIB), (0, 8 * MIB)];
+            let make = |moved: bool| -> Vec<Writer> {
+                spec.iter()
+                    .enumerate()
+                    .map(|(i, &(r, is_stream, at, k, step))| {
+                        let (offset, len) = ranges[r];
+                        let cpu = cpu_on(&m, k % 2, k);
+                        let at = if moved { (at + step) % 64 } else { at };
+                        if is_stream {
+                            stream(i, cpu, offset, len, offset + (at * 24 + i as u64) * len / (64 * 24))
+                        } else {
+                            Writer { id: i, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
+                        }
+                    })
+                    .collect()
+            };
+            let (before, after) = (make(false), make(true));
+            let mut moved = RegionWriters::new(before);
+            proptest::prop_assert!(moved.move_streams(&after));
+            let fresh = RegionWriters::new(after.clone());
+            for w in &after {
+                let a = access(w);
+                proptest::prop_assert_eq!(moved.cost(&m, &params(), &a), fresh.cost(&m, &params(), &a));
+            }
+            let mut other = after.clone();
+            other[0].cpu = cpu_on(&m, 1, 5);
+            proptest::prop_assert!(!moved.move_streams(&other));
         }
 
         /// The binary-search window count is the pass over every writer

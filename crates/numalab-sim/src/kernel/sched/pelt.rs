@@ -65,9 +65,19 @@ pub fn decay_load(val: f64, n: f64) -> f64 {
 }
 
 /// `y^n`, the factor [`decay_load`] applies (one `powf` for all the sums
-/// an update decays by the same periods).
+/// an update decays by the same periods). Whole `n` below 64 (every
+/// update a few ticks apart) come from a table of the same `powf`s, as the
+/// kernel's `runnable_avg_yN_inv` table spares it the computation.
 fn decay_factor(n: f64) -> f64 {
-    0.5f64.powf(n / LOAD_AVG_PERIOD)
+    const TABLE_LEN: usize = 64;
+    static TABLE: std::sync::LazyLock<[f64; TABLE_LEN]> = std::sync::LazyLock::new(|| {
+        std::array::from_fn(|i| 0.5f64.powf(i as f64 / LOAD_AVG_PERIOD))
+    });
+    if n >= 0.0 && n < TABLE_LEN as f64 && n.fract() == 0.0 {
+        TABLE[n as usize]
+    } else {
+        0.5f64.powf(n / LOAD_AVG_PERIOD)
+    }
 }
 
 /// `struct sched_avg`, the parts modeled. Sums are in ~us (ns / 1024)
