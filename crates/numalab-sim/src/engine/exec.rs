@@ -23,6 +23,7 @@ use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
+use std::collections::VecDeque;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
 /// 8 nodes (every preset but `xl-16n-*`): they are built per op and per
@@ -420,8 +421,6 @@ impl Sim {
             memo.stamp = Some(stamp);
             memo.rates.clear();
             memo.mixes.clear();
-            memo.rates_next = 0;
-            memo.mixes_next = 0;
         }
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
@@ -801,7 +800,7 @@ impl Sim {
                 mix[local.index()] += absent;
                 let total: f64 = mix.iter().sum();
                 let memo = &mut self.exec[t].memo;
-                memo_put(&mut memo.mixes, &mut memo.mixes_next, (key, mix, total))
+                memo_put(&mut memo.mixes, (key, mix, total))
             }
         };
         let (_, mix, total) = &self.exec[t].memo.mixes[i];
@@ -924,26 +923,18 @@ impl RateKey {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
-    rates: Vec<(RateKey, f64)>,
-    mixes: Vec<MixMemo>,
-    /// Where the next entry goes once `rates` / `mixes` are full (the
-    /// oldest entry: the lists are rings of [`MEMO_ENTRIES`]).
-    rates_next: usize,
-    mixes_next: usize,
+    rates: VecDeque<(RateKey, f64)>,
+    mixes: VecDeque<MixMemo>,
 }
 
-/// Puts `x` into the memo ring `v` (its keys are unique: callers put only
-/// what they did not find), over the oldest entry once the ring is full;
-/// returns its index.
-fn memo_put<T>(v: &mut Vec<T>, next: &mut usize, x: T) -> usize {
-    if v.len() < MEMO_ENTRIES {
-        v.push(x);
-        return v.len() - 1;
+/// Puts `x` at the back of memo list `v`, dropping the oldest entry once
+/// it holds [`MEMO_ENTRIES`]; returns its index.
+fn memo_put<T>(v: &mut VecDeque<T>, x: T) -> usize {
+    if v.len() >= MEMO_ENTRIES {
+        v.pop_front();
     }
-    let i = *next % MEMO_ENTRIES;
-    v[i] = x;
-    *next = i + 1;
-    i
+    v.push_back(x);
+    v.len() - 1
 }
 
 /// (VMA, offset, length, page version) -> pages per node, their sum.
@@ -968,7 +959,7 @@ impl TaskMemo {
     }
 
     fn put_rate(&mut self, k: RateKey, rate: f64) {
-        memo_put(&mut self.rates, &mut self.rates_next, (k, rate));
+        memo_put(&mut self.rates, (k, rate));
     }
 }
 

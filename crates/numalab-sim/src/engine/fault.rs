@@ -31,6 +31,7 @@ use super::exec::Op;
 use super::Sim;
 use crate::kernel::locking::ptl::cpu_set_key;
 use crate::kernel::mm::fault::Race;
+use crate::kernel::scratch;
 use crate::kernel::{CpuId, MmId, TaskId, VmaId};
 use crate::physics::costs;
 use smallvec::SmallVec;
@@ -38,9 +39,6 @@ use smallvec::SmallVec;
 /// Racers held inline before a fault's lists spill to the heap: faults
 /// run per page, so their small lists stay off the allocator.
 const INLINE_RACERS: usize = 8;
-/// Nodes held inline for a fault's per-node counts (16 covers every
-/// preset, `xl-16n-*` included).
-const INLINE_NODES: usize = 16;
 
 /// The running streams of the VMAs that faulted this tick.
 #[derive(Clone, Debug, Default)]
@@ -188,17 +186,8 @@ impl Sim {
         let mut cpus: SmallVec<[CpuId; INLINE_RACERS]> = SmallVec::with_capacity(racers.len() + 1);
         cpus.push(cpu);
         cpus.extend(racers.iter().map(|r| r.1));
-        // On the stack up to INLINE_NODES nodes (a SmallVec's from_elem
-        // copied its whole inline array per fault).
-        let nn = self.k.m.nr_nodes();
-        let mut on_stack = [0u64; INLINE_NODES];
-        let mut on_heap = Vec::new();
-        let per_node: &mut [u64] = if nn <= INLINE_NODES {
-            &mut on_stack[..nn]
-        } else {
-            on_heap.resize(nn, 0);
-            &mut on_heap
-        };
+        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
+        let per_node = scratch::zeroed(self.k.m.nr_nodes(), &mut stack, &mut heap);
         for &c in &cpus {
             per_node[self.k.cpu_node(c).index()] += 1;
         }

@@ -87,16 +87,12 @@ impl Default for TaskLatency {
 }
 
 impl TaskLatency {
-    fn ensure(&mut self) {
-        self.counted = true;
-    }
-
     /// `count` accesses at `lat_ns` each, a share `write` of them writes.
     pub fn add(&mut self, lat_ns: f64, count: f64, write: f64, threshold_ns: f64) {
         if count <= 0.0 || !lat_ns.is_finite() {
             return;
         }
-        self.ensure();
+        self.counted = true;
         let b = bin(lat_ns);
         self.reads[b] += count * (1.0 - write);
         self.writes[b] += count * write;
@@ -149,7 +145,7 @@ impl TaskLatency {
         if o.is_empty() {
             return;
         }
-        self.ensure();
+        self.counted = true;
         for i in 0..NR_BINS {
             self.reads[i] += o.reads[i];
             self.writes[i] += o.writes[i];

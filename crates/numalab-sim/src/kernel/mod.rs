@@ -24,6 +24,7 @@ pub mod locking;
 pub mod mm;
 pub mod numa;
 pub mod sched;
+pub mod scratch;
 pub mod stats;
 pub mod sysctl;
 pub mod trace;

@@ -53,6 +53,7 @@ use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
 use super::MIGRATION_COST_NS;
 use crate::kernel::ids::CpuSetExt;
+use crate::kernel::scratch;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::physics::costs;
 use numalab_topology::CpuSet;
@@ -565,17 +566,9 @@ impl Kernel {
         cpus: &CpuSet,
     ) -> SgStats {
         let mut s = SgStats::default();
-        // Cores seen, one bit each (core ids are below the CPU count); on
-        // the stack up to 1024, so a balance pass does not allocate.
-        let words = self.m.cpus.len().div_ceil(64);
-        let mut on_stack = [0u64; 16];
-        let mut on_heap = Vec::new();
-        let cores: &mut [u64] = if words <= on_stack.len() {
-            &mut on_stack[..words]
-        } else {
-            on_heap.resize(words, 0);
-            &mut on_heap
-        };
+        // Cores seen, one bit each (core ids are below the CPU count).
+        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
+        let cores = scratch::zeroed(self.m.cpus.len().div_ceil(64), &mut stack, &mut heap);
         let mut nr_cores = 0;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
