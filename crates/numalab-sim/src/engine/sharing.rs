@@ -114,9 +114,9 @@ impl Sim {
         self.shared = by
             .into_iter()
             .map(|(k, v)| match last.remove(&k) {
-                Some(old) if old.same_writers(&v) => (k, old),
-                // Streams move every tick: new positions in place, or a
-                // rebuild in the old index's room when the writers changed.
+                // The same writers keep their index (and what it answered);
+                // streams that only moved update it in place; other
+                // changes rebuild it in the old index's room.
                 Some(mut old) => {
                     if !old.move_streams(&v) {
                         old.rebuild(v);

@@ -273,12 +273,14 @@ impl RegionWriters {
         }
     }
 
-    /// When `writers` are these writers with only their streams moved
+    /// When `writers` are these writers with at most their streams moved
     /// (the same tasks on the same CPUs over the same ranges, in the same
-    /// order: NUMA01's streams from one tick to the next), takes their new
-    /// positions in place, re-sorting each class's streams, and returns
-    /// true; the index is then the one [`RegionWriters::new`] would build.
-    /// Otherwise changes nothing and returns false.
+    /// order: NUMA01's streams from one tick to the next, pmbench's random
+    /// writers), takes their new positions in place, re-sorting each
+    /// class's streams, and returns true: the index is then the one
+    /// [`RegionWriters::new`] would build, and keeps the random-access
+    /// costs it answered when nothing moved. Otherwise changes nothing and
+    /// returns false.
     pub fn move_streams(&mut self, writers: &[Writer]) -> bool {
         let same_but_position = |w: &Writer, n: &Writer| {
             w.id == n.id
@@ -299,12 +301,17 @@ impl RegionWriters {
         {
             return false;
         }
+        let mut moved = false;
         for (w, n) in self
             .writers
             .iter_mut()
             .zip(writers.iter().filter(|w| w.len > 0))
         {
+            moved |= w.kind != n.kind;
             w.kind = n.kind;
+        }
+        if !moved {
+            return true;
         }
         self.random_memo.get_mut().clear();
         for c in &self.classes {
@@ -337,13 +344,6 @@ impl RegionWriters {
     /// Class `c`'s random writers.
     fn class_randoms(&self, c: &Class) -> &[usize] {
         &self.randoms[c.randoms.clone()]
-    }
-
-    /// True when `writers` would index to the same writers as these (the
-    /// engine then keeps this index, and what it has answered).
-    pub fn same_writers(&self, writers: &[Writer]) -> bool {
-        let mut kept = writers.iter().filter(|w| w.len > 0);
-        self.writers.iter().all(|w| kept.next() == Some(w)) && kept.next().is_none()
     }
 
     /// True when nobody writes the region.
