@@ -243,7 +243,12 @@ impl Sim {
         cur_cpu: CpuId,
         stream: Option<(u64, u64, u64)>,
     ) -> VmaStreams {
-        let mut groups: Vec<Group> = Vec::new();
+        // Every running stream over the VMA with its range, sorted by
+        // (range, position, task) and cut into groups where the range
+        // changes: one sort instead of a search of the groups per stream
+        // (NUMA01_THREADLOCAL's 160 threads per process each stream a range
+        // of their own).
+        let mut found: Vec<((u64, u64), Member)> = Vec::new();
         for (cpu, rq) in self.k.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             if self.k.tasks[t].mm != mm {
@@ -275,12 +280,16 @@ impl Sim {
                 won_cpu: 0.0,
                 won_sleep: 0.0,
             };
-            match groups
-                .iter_mut()
-                .find(|g| g.offset == offset && g.len == len)
-            {
-                Some(g) => g.members.push(m),
-                None => groups.push(Group {
+            found.push(((offset, len), m));
+        }
+        // A task runs on one CPU: (range, position, task) keys are unique.
+        found.sort_unstable_by_key(|(range, m)| (*range, m.pos, m.task));
+        let nn = self.k.m.nr_nodes();
+        let mut groups: Vec<Group> = Vec::new();
+        for ((offset, len), m) in found {
+            match groups.last_mut() {
+                Some(g) if g.offset == offset && g.len == len => g.members.push(m),
+                _ => groups.push(Group {
                     offset,
                     len,
                     members: vec![m],
@@ -293,9 +302,7 @@ impl Sim {
                 }),
             }
         }
-        let nn = self.k.m.nr_nodes();
         for g in &mut groups {
-            g.members.sort_by_key(|m| (m.pos, m.task));
             g.cpus = g.members.iter().map(|m| m.cpu).collect();
             g.per_node = vec![0; nn];
             for &c in &g.cpus {
@@ -304,7 +311,6 @@ impl Sim {
             g.key = cpu_set_key(&g.cpus);
             g.max_reach = g.members.iter().map(|m| reach(m.rate)).max().unwrap_or(0);
         }
-        groups.sort_by_key(|g| (g.offset, g.len));
         let max_len = groups.iter().map(|g| g.len).max().unwrap_or(0);
         VmaStreams { groups, max_len }
     }

@@ -786,14 +786,16 @@ impl Sim {
         let mm = self.k.tasks[t].mm;
         self.k.mms[mm].users -= 1;
         let (pi, ti) = (self.exec[t].proc, self.exec[t].thread);
-        // Threads waiting for this one start once all they wait for exited.
-        let threads = self.w.processes[pi].threads.clone();
+        // Threads waiting for this one start once all they wait for exited
+        // (looked up by index: cloning every thread's phases at each exit
+        // made a process's exits quadratic in its threads).
         let tgid = self.procs[pi].pid;
-        for (j, th) in threads.iter().enumerate() {
-            if self.procs[pi].tasks[j].is_some() || !th.start_after.contains(&ti) {
+        for j in 0..self.w.processes[pi].threads.len() {
+            let after = &self.w.processes[pi].threads[j].start_after;
+            if self.procs[pi].tasks[j].is_some() || !after.contains(&ti) {
                 continue;
             }
-            let ready = th.start_after.iter().all(|&a| {
+            let ready = after.iter().all(|&a| {
                 self.procs[pi].tasks[a].is_some_and(|x| self.k.tasks[x].state == TaskState::Dead)
             });
             if ready {
