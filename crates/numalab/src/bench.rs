@@ -16,8 +16,16 @@
 //!    model output), which is the determinism check.
 //! 4. The table: modeled time, wall time, CPU time, the ratio of modeled
 //!    to wall time (how many times faster than the machine it models),
-//!    peak RSS, digest. CPU time is there for a busy machine: the model
-//!    is single-threaded, so on an idle core wall and CPU time agree.
+//!    peak RSS, the model's unit costs, digest. CPU time is there for a
+//!    busy machine: the model is single-threaded, so on an idle core wall
+//!    and CPU time agree. The unit costs say where a run's time goes:
+//!    `ns/tick` is CPU time per modeled CPU-tick (every CPU's scheduler
+//!    tick, its share of the solve and running its task to the next tick
+//!    are paid per CPU per tick; 50x on a machine of N CPUs at HZ=250
+//!    needs at most 4e6 / (50 N) ns of it, 250 ns on spr-4n's 320),
+//!    `ns/step` CPU time per engine step (events and run-loop turns: what
+//!    bounds an event-dense run such as OLTP's, whose 4.8 M wakeups per
+//!    modeled second no per-step cost can bring to 50x).
 //!
 //! Entries run one at a time unless `-j` says otherwise: the speed target
 //! is per core. Scaling with machine and memory size is bench_scaling.rs.
@@ -129,6 +137,26 @@ pub struct Measure {
     pub peak_rss_bytes: u64,
     /// FNV-1a 64 of the Run record's JSON, hex.
     pub digest: String,
+    /// Engine steps the run took (events and turns of the tasks' run
+    /// loops, engine/budget.rs).
+    pub steps: u64,
+    /// CPU-ticks modeled: CPUs x modeled seconds x CONFIG_HZ.
+    pub cpu_ticks: f64,
+}
+
+impl Measure {
+    /// CPU nanoseconds of the model per modeled CPU-tick: what a tick of
+    /// every CPU costs (the scheduler tick, the solve and running each
+    /// task to the next tick are per CPU per tick).
+    pub fn ns_per_cpu_tick(&self) -> f64 {
+        self.cpu_s * 1e9 / self.cpu_ticks.max(1.0)
+    }
+
+    /// CPU nanoseconds of the model per engine step: what an event costs
+    /// in an event-dense run (wakeups, sleeps, balances).
+    pub fn ns_per_step(&self) -> f64 {
+        self.cpu_s * 1e9 / self.steps.max(1) as f64
+    }
 }
 
 /// A finished row.
@@ -192,16 +220,20 @@ pub fn child(
     let m = runner::load_machine(machine)?;
     let knobs = runner::knobs(sets)?;
     let (t0, c0) = (Instant::now(), cpu_seconds());
-    let (rec, _) = runner::run_model(&m, workload, &knobs, seed, scale, None, false)?;
+    let run = runner::run_model_finished(&m, workload, None, &knobs, seed, scale, None, false)?;
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_s = cpu_seconds() - c0;
+    let rec = run.rec;
     let json = serde_json::to_string(&rec).map_err(|e| format!("encoding the record: {e}"))?;
+    let hz = knobs.get(numalab_sim::kernel::sysctl::knob::CONFIG_HZ) as f64;
     let measure = Measure {
         wall_s,
         cpu_s,
         modeled_s: rec.elapsed_s,
         peak_rss_bytes: peak_rss_bytes().unwrap_or(0),
         digest: digest(json.as_bytes()),
+        steps: run.stats.steps,
+        cpu_ticks: m.nr_cpus() as f64 * rec.elapsed_s * hz,
     };
     let line = serde_json::to_string(&measure).map_err(|e| e.to_string())?;
     crate::out::print(&format!("{line}\n"))
@@ -299,12 +331,22 @@ pub fn run_rows(entries: &[Job], o: &Options) -> Result<Vec<Row>, String> {
 /// Formats rows as the bench table.
 pub fn table(rows: &[Row]) -> String {
     let mut s = format!(
-        "{:<24} {:<12} {:>10} {:>9} {:>9} {:>9} {:>9}  {:<16} {}\n",
-        "run", "machine", "modeled s", "wall s", "cpu s", "speed", "peak MiB", "digest", "same"
+        "{:<24} {:<12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {:<16} {}\n",
+        "run",
+        "machine",
+        "modeled s",
+        "wall s",
+        "cpu s",
+        "speed",
+        "peak MiB",
+        "ns/tick",
+        "ns/step",
+        "digest",
+        "same"
     );
     for r in rows {
         s += &format!(
-            "{:<24} {:<12} {:>10.2} {:>9.2} {:>9.2} {:>8.1}x {:>9.1}  {:<16} {}\n",
+            "{:<24} {:<12} {:>10.2} {:>9.2} {:>9.2} {:>8.1}x {:>9.1} {:>8.0} {:>9.0}  {:<16} {}\n",
             r.name,
             r.machine,
             r.best.modeled_s,
@@ -312,6 +354,8 @@ pub fn table(rows: &[Row]) -> String {
             r.best.cpu_s,
             r.best.modeled_s / r.best.wall_s.max(1e-9),
             r.best.peak_rss_bytes as f64 / (1u64 << 20) as f64,
+            r.best.ns_per_cpu_tick(),
+            r.best.ns_per_step(),
             r.best.digest,
             match (r.walls_s.len(), r.deterministic) {
                 (1, _) => "-",

@@ -55,6 +55,32 @@ pub fn run_model_in(
     trace: Option<&TraceFilter>,
     show_progress: bool,
 ) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
+    run_model_finished(
+        machine,
+        workload,
+        cgroup,
+        knobs,
+        seed,
+        scale,
+        trace,
+        show_progress,
+    )
+    .map(|f| (f.rec, f.trace))
+}
+
+/// [`run_model_in`], also returning the engine's [`Finished::stats`]
+/// (`numalab bench` reports the cost per engine step).
+#[allow(clippy::too_many_arguments)]
+pub fn run_model_finished(
+    machine: &Machine,
+    workload: &str,
+    cgroup: Option<&str>,
+    knobs: &Knobs,
+    seed: u64,
+    scale: f64,
+    trace: Option<&TraceFilter>,
+    show_progress: bool,
+) -> Result<Finished, String> {
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(format!("--scale {scale}: must be in (0, 1]"));
     }
@@ -85,9 +111,24 @@ pub fn run_model_in(
     let sim = numalab_sim::Sim::new(machine.clone(), w, knobs.clone(), opts)
         .map_err(|e| e.to_string())?
         .with_trace_filter(trace.cloned().unwrap_or_default());
-    let (rec, tr) = sim
-        .run_with_trace(&mut |s| p.update(s))
+    let (rec, tr, stats) = sim
+        .run_with_stats(&mut |s| p.update(s))
         .map_err(|e| e.to_string())?;
     p.finish();
-    Ok((rec, tr))
+    Ok(Finished {
+        rec,
+        trace: tr,
+        stats,
+    })
+}
+
+/// A finished model run: its record, its trace events (when asked for)
+/// and what it cost the engine.
+pub struct Finished {
+    /// The Run record.
+    pub rec: RunRecord,
+    /// Trace events recorded.
+    pub trace: Vec<numalab_sim::kernel::TraceEvent>,
+    /// Engine steps taken and the budget.
+    pub stats: numalab_sim::engine::RunStats,
 }

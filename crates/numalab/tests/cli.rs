@@ -428,3 +428,38 @@ fn bench_one_run_reports_its_figures_and_the_same_output_twice() {
         .expect("a row");
     assert!(row.trim_end().ends_with("yes"), "{text}");
 }
+
+#[test]
+fn bench_reports_the_cost_per_cpu_tick_and_per_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("bench.json");
+    let o = numalab(&[
+        "bench",
+        "-m",
+        "tiny-2n",
+        "-w",
+        "numa02",
+        "--scale",
+        "0.05",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("bench json")).expect("json");
+    let best = &rows[0]["best"];
+    let modeled = best["modeled_s"].as_f64().expect("modeled_s");
+    // tiny-2n has 4 CPUs (2 nodes x 2); CONFIG_HZ is 250 by default.
+    let ticks = best["cpu_ticks"].as_f64().expect("cpu_ticks");
+    assert!(
+        (ticks - 4.0 * 250.0 * modeled).abs() < 1e-6 * ticks,
+        "{best}"
+    );
+    assert!(best["steps"].as_u64().expect("steps") > 0, "{best}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let header = text.lines().find(|l| l.starts_with("run")).expect("header");
+    assert!(
+        header.contains("ns/tick") && header.contains("ns/step"),
+        "{text}"
+    );
+}
