@@ -169,6 +169,10 @@ pub struct Sim {
     budget: StepBudget,
     /// Running writers per region at the last tick (engine/sharing.rs).
     shared: sharing::SharedWriters,
+    /// Scratch of gather_shared_writers: this tick's writers by region, and
+    /// one region's, kept to spare their allocations every tick.
+    shared_scratch: Vec<((MmId, VmaId), crate::physics::sharing::Writer)>,
+    shared_writers: Vec<crate::physics::sharing::Writer>,
     /// Proposal 2's kworkers (engine/async_scan.rs).
     kworkers: async_scan::Kworkers,
     /// Outlier threshold of the access-latency histograms, ns; 0 when
@@ -256,6 +260,8 @@ impl Sim {
             mix_cache: Default::default(),
             policy_epoch: 0,
             shared: Default::default(),
+            shared_scratch: Vec::new(),
+            shared_writers: Vec::new(),
             race_streams: Default::default(),
             tick_start: 0,
             interval_local_bytes: 0.0,

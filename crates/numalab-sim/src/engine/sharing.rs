@@ -76,11 +76,14 @@ impl Sim {
     /// Indexes the running writers by region (numalab.shared_line_transfers;
     /// nothing when it is off).
     pub(crate) fn gather_shared_writers(&mut self) {
-        let mut last = std::mem::take(&mut self.shared);
         if !self.k.knobs.get(knob::SHARED_LINE_TRANSFERS) {
+            self.shared.clear();
             return;
         }
-        let mut by: BTreeMap<(MmId, VmaId), Vec<Writer>> = BTreeMap::new();
+        // Every running writer with its region, kept between ticks so the
+        // list does not grow anew each tick.
+        let mut found = std::mem::take(&mut self.shared_scratch);
+        found.clear();
         for cpu in CpuId::range(self.k.m.nr_cpus()) {
             let Some(t) = self.k.rq[cpu].curr else {
                 continue;
@@ -98,34 +101,44 @@ impl Sim {
                     write_fraction: span.write,
                 },
             };
-            by.entry((self.k.tasks[t].mm, vma))
-                .or_default()
-                .push(Writer {
+            found.push((
+                (self.k.tasks[t].mm, vma),
+                Writer {
                     id: t.index(),
                     cpu,
                     offset,
                     len,
                     kind,
-                });
+                },
+            ));
         }
-        // A region whose writers are those of the last tick keeps its index
-        // and the costs it already answered (the parameters of the model
-        // are fixed for the run).
-        self.shared = by
-            .into_iter()
-            .map(|(k, v)| match last.remove(&k) {
+        // By region; a region's writers stay in CPU order (stable sort).
+        found.sort_by_key(|e| e.0);
+        // Regions nobody writes this tick drop out.
+        self.shared
+            .retain(|k, _| found.binary_search_by_key(k, |e| e.0).is_ok());
+        let mut writers = std::mem::take(&mut self.shared_writers);
+        for region in found.chunk_by(|a, b| a.0 == b.0) {
+            writers.clear();
+            writers.extend(region.iter().map(|e| e.1));
+            match self.shared.get_mut(&region[0].0) {
                 // The same writers keep their index (and what it answered);
                 // streams that only moved update it in place; other
-                // changes rebuild it in the old index's room.
-                Some(mut old) => {
-                    if !old.move_streams(&v) {
-                        old.rebuild(v);
+                // changes rebuild it in the old index's room (the
+                // parameters of the model are fixed for the run).
+                Some(old) => {
+                    if !old.move_streams(&writers) {
+                        old.rebuild(&writers);
                     }
-                    (k, old)
                 }
-                None => (k, RegionWriters::new(v)),
-            })
-            .collect();
+                None => {
+                    self.shared
+                        .insert(region[0].0, RegionWriters::new(writers.clone()));
+                }
+            }
+        }
+        self.shared_writers = writers;
+        self.shared_scratch = found;
     }
 
     /// The latency task `t` on `cpu` sees for `op` when its memory

@@ -206,15 +206,16 @@ impl RegionWriters {
     /// dropped).
     pub fn new(writers: Vec<Writer>) -> RegionWriters {
         let mut r = RegionWriters::default();
-        r.rebuild(writers);
+        r.rebuild(&writers);
         r
     }
 
     /// Indexes `writers` in place of what this held, keeping the vectors'
     /// room and forgetting the answers of the old writers.
-    pub fn rebuild(&mut self, mut writers: Vec<Writer>) {
-        writers.retain(|w| w.len > 0);
-        self.writers = writers;
+    pub fn rebuild(&mut self, writers: &[Writer]) {
+        self.writers.clear();
+        self.writers
+            .extend(writers.iter().filter(|w| w.len > 0).copied());
         self.random_memo.get_mut().clear();
         let mut keys: Vec<(u64, u64)> = self.writers.iter().map(|w| (w.offset, w.len)).collect();
         keys.sort_unstable();
@@ -750,7 +751,7 @@ mod tests {
             let fresh = RegionWriters::new(ws.clone());
             let other_order = RegionWriters::new(reversed);
             let mut rebuilt = RegionWriters::new(make(&old));
-            rebuilt.rebuild(ws.clone());
+            rebuilt.rebuild(&ws);
             for w in &ws {
                 let a = access(w);
                 let want = fresh.cost(&m, &params(), &a);
