@@ -35,7 +35,7 @@
 use crate::kernel::CpuId;
 use crate::physics::line::{LineModel, Requester};
 use numalab_topology::Machine;
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 
 /// Spin per fault of one racer (ns).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -49,10 +49,12 @@ pub struct RaceSpin {
 /// Solved races, keyed by an id of the racing CPUs (the caller's: the
 /// same whenever the set is) and the per-racer work, so a convoy of the
 /// same threads solves its locks once. Cleared when it grows past
-/// [`RACE_CACHE_MAX`] entries.
+/// [`RACE_CACHE_MAX`] entries. A hash map: it is only looked up, filled
+/// and cleared, never iterated, so its order cannot reach any output
+/// (it was a BTreeMap, whose search was most of a cached fault's cost).
 #[derive(Clone, Debug, Default)]
 pub struct RaceCache {
-    solved: BTreeMap<(u64, u64, u64), RaceSpin>,
+    solved: FxHashMap<(u64, u64, u64), RaceSpin>,
 }
 
 /// Most solved races kept.

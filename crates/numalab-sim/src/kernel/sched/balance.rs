@@ -1270,8 +1270,9 @@ pub struct BalanceState {
     /// CPUs whose SCHED_SOFTIRQ was raised at the current tick.
     pub raised: Vec<CpuId>,
     /// `sgc->imbalance` flags that are set, by (domain level, first CPU of
-    /// the group).
-    pub group_imbalance: std::collections::BTreeSet<(usize, usize)>,
+    /// the group). Only tested, set and cleared (every balance clears one),
+    /// never iterated: a hash set.
+    pub group_imbalance: rustc_hash::FxHashSet<(usize, usize)>,
 }
 
 impl BalanceState {
