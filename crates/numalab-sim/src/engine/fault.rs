@@ -252,20 +252,20 @@ impl Sim {
         // changes: one sort instead of a search of the groups per stream
         // (NUMA01_THREADLOCAL's 160 threads per process each stream a range
         // of their own).
-        let mut found: Vec<((u64, u64), Member)> = Vec::new();
+        // (offset, length, position, task, CPU): small rows to sort.
+        let mut found: Vec<(u64, u64, u64, TaskId, CpuId)> = Vec::new();
         for (cpu, rq) in self.k.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             if self.k.tasks[t].mm != mm {
                 continue;
             }
-            let ex = &self.exec[t];
             let (offset, len, pos) = if t == cur && cpu == cur_cpu {
                 match stream {
                     Some(s) => s,
                     None => continue,
                 }
             } else {
-                match &ex.op {
+                match &self.exec[t].op {
                     Op::Stream {
                         vma: sv,
                         offset,
@@ -276,21 +276,21 @@ impl Sim {
                     _ => continue,
                 }
             };
+            found.push((offset, len, pos, t, cpu));
+        }
+        // A task runs on one CPU: (range, position, task) keys are unique.
+        found.sort_unstable();
+        let nn = self.k.m.nr_nodes();
+        let mut groups: Vec<Group> = Vec::new();
+        for (offset, len, pos, task, cpu) in found {
             let m = Member {
                 pos,
-                rate: ex.rate,
-                task: t,
+                rate: self.exec[task].rate,
+                task,
                 cpu,
                 won_cpu: 0.0,
                 won_sleep: 0.0,
             };
-            found.push(((offset, len), m));
-        }
-        // A task runs on one CPU: (range, position, task) keys are unique.
-        found.sort_unstable_by_key(|(range, m)| (*range, m.pos, m.task));
-        let nn = self.k.m.nr_nodes();
-        let mut groups: Vec<Group> = Vec::new();
-        for ((offset, len), m) in found {
             match groups.last_mut() {
                 Some(g) if g.offset == offset && g.len == len => g.members.push(m),
                 _ => groups.push(Group {

@@ -179,7 +179,8 @@ pub struct Sim {
     /// `numalab.access_latency` is off (engine/latency.rs).
     lat_threshold_ns: f64,
     /// Tasks preempted at a tick and when, for their timed access.
-    lat_preempted: std::collections::BTreeMap<TaskId, u64>,
+    /// (Only inserted into and taken from, never iterated: a hash map.)
+    lat_preempted: rustc_hash::FxHashMap<TaskId, u64>,
     /// `numalab.request_fast_forward` (engine/fast_forward.rs).
     fast_forward: bool,
     /// The last tick's demands, kept for their resource vectors.
