@@ -52,32 +52,45 @@ pub fn pelt_y() -> f64 {
 
 /// `LOAD_AVG_MAX`: the sum of a signal that was always 1 (1024 / (1 - y)).
 pub fn load_avg_max() -> f64 {
-    // A constant the kernel compiles in; worked out once here (powf is
-    // not const).
-    static MAX: std::sync::LazyLock<f64> =
-        std::sync::LazyLock::new(|| PELT_PERIOD / (1.0 - pelt_y()));
-    *MAX
+    consts().max
 }
 
 /// `decay_load(val, n)`: `val * y^n`.
 pub fn decay_load(val: f64, n: f64) -> f64 {
-    val * decay_factor(n)
+    val * consts().decay_factor(n)
 }
 
-/// `y^n`, the factor [`decay_load`] applies (one `powf` for all the sums
-/// an update decays by the same periods). Whole `n` below 64 (every
-/// update a few ticks apart) come from a table of the same `powf`s, as the
-/// kernel's `runnable_avg_yN_inv` table spares it the computation.
-fn decay_factor(n: f64) -> f64 {
-    const TABLE_LEN: usize = 64;
-    static TABLE: std::sync::LazyLock<[f64; TABLE_LEN]> = std::sync::LazyLock::new(|| {
-        std::array::from_fn(|i| 0.5f64.powf(i as f64 / LOAD_AVG_PERIOD))
-    });
-    if n >= 0.0 && n < TABLE_LEN as f64 && n.fract() == 0.0 {
-        TABLE[n as usize]
-    } else {
-        0.5f64.powf(n / LOAD_AVG_PERIOD)
+/// Whole periods whose `y^n` comes from the table.
+const DECAY_TABLE_LEN: usize = 64;
+
+/// The constants the kernel compiles in, worked out once (powf is not
+/// const): `LOAD_AVG_MAX` and `y^n` for whole `n` below 64 (every update a
+/// few ticks apart), as the kernel's `runnable_avg_yN_inv` table spares it
+/// the computation. An update takes them once ([`consts`]).
+struct PeltConsts {
+    max: f64,
+    y_n: [f64; DECAY_TABLE_LEN],
+}
+
+impl PeltConsts {
+    /// `y^n`, the factor [`decay_load`] applies (one `powf` for all the
+    /// sums an update decays by the same periods, or a table entry).
+    fn decay_factor(&self, n: f64) -> f64 {
+        if n >= 0.0 && n < DECAY_TABLE_LEN as f64 && n.fract() == 0.0 {
+            self.y_n[n as usize]
+        } else {
+            0.5f64.powf(n / LOAD_AVG_PERIOD)
+        }
     }
+}
+
+/// The PELT constants.
+fn consts() -> &'static PeltConsts {
+    static CONSTS: std::sync::LazyLock<PeltConsts> = std::sync::LazyLock::new(|| PeltConsts {
+        max: PELT_PERIOD / (1.0 - pelt_y()),
+        y_n: std::array::from_fn(|i| 0.5f64.powf(i as f64 / LOAD_AVG_PERIOD)),
+    });
+    &CONSTS
 }
 
 /// `struct sched_avg`, the parts modeled. Sums are in ~us (ns / 1024)
@@ -105,7 +118,12 @@ pub struct SchedAvg {
 impl SchedAvg {
     /// `get_pelt_divider`.
     pub fn divider(&self) -> f64 {
-        load_avg_max() - PELT_PERIOD + self.period_contrib
+        self.divider_with(load_avg_max())
+    }
+
+    /// [`SchedAvg::divider`] with `LOAD_AVG_MAX` already at hand.
+    fn divider_with(&self, max: f64) -> f64 {
+        max - PELT_PERIOD + self.period_contrib
     }
 
     /// `___update_load_sum` + `___update_load_avg`: brings the signal to
@@ -125,19 +143,20 @@ impl SchedAvg {
             return false;
         }
         self.last_update_time += (delta as u64) << 10;
+        let c = consts();
         // accumulate_sum
         let mut contrib = delta;
         let total = delta + self.period_contrib;
         let periods = (total / PELT_PERIOD).floor();
         if periods > 0.0 {
-            let y_n = decay_factor(periods);
+            let y_n = c.decay_factor(periods);
             self.load_sum *= y_n;
             self.runnable_sum *= y_n;
             self.util_sum *= y_n;
             // __accumulate_pelt_segments(periods, d1, d3)
             let d1 = PELT_PERIOD - self.period_contrib;
             let d3 = total - periods * PELT_PERIOD;
-            let max = load_avg_max();
+            let max = c.max;
             let c1 = d1 * y_n;
             let c2 = max - max * y_n - PELT_PERIOD;
             contrib = c1 + c2 + d3;
@@ -153,15 +172,15 @@ impl SchedAvg {
             self.util_sum += contrib;
         }
         if periods > 0.0 {
-            self.recompute();
+            self.recompute(c.max);
             return true;
         }
         false
     }
 
     /// `___update_load_avg`: averages from the sums.
-    fn recompute(&mut self) {
-        let div = self.divider();
+    fn recompute(&mut self, max: f64) {
+        let div = self.divider_with(max);
         self.load_avg = SCHED_CAPACITY_SCALE * self.load_sum / div;
         self.runnable_avg = SCHED_CAPACITY_SCALE * self.runnable_sum / div;
         self.util_avg = SCHED_CAPACITY_SCALE * self.util_sum / div;
@@ -416,7 +435,7 @@ mod tests {
         };
         rq.add(&se);
         assert_eq!((rq.load_avg, rq.util_avg), (800.0, 600.0));
-        rq.recompute();
+        rq.recompute(load_avg_max());
         assert!((rq.load_avg - 800.0).abs() < 1e-6);
         rq.sub(&se);
         rq.sub(&se);
