@@ -418,9 +418,18 @@ impl Sim {
         if self.exec[t].memo.stamp != Some(stamp) {
             // Cleared in place: the vectors keep their room for the next tick.
             let memo = &mut self.exec[t].memo;
+            let same_place = memo
+                .stamp
+                .is_some_and(|s| s.cpu == stamp.cpu && s.epoch == stamp.epoch);
             memo.stamp = Some(stamp);
             memo.rates.clear();
-            memo.mixes.clear();
+            if same_place {
+                // A new tick on the same CPU: mixes of the VMAs' current
+                // versions still hold (see MixMemo).
+                memo.mixes.retain(|e| e.3);
+            } else {
+                memo.mixes.clear();
+            }
         }
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
@@ -796,14 +805,25 @@ impl Sim {
         let i = match self.exec[t].memo.mixes.iter().position(|e| e.0 == key) {
             Some(i) => i,
             None => {
-                let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
+                let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
                 mix[local.index()] += absent;
                 let total: f64 = mix.iter().sum();
                 let memo = &mut self.exec[t].memo;
-                memo_put(&mut memo.mixes, (key, mix, total))
+                // One entry per range: an older version never comes back.
+                let old = memo.mixes.iter().position(|e| {
+                    let (v, o, l, _) = e.0;
+                    (v, o, l) == (vma, offset, len)
+                });
+                match old {
+                    Some(i) => {
+                        memo.mixes[i] = (key, mix, total, current);
+                        i
+                    }
+                    None => memo_put(&mut memo.mixes, (key, mix, total, current)),
+                }
             }
         };
-        let (_, mix, total) = &self.exec[t].memo.mixes[i];
+        let (_, mix, total, _) = &self.exec[t].memo.mixes[i];
         let total = *total;
         if total > 0.0 {
             for (n, f) in NodeId::range(mix.len()).zip(mix) {
@@ -823,11 +843,25 @@ impl Sim {
     /// most once per tick, so inside one tick a range's mix may be up to one
     /// tick stale (the same bound as the eager run-to-tick engine).
     fn range_pages(&mut self, mm: MmId, vma: VmaId, offset: u64, len: u64) -> (NodeVec, f64) {
+        let (pages, absent, _) = self.range_pages_current(mm, vma, offset, len);
+        (pages, absent)
+    }
+
+    /// [`Sim::range_pages`], and whether they are those of the VMA's
+    /// current page version (false: one computed earlier this tick).
+    fn range_pages_current(
+        &mut self,
+        mm: MmId,
+        vma: VmaId,
+        offset: u64,
+        len: u64,
+    ) -> (NodeVec, f64, bool) {
         let key = (mm, vma, offset, len);
         let v = &self.k.mms[mm].vmas[vma];
         if let Some(e) = self.mix_cache.get(&key) {
             if e.version == v.version || e.at == self.tick_start {
-                return (NodeVec::from_slice(&e.pages), e.absent);
+                let current = e.version == v.version;
+                return (NodeVec::from_slice(&e.pages), e.absent, current);
             }
         }
         let shift = v.page_shift;
@@ -841,7 +875,7 @@ impl Sim {
             absent,
         };
         self.mix_cache.insert(key, e);
-        (pages, absent)
+        (pages, absent, true)
     }
 }
 
@@ -911,15 +945,18 @@ impl RateKey {
     }
 }
 
-/// What a task already worked out this tick: the rates of its last few
-/// random ops and the node mixes of the ranges it accounted bytes to. A
+/// What a task already worked out: the rates of its last few random ops
+/// (this tick) and the node mixes of the ranges it accounted bytes to. A
 /// task looping over short requests (OLTP, SPECjbb) starts the same ops
 /// again and again inside one tick, often across sleeps, and neither can
 /// have changed while the [`MemoStamp`] holds and the VMA's page version
 /// (in the keys) is the same: the tick's solve (latencies, served shares,
 /// shared writers) is fixed, and so is the CPU; the SMT siblings' load
-/// is in the rate keys. Reset when the stamp differs at the start of a `run_task` call,
-/// and when a phase changes a policy, an affinity or a cgroup.
+/// is in the rate keys. Rates are forgotten when the stamp differs at the
+/// start of a `run_task` call; mixes only when its CPU or the policy epoch
+/// does (a streaming task accounts to the same range tick after tick, see
+/// [`MixMemo`]). Both go when a phase changes a policy, an affinity or a
+/// cgroup.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
@@ -937,8 +974,15 @@ fn memo_put<T>(v: &mut VecDeque<T>, x: T) -> usize {
     v.len() - 1
 }
 
-/// (VMA, offset, length, page version) -> pages per node, their sum.
-type MixMemo = ((VmaId, u64, u64, u64), NodeVec, f64);
+/// (VMA, offset, length, page version) -> pages per node, their sum, and
+/// whether they are those of that version. A VMA's version only grows, so
+/// a mix of the version a range has is what `range_pages` gives for it at
+/// any later tick while the version stays (an entry it computed in a tick
+/// has at least the version the tick started with): such entries are kept
+/// from tick to tick on the same CPU. A mix `range_pages` gave one tick
+/// stale (a page moved since it was computed this tick) holds only for
+/// the rest of that tick.
+type MixMemo = ((VmaId, u64, u64, u64), NodeVec, f64, bool);
 
 /// When a [`TaskMemo`] was filled.
 #[derive(Clone, Copy, Debug, PartialEq)]
