@@ -584,7 +584,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
                 None,
                 opts.progress,
             )
-            .map(|(rec, _)| (c, rec))
+            .map(|f| (c, f.rec))
         })
         .collect::<Result<Vec<_>, String>>()?;
     let mut sets = Vec::new();

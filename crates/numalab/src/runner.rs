@@ -39,39 +39,16 @@ pub fn run_model(
         trace,
         show_progress,
     )
+    .map(|f| (f.rec, f.trace))
 }
 
 /// [`run_model`], with the workload's processes of the root cgroup moved
 /// into cgroup `cgroup` (created empty) when given, as a benchmark run
-/// inside a cgroup is (`numalab reproduce per-cgroup-numa-balancing`).
+/// inside a cgroup is (`numalab reproduce per-cgroup-numa-balancing`),
+/// also returning what the run cost the engine ([`Finished::stats`]:
+/// `numalab bench` reports the cost per engine step).
 #[allow(clippy::too_many_arguments)]
 pub fn run_model_in(
-    machine: &Machine,
-    workload: &str,
-    cgroup: Option<&str>,
-    knobs: &Knobs,
-    seed: u64,
-    scale: f64,
-    trace: Option<&TraceFilter>,
-    show_progress: bool,
-) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
-    run_model_finished(
-        machine,
-        workload,
-        cgroup,
-        knobs,
-        seed,
-        scale,
-        trace,
-        show_progress,
-    )
-    .map(|f| (f.rec, f.trace))
-}
-
-/// [`run_model_in`], also returning the engine's [`Finished::stats`]
-/// (`numalab bench` reports the cost per engine step).
-#[allow(clippy::too_many_arguments)]
-pub fn run_model_finished(
     machine: &Machine,
     workload: &str,
     cgroup: Option<&str>,

@@ -247,12 +247,11 @@ impl Sim {
         cur_cpu: CpuId,
         stream: Option<(u64, u64, u64)>,
     ) -> VmaStreams {
-        // Every running stream over the VMA with its range, sorted by
-        // (range, position, task) and cut into groups where the range
-        // changes: one sort instead of a search of the groups per stream
-        // (NUMA01_THREADLOCAL's 160 threads per process each stream a range
-        // of their own).
-        // (offset, length, position, task, CPU): small rows to sort.
+        // Every running stream over the VMA as a row (offset, length,
+        // position, task, CPU), sorted and cut into groups where the range
+        // changes: one sort of small rows instead of a search of the
+        // groups per stream (NUMA01_THREADLOCAL's 160 threads per process
+        // each stream a range of their own).
         let mut found: Vec<(u64, u64, u64, TaskId, CpuId)> = Vec::new();
         for (cpu, rq) in self.k.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
@@ -308,7 +307,12 @@ impl Sim {
             }
         }
         for g in &mut groups {
-            g.by_task = g.members.iter().enumerate().map(|(i, m)| (m.task, i)).collect();
+            g.by_task = g
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.task, i))
+                .collect();
             g.by_task.sort_unstable();
             g.cpus = g.members.iter().map(|m| m.cpu).collect();
             g.per_node = vec![0; nn];
