@@ -169,9 +169,10 @@ pub struct Sim {
     budget: StepBudget,
     /// Running writers per region at the last tick (engine/sharing.rs).
     shared: sharing::SharedWriters,
-    /// Scratch of gather_shared_writers: this tick's writers by region, and
-    /// one region's, kept to spare their allocations every tick.
+    /// Scratch of gather_shared_writers: this tick's writers with their
+    /// regions, kept to spare its allocation every tick.
     shared_scratch: Vec<((MmId, VmaId), crate::physics::sharing::Writer)>,
+    /// Scratch of gather_shared_writers: one region's writers.
     shared_writers: Vec<crate::physics::sharing::Writer>,
     /// Proposal 2's kworkers (engine/async_scan.rs).
     kworkers: async_scan::Kworkers,
