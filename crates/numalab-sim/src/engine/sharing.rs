@@ -133,7 +133,7 @@ impl Sim {
                 }
                 None => {
                     self.shared
-                        .insert(region[0].0, RegionWriters::new(writers.clone()));
+                        .insert(region[0].0, RegionWriters::new(&writers));
                 }
             }
         }

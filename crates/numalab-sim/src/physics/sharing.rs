@@ -204,9 +204,9 @@ struct ClassStreams<'a> {
 impl RegionWriters {
     /// Indexes `writers` (order does not matter; ranges of length 0 are
     /// dropped).
-    pub fn new(writers: Vec<Writer>) -> RegionWriters {
+    pub fn new(writers: &[Writer]) -> RegionWriters {
         let mut r = RegionWriters::default();
-        r.rebuild(&writers);
+        r.rebuild(writers);
         r
     }
 
@@ -631,7 +631,7 @@ mod tests {
                 )
             })
             .collect();
-        let r = RegionWriters::new(ws.clone());
+        let r = RegionWriters::new(&ws);
         for w in &ws {
             assert_eq!(r.cost(&m, &params(), &access(w)).fraction, 0.0);
         }
@@ -643,7 +643,7 @@ mod tests {
         let a = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 100 * MIB);
         // b is 64 KiB ahead of a: a finds every line in b's cache.
         let b = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, 100 * MIB + 64 * 1024);
-        let r = RegionWriters::new(vec![a, b]);
+        let r = RegionWriters::new(&[a, b]);
         let s = r.cost(&m, &params(), &access(&a));
         assert_eq!(s.fraction, 1.0);
         assert!(s.transfer_ns >= crate::physics::costs::C2C_REMOTE_PACKAGE_NS);
@@ -651,7 +651,7 @@ mod tests {
         assert_eq!(r.cost(&m, &params(), &access(&b)).fraction, 0.0);
         // Same package: cheaper than across packages.
         let c = stream(1, cpu_on(&m, 0, 1), 0, 3 * GIB, 100 * MIB + 64 * 1024);
-        let near = RegionWriters::new(vec![a, c]).cost(&m, &params(), &access(&a));
+        let near = RegionWriters::new(&[a, c]).cost(&m, &params(), &access(&a));
         assert!(near.fraction == 1.0 && near.transfer_ns < s.transfer_ns);
     }
 
@@ -660,12 +660,12 @@ mod tests {
         let m = m();
         let a = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 100 * MIB);
         let b = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, 200 * MIB);
-        let r = RegionWriters::new(vec![a, b]);
+        let r = RegionWriters::new(&[a, b]);
         assert_eq!(r.cost(&m, &params(), &access(&a)).fraction, 0.0);
         // The window wraps around the end of the range.
         let c = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, MIB);
         let d = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 3 * GIB - MIB);
-        let r = RegionWriters::new(vec![c, d]);
+        let r = RegionWriters::new(&[c, d]);
         assert_eq!(r.cost(&m, &params(), &access(&d)).fraction, 1.0);
     }
 
@@ -674,7 +674,7 @@ mod tests {
         let m = m();
         let a = stream(0, cpu_on(&m, 0, 0), 0, GIB, 10 * MIB);
         let mut ws = vec![a];
-        let one = RegionWriters::new(vec![a, stream(1, cpu_on(&m, 1, 0), 0, GIB, 10 * MIB + 512)])
+        let one = RegionWriters::new(&[a, stream(1, cpu_on(&m, 1, 0), 0, GIB, 10 * MIB + 512)])
             .cost(&m, &params(), &access(&a));
         for i in 1..20 {
             ws.push(stream(
@@ -685,7 +685,7 @@ mod tests {
                 10 * MIB + 64 * i as u64,
             ));
         }
-        let many = RegionWriters::new(ws).cost(&m, &params(), &access(&a));
+        let many = RegionWriters::new(&ws).cost(&m, &params(), &access(&a));
         assert!(many.transfer_ns > one.transfer_ns, "{one:?} {many:?}");
     }
 
@@ -701,16 +701,16 @@ mod tests {
         };
         let a = rnd(0, cpu_on(&m, 0, 0), 4 * MIB, 0.5);
         let b = rnd(1, cpu_on(&m, 1, 0), 4 * MIB, 0.5);
-        let small = RegionWriters::new(vec![a, b]).cost(&m, &params(), &access(&a));
+        let small = RegionWriters::new(&[a, b]).cost(&m, &params(), &access(&a));
         let a2 = rnd(0, cpu_on(&m, 0, 0), 4 * GIB, 0.5);
         let b2 = rnd(1, cpu_on(&m, 1, 0), 4 * GIB, 0.5);
-        let big = RegionWriters::new(vec![a2, b2]).cost(&m, &params(), &access(&a2));
+        let big = RegionWriters::new(&[a2, b2]).cost(&m, &params(), &access(&a2));
         assert!(small.fraction > 0.3 && small.fraction <= 1.0, "{small:?}");
         assert!(big.fraction < 0.01 * small.fraction, "{big:?}");
         // A reader-only random op writes nothing: no footprint.
         let c = rnd(1, cpu_on(&m, 1, 0), 4 * MIB, 0.0);
         assert_eq!(
-            RegionWriters::new(vec![a, c])
+            RegionWriters::new(&[a, c])
                 .cost(&m, &params(), &access(&a))
                 .fraction,
             0.0
@@ -748,9 +748,9 @@ mod tests {
             let ws = make(&spec);
             let mut reversed = ws.clone();
             reversed.reverse();
-            let fresh = RegionWriters::new(ws.clone());
-            let other_order = RegionWriters::new(reversed);
-            let mut rebuilt = RegionWriters::new(make(&old));
+            let fresh = RegionWriters::new(&ws);
+            let other_order = RegionWriters::new(&reversed);
+            let mut rebuilt = RegionWriters::new(&make(&old));
             rebuilt.rebuild(&ws);
             for w in &ws {
                 let a = access(w);
@@ -786,9 +786,9 @@ mod tests {
                     .collect()
             };
             let (before, after) = (make(false), make(true));
-            let mut moved = RegionWriters::new(before);
+            let mut moved = RegionWriters::new(&before);
             proptest::prop_assert!(moved.move_streams(&after));
-            let fresh = RegionWriters::new(after.clone());
+            let fresh = RegionWriters::new(&after);
             for w in &after {
                 let a = access(w);
                 proptest::prop_assert_eq!(moved.cost(&m, &params(), &a), fresh.cost(&m, &params(), &a));
@@ -812,7 +812,7 @@ mod tests {
                 .iter()
                 .map(|&(p, id)| stream(id, CpuId::new(0), 0, len, p % len))
                 .collect();
-            let r = RegionWriters::new(writers.clone());
+            let r = RegionWriters::new(&writers);
             let rel = rel % len;
             let naive = writers
                 .iter()
