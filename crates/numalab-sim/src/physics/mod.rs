@@ -208,27 +208,31 @@ pub struct Demand {
 /// Max-min fair rates by progressive filling: all unfrozen flows rise
 /// together; a flow freezes when it reaches its cap or when a resource it
 /// uses saturates. Returns one rate per demand, in bytes/ns.
+///
+/// Each round passes over the unfrozen flows only (in index order, so every
+/// sum is formed as a pass over all of them would form it), and looks for
+/// flows blocked by a saturated resource only in a round where one
+/// saturates: residuals never grow, and every flow using a resource
+/// freezes in the round it saturates, so no later round can find another.
 pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
     let mut rate = vec![0.0; demands.len()];
-    let mut frozen: Vec<bool> = demands.iter().map(|d| d.cap <= 0.0).collect();
+    let mut active: Vec<usize> = (0..demands.len())
+        .filter(|&i| demands[i].cap > 0.0 || demands[i].cap.is_nan())
+        .collect();
     let mut residual = capacity.to_vec();
     let mut weight = vec![0.0; capacity.len()];
+    let mut saturated = vec![false; capacity.len()];
     let mut level = 0.0_f64;
     // Each round freezes at least one flow, so this ends.
     for _ in 0..=demands.len() {
+        if active.is_empty() {
+            break;
+        }
         weight.iter_mut().for_each(|w| *w = 0.0);
-        let mut any = false;
-        for (i, d) in demands.iter().enumerate() {
-            if frozen[i] {
-                continue;
-            }
-            any = true;
-            for &(r, s) in &d.uses {
+        for &i in &active {
+            for &(r, s) in &demands[i].uses {
                 weight[r] += s;
             }
-        }
-        if !any {
-            break;
         }
         // How far the common level can rise before something binds.
         let mut step = f64::INFINITY;
@@ -237,32 +241,27 @@ pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
                 step = step.min(residual[r].max(0.0) / weight[r]);
             }
         }
-        for (i, d) in demands.iter().enumerate() {
-            if !frozen[i] {
-                step = step.min(d.cap - level);
-            }
+        for &i in &active {
+            step = step.min(demands[i].cap - level);
         }
         let step = step.max(0.0);
         level += step;
+        let mut newly = false;
         for r in 0..residual.len() {
             residual[r] -= step * weight[r];
+            let sat = residual[r] <= capacity[r] * 1e-9;
+            newly |= sat && !saturated[r];
+            saturated[r] = sat;
         }
-        let saturated: Vec<bool> = residual
-            .iter()
-            .zip(capacity)
-            .map(|(&res, &cap)| res <= cap * 1e-9)
-            .collect();
-        for (i, d) in demands.iter().enumerate() {
-            if frozen[i] {
-                continue;
-            }
+        active.retain(|&i| {
+            let d = &demands[i];
             let capped = d.cap - level <= d.cap * 1e-9;
-            let blocked = d.uses.iter().any(|&(r, s)| s > 0.0 && saturated[r]);
+            let blocked = newly && d.uses.iter().any(|&(r, s)| s > 0.0 && saturated[r]);
             if capped || blocked {
                 rate[i] = level.min(d.cap);
-                frozen[i] = true;
             }
-        }
+            !(capped || blocked)
+        });
     }
     rate
 }
