@@ -253,15 +253,19 @@ pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
             newly |= sat && !saturated[r];
             saturated[r] = sat;
         }
-        active.retain(|&i| {
+        let mut kept = 0;
+        for k in 0..active.len() {
+            let i = active[k];
             let d = &demands[i];
             let capped = d.cap - level <= d.cap * 1e-9;
-            let blocked = newly && d.uses.iter().any(|&(r, s)| s > 0.0 && saturated[r]);
-            if capped || blocked {
+            if capped || (newly && d.uses.iter().any(|&(r, s)| s > 0.0 && saturated[r])) {
                 rate[i] = level.min(d.cap);
+            } else {
+                active[kept] = i;
+                kept += 1;
             }
-            !(capped || blocked)
-        });
+        }
+        active.truncate(kept);
     }
     rate
 }

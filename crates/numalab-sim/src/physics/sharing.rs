@@ -217,6 +217,13 @@ impl RegionWriters {
         self.writers
             .extend(writers.iter().filter(|w| w.len > 0).copied());
         self.random_memo.get_mut().clear();
+        if !self.rebuild_one_class() {
+            self.rebuild_classes();
+        }
+    }
+
+    /// Indexes `self.writers` in range classes, whatever their ranges.
+    fn rebuild_classes(&mut self) {
         let mut keys: Vec<(u64, u64)> = self.writers.iter().map(|w| (w.offset, w.len)).collect();
         keys.sort_unstable();
         keys.dedup();
@@ -272,6 +279,59 @@ impl RegionWriters {
             e = e.max(offset + len);
             self.max_end.push(e);
         }
+    }
+
+    /// [`RegionWriters::rebuild`] when every writer has the same range
+    /// (NUMA01's threads all write their process's buffer): one class, so
+    /// no class keys to sort and search, and the streams sort as
+    /// `(position, writer)` pairs, the order the general path gives them.
+    /// Returns false, changing nothing but `writers`, when the ranges differ.
+    fn rebuild_one_class(&mut self) -> bool {
+        let Some(first) = self.writers.first() else {
+            return false;
+        };
+        let (offset, len) = (first.offset, first.len);
+        if self
+            .writers
+            .iter()
+            .any(|w| (w.offset, w.len) != (offset, len))
+        {
+            return false;
+        }
+        self.streams.clear();
+        self.randoms.clear();
+        for (i, w) in self.writers.iter().enumerate() {
+            match w.kind {
+                WriterKind::Stream { at } => {
+                    self.streams
+                        .push((at.saturating_sub(w.offset).min(w.len - 1), i));
+                }
+                // Pushed in writer order, the order the general path sorts
+                // them to.
+                WriterKind::Random { write_fraction } if write_fraction > 0.0 => {
+                    self.randoms.push(i)
+                }
+                WriterKind::Random { .. } => {}
+            }
+        }
+        self.streams.sort_unstable();
+        self.by_id.clear();
+        self.by_id.extend(
+            self.streams
+                .iter()
+                .map(|&(pos, wi)| (self.writers[wi].id, pos)),
+        );
+        self.by_id.sort_unstable();
+        self.classes.clear();
+        self.classes.push(Class {
+            offset,
+            len,
+            streams: 0..self.streams.len(),
+            randoms: 0..self.randoms.len(),
+        });
+        self.max_end.clear();
+        self.max_end.push(offset + len);
+        true
     }
 
     /// When `writers` are these writers with at most their streams moved
@@ -760,6 +820,38 @@ mod tests {
                     proptest::prop_assert!((got.transfer_ns - want.transfer_ns).abs() < 1e-9);
                 }
             }
+        }
+
+        /// Writers over one range (streams at any positions, ties
+        /// included, and randoms): the one-class path indexes them exactly
+        /// as the general one.
+        #[test]
+        fn one_class_index_is_the_general_one(
+            spec in proptest::collection::vec((proptest::bool::ANY, 0u64..16, 0usize..4, 0usize..6), 1..40),
+        ) {
+            let m = m();
+            let ws: Vec<Writer> = spec
+                .iter()
+                .map(|&(is_stream, at, k, id)| {
+                    let cpu = cpu_on(&m, k % 2, k);
+                    if is_stream {
+                        stream(id, cpu, 8 * MIB, 64 * MIB, 8 * MIB + at * 4 * MIB)
+                    } else {
+                        Writer { id, cpu, offset: 8 * MIB, len: 64 * MIB, kind: WriterKind::Random { write_fraction: 0.5 } }
+                    }
+                })
+                .collect();
+            let one = RegionWriters::new(&ws);
+            let mut general = one.clone();
+            general.rebuild_classes();
+            proptest::prop_assert_eq!(&one.streams, &general.streams);
+            proptest::prop_assert_eq!(&one.by_id, &general.by_id);
+            proptest::prop_assert_eq!(&one.randoms, &general.randoms);
+            proptest::prop_assert_eq!(&one.max_end, &general.max_end);
+            let bounds = |r: &RegionWriters| -> Vec<_> {
+                r.classes.iter().map(|c| (c.offset, c.len, c.streams.clone(), c.randoms.clone())).collect()
+            };
+            proptest::prop_assert_eq!(bounds(&one), bounds(&general));
         }
 
         /// Streams moved in place answer exactly as a fresh index of the
