@@ -122,6 +122,8 @@ pub struct ThreadExec {
     /// Whether its phases have a repeat fast_forward.rs can run whole
     /// (found on its first try).
     pub(crate) fast_body: Option<bool>,
+    /// The resources its last few memory ops loaded ([`TrafficMemo`]).
+    traffic: Vec<TrafficMemo>,
 }
 
 impl ThreadExec {
@@ -142,6 +144,7 @@ impl ThreadExec {
             lat: Default::default(),
             memo: TaskMemo::default(),
             fast_body: None,
+            traffic: Vec::new(),
         }
     }
 }
@@ -352,19 +355,49 @@ impl Sim {
                     Op::Random { write, .. } => (*write, Stores::WriteAllocate),
                     _ => (0.0, Stores::WriteAllocate),
                 };
-                // Room for a memory controller and a route each way per node.
-                uses.reserve(4 * mix.len());
-                for (n, &f) in NodeId::range(mix.len()).zip(&mix) {
-                    if f > 0.0 {
-                        self.fluid.res.traffic(n, cn, f, write, stores, &mut uses);
-                    }
-                }
+                self.op_traffic(t, cn, &mix, write, stores, &mut uses);
                 Demand {
                     cap: mlp * CACHE_LINE / lat * smt,
                     uses,
                 }
             }
         }
+    }
+
+    /// Fills `uses` (empty) with the resources an op's bytes load, share
+    /// `mix` of them on each node, touched from `cn`, `write` of them
+    /// written by `stores`: what [`crate::physics::Resources::traffic`]
+    /// gives node by node, taken from task `t`'s [`TrafficMemo`] when it
+    /// has these inputs.
+    fn op_traffic(
+        &mut self,
+        t: TaskId,
+        cn: NodeId,
+        mix: &[f64],
+        write: f64,
+        stores: Stores,
+        uses: &mut Vec<(crate::physics::ResId, f64)>,
+    ) {
+        let memo = &mut self.exec[t].traffic;
+        if let Some(i) = memo.iter().position(|e| e.holds(cn, mix, write, stores)) {
+            uses.extend_from_slice(&memo[i].uses);
+            return;
+        }
+        // Room for a memory controller and a route each way per node.
+        uses.reserve(4 * mix.len());
+        for (n, &f) in NodeId::range(mix.len()).zip(mix) {
+            if f > 0.0 {
+                self.fluid.res.traffic(n, cn, f, write, stores, uses);
+            }
+        }
+        let memo = &mut self.exec[t].traffic;
+        let mut e = if memo.len() >= TRAFFIC_ENTRIES {
+            memo.remove(0)
+        } else {
+            TrafficMemo::default()
+        };
+        e.fill(cn, mix, write, stores, uses);
+        memo.push(e);
     }
 
     /// Throughput share of one hardware thread given how many of its core's
@@ -1016,6 +1049,70 @@ impl Sim {
     }
 }
 
+/// The resources one memory op loaded, and the inputs they follow from
+/// alone: the op's node mix, its CPU's node, its write share and store
+/// kind (the machine's routes and coherence parameters are fixed for the
+/// run). A streaming task asks the same at every tick while its pages
+/// stay where they are; building the list walks every node's route and
+/// coherence messages (physics/coherence.rs `line_traffic`). Inputs are
+/// compared bit for bit, so a kept list is exactly the one building would
+/// give.
+#[derive(Clone, Debug)]
+struct TrafficMemo {
+    cn: NodeId,
+    write: u64,
+    stores: Stores,
+    mix: NodeVec,
+    uses: Vec<(crate::physics::ResId, f64)>,
+}
+
+impl Default for TrafficMemo {
+    fn default() -> Self {
+        TrafficMemo {
+            cn: NodeId::new(0),
+            write: 0,
+            stores: Stores::WriteAllocate,
+            mix: NodeVec::new(),
+            uses: Vec::new(),
+        }
+    }
+}
+
+impl TrafficMemo {
+    fn holds(&self, cn: NodeId, mix: &[f64], write: f64, stores: Stores) -> bool {
+        self.cn == cn
+            && self.write == write.to_bits()
+            && self.stores == stores
+            && self.mix.len() == mix.len()
+            && self
+                .mix
+                .iter()
+                .zip(mix)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+
+    fn fill(
+        &mut self,
+        cn: NodeId,
+        mix: &[f64],
+        write: f64,
+        stores: Stores,
+        uses: &[(crate::physics::ResId, f64)],
+    ) {
+        self.cn = cn;
+        self.write = write.to_bits();
+        self.stores = stores;
+        self.mix.clear();
+        self.mix.extend_from_slice(mix);
+        self.uses.clear();
+        self.uses.extend_from_slice(uses);
+    }
+}
+
+/// Memory ops' traffic lists remembered per task (OLTP's request body
+/// touches five ranges).
+const TRAFFIC_ENTRIES: usize = 6;
+
 /// A cached node mix of one VMA range.
 #[derive(Clone, Debug)]
 pub(crate) struct MixEntry {
@@ -1224,6 +1321,24 @@ mod tests {
         }
         assert_eq!(geometric(&mut rng, 1.0), 0);
         assert_eq!(geometric(&mut rng, 0.0), u64::MAX);
+    }
+
+    #[test]
+    fn traffic_memo_holds_only_for_the_inputs_it_was_filled_with() {
+        let mix = [0.25, 0.75, 0.0];
+        let uses = [(0, 0.25), (1, 0.75), (4, 0.75)];
+        let mut e = TrafficMemo::default();
+        e.fill(NodeId::new(1), &mix, 1.0, Stores::FullLine, &uses);
+        assert_eq!(e.uses, uses);
+        assert!(e.holds(NodeId::new(1), &mix, 1.0, Stores::FullLine));
+        assert!(!e.holds(NodeId::new(0), &mix, 1.0, Stores::FullLine));
+        assert!(!e.holds(NodeId::new(1), &mix, 0.5, Stores::FullLine));
+        assert!(!e.holds(NodeId::new(1), &mix, 1.0, Stores::WriteAllocate));
+        assert!(!e.holds(NodeId::new(1), &[0.25, 0.75], 1.0, Stores::FullLine));
+        // Bit for bit: a share one ulp off, or -0.0 for 0.0, is another mix.
+        let next = f64::from_bits(0.75f64.to_bits() + 1);
+        assert!(!e.holds(NodeId::new(1), &[0.25, next, 0.0], 1.0, Stores::FullLine));
+        assert!(!e.holds(NodeId::new(1), &[0.25, 0.75, -0.0], 1.0, Stores::FullLine));
     }
 
     #[test]
