@@ -467,7 +467,7 @@ impl RegionWriters {
                 }
                 break;
             }
-            near += count_near(&cs, rel, p.window_bytes, a.id);
+            near += count_near(&cs, rel, first, p.window_bytes, a.id);
         }
         let outstanding = 1.0 + near as f64;
         if let Some((gap, wi)) = best {
@@ -583,11 +583,13 @@ fn random_density(w: &Writer, cache_bytes: f64) -> f64 {
 }
 
 /// Streaming writers of class `c` (not `me`) within `window` bytes of `rel`
-/// either way (modulo the range). The positions are sorted, so the window
-/// is one or two binary searches, not a pass over every writer: NUMA01's
-/// 80 threads per process all stream one range, and every one of them
-/// asks this each tick.
-fn count_near(c: &ClassStreams, rel: u64, window: f64, me: usize) -> usize {
+/// either way (modulo the range); `ahead` is the index of the first stream
+/// past `rel` (`partition_point(pos <= rel)`, which the caller has). The
+/// positions are sorted, so the window is found by galloping out from
+/// `ahead`, a few steps when few streams are near, not by a pass over every
+/// writer: NUMA01's 80 threads per process all stream one range, and every
+/// one of them asks this each tick.
+fn count_near(c: &ClassStreams, rel: u64, ahead: usize, window: f64, me: usize) -> usize {
     let w = window.max(0.0) as u64;
     let len = c.len;
     let in_window = |pos: u64| {
@@ -602,7 +604,12 @@ fn count_near(c: &ClassStreams, rel: u64, window: f64, me: usize) -> usize {
             c.streams.partition_point(|&(p, _)| p <= hi)
                 - c.streams.partition_point(|&(p, _)| p < lo)
         };
-        let mut n = count(rel.saturating_sub(w), rel.saturating_add(w));
+        // Every stream before `ahead` is at or before rel, so at or
+        // before rel + w; every one from it is past rel, so not before
+        // rel - w.
+        let (lo, hi) = (rel.saturating_sub(w), rel.saturating_add(w));
+        let mut n = gallop_up(c.streams, ahead, |&(p, _)| p <= hi)
+            - gallop_down(c.streams, ahead, |&(p, _)| p < lo);
         if rel < w {
             n += count(len - (w - rel), u64::MAX);
         }
@@ -618,6 +625,44 @@ fn count_near(c: &ClassStreams, rel: u64, window: f64, me: usize) -> usize {
         .filter(|&&(_, pos)| in_window(pos))
         .count();
     all - mine
+}
+
+/// `s.partition_point(pred)` when `pred` holds for all of `s[..from]`:
+/// steps of 1, 2, 4, ... up from `from`, then a binary search in the last
+/// step. Costs the log of the distance to the answer, not of `s.len()`.
+fn gallop_up<T>(s: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let (mut lo, mut step) = (from, 1);
+    let hi = loop {
+        let probe = lo + step;
+        if probe > s.len() {
+            break s.len();
+        }
+        if pred(&s[probe - 1]) {
+            lo = probe;
+            step *= 2;
+        } else {
+            break probe - 1;
+        }
+    };
+    lo + s[lo..hi].partition_point(pred)
+}
+
+/// `s.partition_point(pred)` when `pred` fails for all of `s[to..]`:
+/// [`gallop_up`] going down from `to`.
+fn gallop_down<T>(s: &[T], to: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let (mut hi, mut step) = (to, 1);
+    let lo = loop {
+        if step > hi {
+            break 0;
+        }
+        let probe = hi - step;
+        if pred(&s[probe]) {
+            break probe + 1;
+        }
+        hi = probe;
+        step *= 2;
+    };
+    lo + s[lo..hi].partition_point(pred)
 }
 
 /// Length of `[a, b) ∩ [c, d)`.
@@ -890,6 +935,24 @@ mod tests {
             proptest::prop_assert!(!moved.move_streams(&other));
         }
 
+        /// Galloping from a known side of the answer finds what a binary
+        /// search over the whole slice finds.
+        #[test]
+        fn gallops_find_the_partition_point(
+            mut v in proptest::collection::vec(0u64..50, 0..60),
+            x in 0u64..50,
+            at in 0usize..61,
+        ) {
+            v.sort_unstable();
+            let want = v.partition_point(|&p| p <= x);
+            // Any start at or before the answer for the way up, at or after
+            // it for the way down.
+            let from = at.min(want);
+            proptest::prop_assert_eq!(gallop_up(&v, from, |&p| p <= x), want);
+            let to = want + at.min(v.len() - want);
+            proptest::prop_assert_eq!(gallop_down(&v, to, |&p| p <= x), want);
+        }
+
         /// The binary-search window count is the pass over every writer
         /// it replaced, wrap-around and the accessor's own streams included.
         #[test]
@@ -917,7 +980,11 @@ mod tests {
             let got = r
                 .classes
                 .first()
-                .map_or(0, |c| count_near(&r.class_streams(c), rel, window, me));
+                .map_or(0, |c| {
+                    let cs = r.class_streams(c);
+                    let ahead = cs.streams.partition_point(|&(p, _)| p <= rel);
+                    count_near(&cs, rel, ahead, window, me)
+                });
             proptest::prop_assert_eq!(got, naive);
         }
     }
