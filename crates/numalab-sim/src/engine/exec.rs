@@ -23,7 +23,6 @@ use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase, PolicyMode};
 use rand::Rng;
-use std::collections::VecDeque;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
 /// 8 nodes (every preset but `xl-16n-*`): they are built per op and per
@@ -993,17 +992,18 @@ impl RateKey {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
-    rates: VecDeque<(RateKey, f64)>,
-    mixes: VecDeque<MixMemo>,
+    rates: Vec<(RateKey, f64)>,
+    mixes: Vec<MixMemo>,
 }
 
 /// Puts `x` at the back of memo list `v`, dropping the oldest entry once
 /// it holds [`MEMO_ENTRIES`]; returns its index.
-fn memo_put<T>(v: &mut VecDeque<T>, x: T) -> usize {
+fn memo_put<T>(v: &mut Vec<T>, x: T) -> usize {
     if v.len() >= MEMO_ENTRIES {
-        v.pop_front();
+        // A short list: shifting it is cheaper than a ring's split reads.
+        v.remove(0);
     }
-    v.push_back(x);
+    v.push(x);
     v.len() - 1
 }
 
