@@ -179,6 +179,28 @@ pub struct RegionWriters {
     /// same, and random writers (pmbench's 64 threads) do stay from tick
     /// to tick, so the engine keeps this index while they do.
     random_memo: RefCell<FxHashMap<(usize, usize, u64, u64), SharedLines>>,
+    /// Scratch of the one-class rebuild ([`OneClassScratch`]).
+    scratch: OneClassScratch,
+}
+
+/// What a one-class rebuild keeps from the index it replaces, so that it
+/// sorts nearly sorted lists: a rebuild comes when a writer joins or
+/// leaves (a kworker preempted it for a tick), and the others' streams have
+/// moved a tick's worth, mostly keeping their order. The lists are sorted
+/// all the same (a total order: writer indices differ), so what is kept
+/// changes the cost, never the index.
+#[derive(Clone, Debug, Default)]
+struct OneClassScratch {
+    /// Task ids of the old index's streams, in its stream order.
+    last_ids: Vec<usize>,
+    /// By task id: its rank in `last_ids` (`u32::MAX`: none).
+    rank_of: Vec<u32>,
+    /// Streams placed at their old rank (`usize::MAX` writer: empty).
+    slots: Vec<(u64, usize)>,
+    /// Streams with no old rank.
+    spill: Vec<(u64, usize)>,
+    /// By task id: the position of its one stream (`u64::MAX`: none).
+    pos_of: Vec<u64>,
 }
 
 /// One range class: its range and where its lists are in the flat vectors.
@@ -213,6 +235,11 @@ impl RegionWriters {
     /// Indexes `writers` in place of what this held, keeping the vectors'
     /// room and forgetting the answers of the old writers.
     pub fn rebuild(&mut self, writers: &[Writer]) {
+        let ws = &self.writers;
+        self.scratch.last_ids.clear();
+        self.scratch
+            .last_ids
+            .extend(self.streams.iter().map(|&(_, wi)| ws[wi].id));
         self.writers.clear();
         self.writers
             .extend(writers.iter().filter(|w| w.len > 0).copied());
@@ -314,14 +341,8 @@ impl RegionWriters {
                 WriterKind::Random { .. } => {}
             }
         }
-        self.streams.sort_unstable();
-        self.by_id.clear();
-        self.by_id.extend(
-            self.streams
-                .iter()
-                .map(|&(pos, wi)| (self.writers[wi].id, pos)),
-        );
-        self.by_id.sort_unstable();
+        self.sort_streams_from_last_order();
+        self.by_id_from_dense_ids();
         self.classes.clear();
         self.classes.push(Class {
             offset,
@@ -332,6 +353,82 @@ impl RegionWriters {
         self.max_end.clear();
         self.max_end.push(offset + len);
         true
+    }
+
+    /// Sorts `streams` (one class) starting from the old index's order:
+    /// each stream goes to its task's old rank, new ones after, then an
+    /// insertion sort finishes what a tick's moves disordered. One that
+    /// shifts more than a few times the list's length hands over to
+    /// `sort_unstable`.
+    fn sort_streams_from_last_order(&mut self) {
+        let sc = &mut self.scratch;
+        let writers = &self.writers;
+        let n_last = sc.last_ids.len();
+        let max_id = writers
+            .iter()
+            .map(|w| w.id)
+            .chain(sc.last_ids.iter().copied())
+            .max()
+            .unwrap_or(0);
+        if sc.rank_of.len() <= max_id {
+            sc.rank_of.resize(max_id + 1, u32::MAX);
+        }
+        for (k, &id) in sc.last_ids.iter().enumerate() {
+            sc.rank_of[id] = k as u32;
+        }
+        sc.slots.clear();
+        sc.slots.resize(n_last, (0, usize::MAX));
+        sc.spill.clear();
+        for &(pos, wi) in &self.streams {
+            let r = sc.rank_of[writers[wi].id] as usize;
+            match sc.slots.get_mut(r) {
+                Some(slot) if slot.1 == usize::MAX => *slot = (pos, wi),
+                _ => sc.spill.push((pos, wi)),
+            }
+        }
+        for &id in &sc.last_ids {
+            sc.rank_of[id] = u32::MAX;
+        }
+        self.streams.clear();
+        self.streams
+            .extend(sc.slots.iter().filter(|s| s.1 != usize::MAX).copied());
+        self.streams.extend_from_slice(&sc.spill);
+        let budget = 4 * self.streams.len();
+        insertion_sort_or_hand_over(&mut self.streams, budget);
+    }
+
+    /// Builds `by_id` (one class, `streams` built): with one stream per
+    /// task, as every running task has one operation, the ids are placed
+    /// by value and read back in order; a task with two falls back to a
+    /// sort.
+    fn by_id_from_dense_ids(&mut self) {
+        let sc = &mut self.scratch;
+        self.by_id.clear();
+        let max_id = self.writers.iter().map(|w| w.id).max().unwrap_or(0);
+        sc.pos_of.clear();
+        sc.pos_of.resize(max_id + 1, u64::MAX);
+        let mut once = true;
+        for &(pos, wi) in &self.streams {
+            let slot = &mut sc.pos_of[self.writers[wi].id];
+            once &= *slot == u64::MAX;
+            *slot = pos;
+        }
+        if once {
+            self.by_id.extend(
+                sc.pos_of
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &p)| p != u64::MAX)
+                    .map(|(id, &p)| (id, p)),
+            );
+        } else {
+            self.by_id.extend(
+                self.streams
+                    .iter()
+                    .map(|&(pos, wi)| (self.writers[wi].id, pos)),
+            );
+            self.by_id.sort_unstable();
+        }
     }
 
     /// When `writers` are these writers with at most their streams moved
@@ -665,6 +762,27 @@ fn gallop_down<T>(s: &[T], to: usize, pred: impl Fn(&T) -> bool) -> usize {
     lo + s[lo..hi].partition_point(pred)
 }
 
+/// Sorts `v` by insertion while that has shifted at most `budget`
+/// elements, then by `sort_unstable`: linear on a list a few places out of
+/// order, never worse than a sort by more than the budget.
+fn insertion_sort_or_hand_over<T: Ord + Copy>(v: &mut [T], budget: usize) {
+    let mut shifted = 0;
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+        shifted += i - j;
+        if shifted > budget {
+            v.sort_unstable();
+            return;
+        }
+    }
+}
+
 /// Length of `[a, b) ∩ [c, d)`.
 fn overlap(a: u64, b: u64, c: u64, d: u64) -> u64 {
     b.min(d).saturating_sub(a.max(c))
@@ -869,7 +987,8 @@ mod tests {
 
         /// Writers over one range (streams at any positions, ties
         /// included, and randoms): the one-class path indexes them exactly
-        /// as the general one.
+        /// as the general one, fresh or over an older index of other
+        /// writers (whose order it starts its sorts from).
         #[test]
         fn one_class_index_is_the_general_one(
             spec in proptest::collection::vec((proptest::bool::ANY, 0u64..16, 0usize..4, 0usize..6), 1..40),
@@ -886,7 +1005,24 @@ mod tests {
                     }
                 })
                 .collect();
-            let one = RegionWriters::new(&ws);
+            let fresh = RegionWriters::new(&ws);
+            // The same writers indexed over an older index of them: some
+            // streams elsewhere, some writers gone, one that was not there.
+            let older: Vec<Writer> = ws
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 3 != 1)
+                .map(|(i, w)| match w.kind {
+                    WriterKind::Stream { at } if i % 2 == 0 => {
+                        stream(w.id, w.cpu, 8 * MIB, 64 * MIB, 8 * MIB + (at - 8 * MIB + 20 * MIB) % (64 * MIB))
+                    }
+                    _ => *w,
+                })
+                .chain(std::iter::once(stream(7, cpu_on(&m, 0, 1), 8 * MIB, 64 * MIB, 9 * MIB)))
+                .collect();
+            let mut reused = RegionWriters::new(&older);
+            reused.rebuild(&ws);
+            for one in [fresh, reused] {
             let mut general = one.clone();
             general.rebuild_classes();
             proptest::prop_assert_eq!(&one.streams, &general.streams);
@@ -897,6 +1033,7 @@ mod tests {
                 r.classes.iter().map(|c| (c.offset, c.len, c.streams.clone(), c.randoms.clone())).collect()
             };
             proptest::prop_assert_eq!(bounds(&one), bounds(&general));
+            }
         }
 
         /// Streams moved in place answer exactly as a fresh index of the
