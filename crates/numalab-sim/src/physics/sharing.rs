@@ -764,7 +764,8 @@ fn gallop_down<T>(s: &[T], to: usize, pred: impl Fn(&T) -> bool) -> usize {
 
 /// Sorts `v` by insertion while that has shifted at most `budget`
 /// elements, then by `sort_unstable`: linear on a list a few places out of
-/// order, never worse than a sort by more than the budget.
+/// order, and on any other list a sort plus at most `budget + v.len()`
+/// wasted shifts (the check comes after each element's insertion).
 fn insertion_sort_or_hand_over<T: Ord + Copy>(v: &mut [T], budget: usize) {
     let mut shifted = 0;
     for i in 1..v.len() {
