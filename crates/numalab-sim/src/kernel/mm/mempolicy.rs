@@ -15,6 +15,7 @@ use crate::kernel::NodeId;
 use numalab_knobs::knob::InterleaveNumaBalancing;
 use numalab_topology::NodeMask;
 use numalab_workload::{PolicyMode, PolicySpec};
+use smallvec::SmallVec;
 
 /// A validated memory policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +113,10 @@ pub fn mpol_new(
     })
 }
 
+/// Nodes in the order an allocation tries them: inline up to 16 nodes,
+/// so a page fault's allocation does not touch the heap.
+pub type NodeOrder = SmallVec<[NodeId; 16]>;
+
 /// The node list an allocation may use, in the order it tries them:
 /// `policy_nodemask` plus the zonelist fallback (nearest first).
 /// `local` is the allocating CPU's node, `il_index` picks the interleave
@@ -123,11 +128,11 @@ pub fn alloc_order(
     il_index: u64,
     mems: NodeMask,
     by_distance: &TiSlice<NodeId, Vec<NodeId>>,
-) -> Vec<NodeId> {
+) -> NodeOrder {
     // NodeMask (numalab-topology) numbers nodes as plain usize.
     let has = |m: NodeMask, n: NodeId| m.contains(n.index());
     let allowed = |n: NodeId| has(mems, n);
-    let mut order = Vec::new();
+    let mut order = NodeOrder::new();
     match pol.mode {
         PolicyMode::Default | PolicyMode::Local => {
             order.extend(by_distance[local].iter().copied().filter(|&n| allowed(n)));
@@ -139,7 +144,7 @@ pub fn alloc_order(
             } else {
                 pref.first().map_or(local, NodeId::new)
             };
-            let mut first: Vec<NodeId> = by_distance[start]
+            let mut first: NodeOrder = by_distance[start]
                 .iter()
                 .copied()
                 .filter(|&n| has(pref, n))
@@ -159,8 +164,8 @@ pub fn alloc_order(
         PolicyMode::Interleave => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
-            let list: Vec<usize> = m.iter().collect();
-            let target = NodeId::new(list[(il_index % list.len() as u64) as usize]);
+            let nth = (il_index % m.iter().count() as u64) as usize;
+            let target = NodeId::new(m.iter().nth(nth).expect("nth < count"));
             order.push(target);
             order.extend(
                 by_distance[target]
@@ -246,9 +251,9 @@ mod tests {
             .collect();
         assert_eq!(firsts, n(&[0, 2, 0, 2]));
         let b = mpol_new_off(&spec(PolicyMode::Bind, &[2], false), 3).unwrap();
-        assert_eq!(alloc_order(&b, NodeId::new(0), 0, all, &d), n(&[2]));
+        assert_eq!(alloc_order(&b, NodeId::new(0), 0, all, &d).to_vec(), n(&[2]));
         assert_eq!(
-            alloc_order(&MemPolicy::DEFAULT, NodeId::new(1), 0, all, &d),
+            alloc_order(&MemPolicy::DEFAULT, NodeId::new(1), 0, all, &d).to_vec(),
             n(&[1, 0, 2])
         );
     }

@@ -14,6 +14,8 @@
 //! distinct child spans inside the span), root-domain splitting by cpusets.
 
 use numalab_topology::{CpuSet, Machine};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// Domain flags (`SD_*`), as a small bitset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,7 +52,7 @@ impl SdFlags {
 pub const RECLAIM_DISTANCE: u32 = 30;
 
 /// The kind of a domain level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Level {
     /// Hardware threads of a core.
     Smt,
@@ -125,18 +127,34 @@ pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
             .any(|b| a.id != b.id && a.package == b.package && !a.cpus.is_empty())
     });
 
+    // A CPU's span at a level depends only on its core, LLC, package or
+    // node there, so each distinct span is built once: a pass over every
+    // CPU per CPU per level is quadratic, 5 M steps at 1024 CPUs.
+    let spans: RefCell<HashMap<(Level, usize), CpuSet>> = RefCell::new(HashMap::new());
     let span_of = |cpu: usize, level: Level| -> CpuSet {
         let c = &m.cpus[cpu];
-        m.cpus
-            .iter()
-            .filter(|o| match level {
-                Level::Smt => o.core == c.core,
-                Level::Mc => o.llc == c.llc,
-                Level::Pkg => o.package == c.package,
-                Level::Numa(d) => m.distance[c.node][o.node] <= d,
+        let key = match level {
+            Level::Smt => c.core,
+            Level::Mc => c.llc,
+            Level::Pkg => c.package,
+            Level::Numa(_) => c.node,
+        };
+        spans
+            .borrow_mut()
+            .entry((level, key))
+            .or_insert_with(|| {
+                m.cpus
+                    .iter()
+                    .filter(|o| match level {
+                        Level::Smt => o.core == c.core,
+                        Level::Mc => o.llc == c.llc,
+                        Level::Pkg => o.package == c.package,
+                        Level::Numa(d) => m.distance[c.node][o.node] <= d,
+                    })
+                    .map(|o| o.id)
+                    .collect()
             })
-            .map(|o| o.id)
-            .collect()
+            .clone()
     };
     let mut levels = vec![Level::Smt, Level::Mc];
     if !numa_in_package {
