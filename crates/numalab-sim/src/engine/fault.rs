@@ -34,6 +34,7 @@ use crate::kernel::mm::fault::Race;
 use crate::kernel::scratch;
 use crate::kernel::{CpuId, MmId, TaskId, VmaId};
 use crate::physics::costs;
+use crate::physics::sharing::insertion_sort_or_hand_over;
 use smallvec::SmallVec;
 
 /// Racers held inline before a fault's lists spill to the heap: faults
@@ -47,6 +48,63 @@ pub(crate) struct RaceStreams {
     tick: Option<u64>,
     /// Per (mm, VMA), in first-fault order.
     vmas: Vec<((MmId, VmaId), VmaStreams)>,
+    /// Per (mm, VMA), the tasks of its last read in sorted order, kept
+    /// across ticks: the next read places its rows in this order first,
+    /// and streams seldom pass each other within a tick, so the sort that
+    /// follows is an insertion sort over a list a few places out of order.
+    last_order: Vec<((MmId, VmaId), Vec<TaskId>)>,
+    /// 1 + a task's rank in the order being placed (0: not in it); all
+    /// zero between reads.
+    rank: Vec<u32>,
+}
+
+/// A running stream as read: (range offset, range length, absolute
+/// position, task, CPU). A task runs on one CPU, so (range, position,
+/// task) keys are unique and the sort order is total.
+type StreamRow = (u64, u64, u64, TaskId, CpuId);
+
+impl RaceStreams {
+    /// Sorts the rows of one read of (mm, VMA) `key`, starting from the
+    /// order of its last read, and remembers their order for the next.
+    fn sort_rows(&mut self, key: (MmId, VmaId), rows: &mut Vec<StreamRow>) {
+        let li = match self.last_order.iter().position(|e| e.0 == key) {
+            Some(i) => i,
+            None => {
+                self.last_order.push((key, Vec::new()));
+                self.last_order.len() - 1
+            }
+        };
+        let last = &mut self.last_order[li].1;
+        if let Some(top) = rows.iter().map(|r| r.3.index()).max() {
+            if self.rank.len() <= top {
+                self.rank.resize(top + 1, 0);
+            }
+        }
+        for (i, &task) in last.iter().enumerate() {
+            if let Some(r) = self.rank.get_mut(task.index()) {
+                *r = i as u32 + 1;
+            }
+        }
+        let mut slots: Vec<Option<StreamRow>> = vec![None; last.len()];
+        let mut spill: Vec<StreamRow> = Vec::new();
+        for row in rows.drain(..) {
+            match self.rank[row.3.index()] {
+                0 => spill.push(row),
+                k => slots[k as usize - 1] = Some(row),
+            }
+        }
+        for &task in last.iter() {
+            if let Some(r) = self.rank.get_mut(task.index()) {
+                *r = 0;
+            }
+        }
+        rows.extend(slots.into_iter().flatten());
+        rows.extend(spill);
+        let budget = 4 * rows.len();
+        insertion_sort_or_hand_over(rows, budget);
+        last.clear();
+        last.extend(rows.iter().map(|r| r.3));
+    }
 }
 
 /// The running streams of one VMA, grouped by range.
@@ -124,7 +182,9 @@ impl Sim {
         let vi = match self.race_streams.vmas.iter().position(|e| e.0 == (mm, vma)) {
             Some(i) => i,
             None => {
-                let vs = self.read_streams(mm, vma, t, cpu, stream);
+                let mut rows = self.stream_rows(mm, vma, t, cpu, stream);
+                self.race_streams.sort_rows((mm, vma), &mut rows);
+                let vs = self.group_streams(rows);
                 self.race_streams.vmas.push(((mm, vma), vs));
                 self.race_streams.vmas.len() - 1
             }
@@ -135,11 +195,16 @@ impl Sim {
         let lo = (p as u64) << shift;
         let hi = lo + (1u64 << shift);
         let vs = &mut self.race_streams.vmas[vi].1;
-        let covering = vs.covering(lo, hi);
+        let candidates = vs.candidates(lo, hi);
+        let mut covering = candidates.clone().filter(|&i| vs.overlaps(i, lo));
+        let only = match (covering.next(), covering.next()) {
+            (Some(i), None) => Some(i),
+            _ => None,
+        };
         // The common case: a first touch in the one range `t` streams
         // with the others.
-        if first_touch && covering.len() == 1 {
-            let g = &mut vs.groups[covering[0]];
+        if let (true, Some(gi)) = (first_touch, only) {
+            let g = &mut vs.groups[gi];
             if let Some(w) = g.member_of(t) {
                 let race = Race {
                     cpus: &g.cpus,
@@ -162,7 +227,7 @@ impl Sim {
         }
         // Otherwise: the racers one by one.
         let mut racers: SmallVec<[(TaskId, CpuId); INLINE_RACERS]> = SmallVec::new();
-        for &gi in &covering {
+        for gi in candidates.filter(|&i| vs.overlaps(i, lo)) {
             let g = &vs.groups[gi];
             if first_touch {
                 racers.extend(
@@ -187,6 +252,16 @@ impl Sim {
                 }
             }
         }
+        if racers.is_empty() {
+            // No race (most hinting faults): the fault path ignores a race
+            // of one thread, so its CPU list and node counts are not built.
+            let c = self
+                .k
+                .handle_mm_fault_racing(t, cpu, vma, p, Race::default())
+                .map_err(|e| e.0)?;
+            self.k.charge_sys(t, c.cpu_ns);
+            return Ok(());
+        }
         let mut cpus: SmallVec<[CpuId; INLINE_RACERS]> = SmallVec::with_capacity(racers.len() + 1);
         cpus.push(cpu);
         cpus.extend(racers.iter().map(|r| r.1));
@@ -195,11 +270,7 @@ impl Sim {
         for &c in &cpus {
             per_node[self.k.cpu_node(c).index()] += 1;
         }
-        let key = if racers.is_empty() {
-            0
-        } else {
-            cpu_set_key(&cpus)
-        };
+        let key = cpu_set_key(&cpus);
         let race = Race {
             cpus: &cpus,
             per_node,
@@ -237,22 +308,21 @@ impl Sim {
         self.race_streams.tick = None;
     }
 
-    /// Reads the running streams over `vma` of `mm`; the running task
-    /// `cur` on `cur_cpu` streams `stream`.
-    fn read_streams(
+    /// The running streams over `vma` of `mm` as rows, unsorted; the
+    /// running task `cur` on `cur_cpu` streams `stream`. Sorted rows are
+    /// cut into groups where the range changes ([`Sim::group_streams`]):
+    /// one sort of small rows instead of a search of the groups per
+    /// stream (NUMA01_THREADLOCAL's 160 threads per process each stream a
+    /// range of their own).
+    fn stream_rows(
         &self,
         mm: MmId,
         vma: VmaId,
         cur: TaskId,
         cur_cpu: CpuId,
         stream: Option<(u64, u64, u64)>,
-    ) -> VmaStreams {
-        // Every running stream over the VMA as a row (offset, length,
-        // position, task, CPU), sorted and cut into groups where the range
-        // changes: one sort of small rows instead of a search of the
-        // groups per stream (NUMA01_THREADLOCAL's 160 threads per process
-        // each stream a range of their own).
-        let mut found: Vec<(u64, u64, u64, TaskId, CpuId)> = Vec::new();
+    ) -> Vec<StreamRow> {
+        let mut found: Vec<StreamRow> = Vec::new();
         for (cpu, rq) in self.k.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             if self.k.tasks[t].mm != mm {
@@ -277,8 +347,11 @@ impl Sim {
             };
             found.push((offset, len, pos, t, cpu));
         }
-        // A task runs on one CPU: (range, position, task) keys are unique.
-        found.sort_unstable();
+        found
+    }
+
+    /// Groups sorted stream rows by range.
+    fn group_streams(&self, found: Vec<StreamRow>) -> VmaStreams {
         let nn = self.k.m.nr_nodes();
         let mut groups: Vec<Group> = Vec::new();
         for (offset, len, pos, task, cpu) in found {
@@ -344,20 +417,21 @@ fn reach(rate: f64) -> u64 {
 }
 
 impl VmaStreams {
-    /// Indices of the groups whose range overlaps `[lo, hi)`.
-    fn covering(&self, lo: u64, hi: u64) -> SmallVec<[usize; INLINE_RACERS]> {
+    /// Indices of the groups that may overlap `[lo, hi)`: every group
+    /// that does is among them ([`VmaStreams::overlaps`] tells which).
+    /// Groups are sorted by start, so the ones starting before `hi` are a
+    /// prefix, and within it those that can reach `lo` (start plus the
+    /// longest range past it) a suffix.
+    fn candidates(&self, lo: u64, hi: u64) -> std::ops::Range<usize> {
         let end = self.groups.partition_point(|g| g.offset < hi);
-        let mut out = SmallVec::new();
-        for i in (0..end).rev() {
-            let g = &self.groups[i];
-            if g.offset + self.max_len <= lo {
-                break;
-            }
-            if g.offset + g.len > lo {
-                out.push(i);
-            }
-        }
-        out.reverse();
-        out
+        let start = self.groups[..end].partition_point(|g| g.offset + self.max_len <= lo);
+        start..end
+    }
+
+    /// Whether group `i`, one of [`VmaStreams::candidates`], overlaps the
+    /// page starting at `lo`.
+    fn overlaps(&self, i: usize, lo: u64) -> bool {
+        let g = &self.groups[i];
+        g.offset + g.len > lo
     }
 }
