@@ -858,15 +858,25 @@ impl Sim {
         let (_, mix, total, _) = &self.exec[t].memo.mixes[i];
         let total = *total;
         if total > 0.0 {
-            for (n, f) in NodeId::range(mix.len()).zip(mix) {
-                let b = bytes * f / total;
-                self.k.tasks[t].bytes_by_node[n.index()] += b;
-                self.fluid.node_traffic[n.index()] += b;
-                if n == local {
-                    self.interval_local_bytes += b;
+            let by_task = &mut self.k.tasks[t].bytes_by_node;
+            let by_node = &mut self.fluid.node_traffic;
+            let (mut local_bytes, mut all_bytes) = (self.interval_local_bytes, self.interval_bytes);
+            for (n, &f) in mix.iter().enumerate() {
+                // A node with none of the range's pages gets 0 bytes,
+                // and adding 0 to these sums (never -0) leaves them as
+                // they are: skipped.
+                if f == 0.0 {
+                    continue;
                 }
-                self.interval_bytes += b;
+                let b = bytes * f / total;
+                by_task[n] += b;
+                by_node[n] += b;
+                if n == local.index() {
+                    local_bytes += b;
+                }
+                all_bytes += b;
             }
+            (self.interval_local_bytes, self.interval_bytes) = (local_bytes, all_bytes);
         }
     }
 
