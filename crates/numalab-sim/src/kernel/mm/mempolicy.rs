@@ -251,7 +251,10 @@ mod tests {
             .collect();
         assert_eq!(firsts, n(&[0, 2, 0, 2]));
         let b = mpol_new_off(&spec(PolicyMode::Bind, &[2], false), 3).unwrap();
-        assert_eq!(alloc_order(&b, NodeId::new(0), 0, all, &d).to_vec(), n(&[2]));
+        assert_eq!(
+            alloc_order(&b, NodeId::new(0), 0, all, &d).to_vec(),
+            n(&[2])
+        );
         assert_eq!(
             alloc_order(&MemPolicy::DEFAULT, NodeId::new(1), 0, all, &d).to_vec(),
             n(&[1, 0, 2])
