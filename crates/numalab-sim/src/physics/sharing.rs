@@ -181,6 +181,20 @@ pub struct RegionWriters {
     random_memo: RefCell<FxHashMap<(usize, usize, u64, u64), SharedLines>>,
     /// Scratch of the one-class rebuild ([`OneClassScratch`]).
     scratch: OneClassScratch,
+    /// By accessor id: where its last streaming access's two searches
+    /// ended ([`SearchHint`]).
+    hints: RefCell<Vec<SearchHint>>,
+}
+
+/// Where an accessor's searches in a class's lists ended last time: the
+/// first stream past its position, and its first entry in `by_id`. Streams
+/// keep their order from tick to tick, so the next searches start there
+/// ([`partition_point_from`]); a search finds the same index from any
+/// start, so a hint changes the cost, never the answer.
+#[derive(Clone, Copy, Debug, Default)]
+struct SearchHint {
+    ahead: u32,
+    mine: u32,
 }
 
 /// What a one-class rebuild keeps from the index it replaces, so that it
@@ -491,6 +505,20 @@ impl RegionWriters {
     }
 
     /// Class `c`'s streams.
+    /// Accessor `id`'s search hint (zeros when it has none).
+    fn hint(&self, id: usize) -> SearchHint {
+        self.hints.borrow().get(id).copied().unwrap_or_default()
+    }
+
+    /// Remembers where accessor `id`'s searches ended.
+    fn set_hint(&self, id: usize, h: SearchHint) {
+        let mut hints = self.hints.borrow_mut();
+        if hints.len() <= id {
+            hints.resize(id + 1, SearchHint::default());
+        }
+        hints[id] = h;
+    }
+
     fn class_streams(&self, c: &Class) -> ClassStreams<'_> {
         ClassStreams {
             len: c.len,
@@ -548,7 +576,18 @@ impl RegionWriters {
             // skipping the accessor itself; wraps to the start.
             let cs = self.class_streams(c);
             let n = cs.streams.len();
-            let first = cs.streams.partition_point(|&(pos, _)| pos <= rel);
+            let hint = self.hint(a.id);
+            let first =
+                partition_point_from(cs.streams, hint.ahead as usize, |&(pos, _)| pos <= rel);
+            let (near_here, mine_at) =
+                count_near(&cs, rel, first, hint.mine as usize, p.window_bytes, a.id);
+            self.set_hint(
+                a.id,
+                SearchHint {
+                    ahead: first as u32,
+                    mine: mine_at as u32,
+                },
+            );
             for k in 0..n {
                 let (pos, wi) = cs.streams[(first + k) % n];
                 if self.writers[wi].id == a.id {
@@ -564,7 +603,7 @@ impl RegionWriters {
                 }
                 break;
             }
-            near += count_near(&cs, rel, first, p.window_bytes, a.id);
+            near += near_here;
         }
         let outstanding = 1.0 + near as f64;
         if let Some((gap, wi)) = best {
@@ -686,7 +725,17 @@ fn random_density(w: &Writer, cache_bytes: f64) -> f64 {
 /// `ahead`, a few steps when few streams are near, not by a pass over every
 /// writer: NUMA01's 80 threads per process all stream one range, and every
 /// one of them asks this each tick.
-fn count_near(c: &ClassStreams, rel: u64, ahead: usize, window: f64, me: usize) -> usize {
+///
+/// Also returns where `me`'s entries start in `by_id`, found from
+/// `mine_guess` ([`partition_point_from`]).
+fn count_near(
+    c: &ClassStreams,
+    rel: u64,
+    ahead: usize,
+    mine_guess: usize,
+    window: f64,
+    me: usize,
+) -> (usize, usize) {
     let w = window.max(0.0) as u64;
     let len = c.len;
     let in_window = |pos: u64| {
@@ -715,13 +764,25 @@ fn count_near(c: &ClassStreams, rel: u64, ahead: usize, window: f64, me: usize) 
         }
         n
     };
-    let first = c.by_id.partition_point(|&(id, _)| id < me);
+    let first = partition_point_from(c.by_id, mine_guess, |&(id, _)| id < me);
     let mine = c.by_id[first..]
         .iter()
         .take_while(|&&(id, _)| id == me)
         .filter(|&&(_, pos)| in_window(pos))
         .count();
-    all - mine
+    (all - mine, first)
+}
+
+/// `s.partition_point(pred)` searched from `guess`: the same answer from
+/// any guess (`pred` holds on a prefix of `s`), two probes when the guess
+/// is it, and the log of the distance to it otherwise.
+fn partition_point_from<T>(s: &[T], guess: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let g = guess.min(s.len());
+    if g == 0 || pred(&s[g - 1]) {
+        gallop_up(s, g, pred)
+    } else {
+        gallop_down(s, g - 1, pred)
+    }
 }
 
 /// `s.partition_point(pred)` when `pred` holds for all of `s[..from]`:
@@ -1089,6 +1150,8 @@ mod tests {
             proptest::prop_assert_eq!(gallop_up(&v, from, |&p| p <= x), want);
             let to = want + at.min(v.len() - want);
             proptest::prop_assert_eq!(gallop_down(&v, to, |&p| p <= x), want);
+            // From any guess at all, in range or past the end.
+            proptest::prop_assert_eq!(partition_point_from(&v, at, |&p| p <= x), want);
         }
 
         /// The binary-search window count is the pass over every writer
@@ -1100,6 +1163,7 @@ mod tests {
             rel in 0u64..10_000,
             window in 0.0f64..12_000.0,
             me in 0usize..6,
+            mine_guess in 0usize..50,
         ) {
             let writers: Vec<Writer> = pos
                 .iter()
@@ -1121,7 +1185,10 @@ mod tests {
                 .map_or(0, |c| {
                     let cs = r.class_streams(c);
                     let ahead = cs.streams.partition_point(|&(p, _)| p <= rel);
-                    count_near(&cs, rel, ahead, window, me)
+                    let (n, mine_at) = count_near(&cs, rel, ahead, mine_guess, window, me);
+                    // Where `me`'s entries start, whatever the guess.
+                    assert_eq!(mine_at, cs.by_id.partition_point(|&(id, _)| id < me));
+                    n
                 });
             proptest::prop_assert_eq!(got, naive);
         }
