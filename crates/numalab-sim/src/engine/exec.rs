@@ -17,7 +17,7 @@
 //! sampling millions of accesses.
 
 use super::Sim;
-use crate::kernel::ids::{CpuSetExt, NodeMaskExt};
+use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::{CpuId, MmId, NodeId, TaskId, VmaId};
 use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
@@ -512,7 +512,7 @@ impl Sim {
                     Next::SetAffinity(s) => {
                         self.sched_setaffinity(t, s);
                         self.forget_memos(t);
-                        if !self.k.task_allowed(t).has(cpu) {
+                        if !self.k.task_allowed_cpus(t).has(cpu) {
                             break Stop::Migrate;
                         }
                         continue;

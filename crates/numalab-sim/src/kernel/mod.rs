@@ -118,6 +118,23 @@ pub struct Kernel {
     nr_overloaded: usize,
 }
 
+/// The CPUs a task may run on ([`Kernel::task_allowed`]), read in place:
+/// its affinity within its cgroup's effective cpuset, or the cpuset alone
+/// when the two do not intersect (`cpuset_cpus_allowed_fallback`).
+#[derive(Clone, Copy, Debug)]
+pub struct AllowedCpus<'a> {
+    affinity: &'a CpuSet,
+    cpuset: &'a CpuSet,
+    fallback: bool,
+}
+
+impl AllowedCpus<'_> {
+    /// Whether `cpu` is allowed.
+    pub fn has(&self, cpu: CpuId) -> bool {
+        self.cpuset.has(cpu) && (self.fallback || self.affinity.has(cpu))
+    }
+}
+
 impl Kernel {
     /// A booted kernel on machine `m` with knobs `knobs`, no tasks yet.
     pub fn new(m: Machine, knobs: Knobs) -> Kernel {
@@ -188,6 +205,19 @@ impl Kernel {
             eff.clone()
         } else {
             a
+        }
+    }
+
+    /// Membership in [`Kernel::task_allowed`] without building the set: a
+    /// wakeup asks it of a few CPUs, and the set would be allocated for
+    /// each wakeup.
+    pub fn task_allowed_cpus(&self, t: TaskId) -> AllowedCpus<'_> {
+        let task = &self.tasks[t];
+        let cpuset = &self.cgroups.all[task.cgroup].effective_cpus;
+        AllowedCpus {
+            affinity: &task.affinity,
+            cpuset,
+            fallback: !task.affinity.intersects(cpuset),
         }
     }
 
@@ -286,5 +316,38 @@ impl Kernel {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::numa::tests::fx;
+
+    /// `task_allowed_cpus` answers every CPU as `task_allowed` does: an
+    /// affinity inside the cpuset, one partly outside, and one wholly
+    /// outside it (the cpuset fallback).
+    #[test]
+    fn allowed_cpus_view_is_the_allowed_set() {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        let cg = k.tasks[t].cgroup;
+        k.cgroups.all[cg].effective_cpus = CpuSet::parse_list("0-1").expect("list");
+        for affinity in ["0", "1-3", "2-3", "0-3"] {
+            k.tasks[t].affinity = CpuSet::parse_list(affinity).expect("list");
+            let set = k.task_allowed(t);
+            let view = k.task_allowed_cpus(t);
+            for c in 0..k.m.nr_cpus() {
+                assert_eq!(
+                    view.has(fx::c(c)),
+                    set.has(fx::c(c)),
+                    "affinity {affinity}, CPU {c}"
+                );
+            }
+        }
+        // The fallback case is exercised: affinity 2-3 lies outside 0-1.
+        k.tasks[t].affinity = CpuSet::parse_list("2-3").expect("list");
+        assert!(k.task_allowed_cpus(t).has(fx::c(0)));
     }
 }

@@ -120,8 +120,7 @@ impl Kernel {
         if self.tasks[p].state == TaskState::Dead {
             return 0.0;
         }
-        use crate::kernel::ids::CpuSetExt;
-        if !self.task_allowed(p).has(cpu) {
+        if !self.task_allowed_cpus(p).has(cpu) {
             self.numa_async.stats.outside_cpuset += 1;
         }
         let charged = self.numa_scan(p, cpu, worker);

@@ -248,7 +248,7 @@ impl Kernel {
                 }
                 return false;
             };
-            if !self.task_allowed(c).has(env.src_cpu) {
+            if !self.task_allowed_cpus(c).has(env.src_cpu) {
                 return false;
             }
             // Do not pick a swap partner that is not going to its preferred
@@ -482,7 +482,7 @@ impl Kernel {
         if curr_cpu == cpu {
             return true;
         }
-        if !self.task_allowed(t).has(cpu) {
+        if !self.task_allowed_cpus(t).has(cpu) {
             return false;
         }
         let (pid, tgid, ngid) = (
@@ -515,8 +515,8 @@ impl Kernel {
         curr_cpu: CpuId,
     ) -> bool {
         if curr_cpu == target_cpu
-            || !self.task_allowed(p).has(target_cpu)
-            || !self.task_allowed(other).has(curr_cpu)
+            || !self.task_allowed_cpus(p).has(target_cpu)
+            || !self.task_allowed_cpus(other).has(curr_cpu)
             || self.tasks[p].cpu != curr_cpu
             || self.tasks[other].cpu != target_cpu
         {

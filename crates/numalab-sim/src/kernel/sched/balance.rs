@@ -1051,7 +1051,7 @@ impl Kernel {
                 if idle != CpuIdleType::NotIdle && self.rq[src].nr_running() <= 1 {
                     break;
                 }
-                if !self.task_allowed(tk).has(cpu) {
+                if !self.task_allowed_cpus(tk).has(cpu) {
                     some_pinned = true;
                     continue;
                 }
@@ -1186,7 +1186,7 @@ impl Kernel {
             return false;
         };
         if !self.rq[dst].is_idle()
-            || !self.task_allowed(t).has(dst)
+            || !self.task_allowed_cpus(t).has(dst)
             || self.rq[src].nr_running() != 1
         {
             return false;

@@ -220,7 +220,7 @@ impl Kernel {
     /// SIS_UTIL; with `numalab.pelt=0` the whole LLC), else the previous
     /// CPU.
     pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
-        let allowed = self.task_allowed(t);
+        let allowed = self.task_allowed_cpus(t);
         let prev = self.tasks[t].cpu;
         if !allowed.has(prev) {
             return self.select_task_rq_fork(t, prev);
