@@ -167,6 +167,11 @@ pub struct Sim {
     /// Engine steps so far (see [`budget`]).
     steps: u64,
     budget: StepBudget,
+    /// `budget.steps_by` at the last event that asked it: the rate bound
+    /// only grows with modeled time, so a step count within it is within
+    /// the bound at any later event too, and the budget is asked again
+    /// only past it (or past the time limit).
+    steps_allowed: u64,
     /// Running writers per region at the last tick (engine/sharing.rs).
     shared: sharing::SharedWriters,
     /// Scratch of gather_shared_writers: this tick's writers with their
@@ -277,6 +282,7 @@ impl Sim {
             pending_stop: TiVec::new(),
             steps: 0,
             budget,
+            steps_allowed: 0,
             kworkers: Default::default(),
             lat_threshold_ns: 0.0,
             lat_preempted: Default::default(),
@@ -512,9 +518,12 @@ impl Sim {
                 return Err(SimError::TooLong(MAX_VIRTUAL_NS / 1_000_000_000));
             }
             self.steps += 1;
-            self.budget
-                .check(self.steps, at)
-                .map_err(SimError::Runaway)?;
+            if self.steps > self.steps_allowed || at > self.budget.time_limit_ns {
+                self.budget
+                    .check(self.steps, at)
+                    .map_err(SimError::Runaway)?;
+                self.steps_allowed = self.budget.steps_by(at);
+            }
             self.k.now = at;
             match ev {
                 Ev::Tick => {
