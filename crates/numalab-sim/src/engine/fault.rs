@@ -56,6 +56,10 @@ pub(crate) struct RaceStreams {
     /// 1 + a task's rank in the order being placed (0: not in it); all
     /// zero between reads.
     rank: Vec<u32>,
+    /// Scratch of [`RaceStreams::sort_rows`]: rows at their old rank, and
+    /// rows with none.
+    slots: Vec<Option<StreamRow>>,
+    spill: Vec<StreamRow>,
 }
 
 /// A running stream as read: (range offset, range length, absolute
@@ -85,8 +89,10 @@ impl RaceStreams {
                 *r = i as u32 + 1;
             }
         }
-        let mut slots: Vec<Option<StreamRow>> = vec![None; last.len()];
-        let mut spill: Vec<StreamRow> = Vec::new();
+        let (slots, spill) = (&mut self.slots, &mut self.spill);
+        slots.clear();
+        slots.resize(last.len(), None);
+        spill.clear();
         for row in rows.drain(..) {
             match self.rank[row.3.index()] {
                 0 => spill.push(row),
@@ -98,8 +104,8 @@ impl RaceStreams {
                 *r = 0;
             }
         }
-        rows.extend(slots.into_iter().flatten());
-        rows.extend(spill);
+        rows.extend(slots.iter().flatten());
+        rows.extend_from_slice(spill);
         let budget = 4 * rows.len();
         insertion_sort_or_hand_over(rows, budget);
         last.clear();
@@ -322,7 +328,7 @@ impl Sim {
         cur_cpu: CpuId,
         stream: Option<(u64, u64, u64)>,
     ) -> Vec<StreamRow> {
-        let mut found: Vec<StreamRow> = Vec::new();
+        let mut found: Vec<StreamRow> = Vec::with_capacity(self.k.rq.len());
         for (cpu, rq) in self.k.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             if self.k.tasks[t].mm != mm {
