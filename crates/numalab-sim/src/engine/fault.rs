@@ -441,3 +441,40 @@ impl VmaStreams {
         g.offset + g.len > lo
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows as (range, position, task): tasks unique, CPUs by task.
+    fn rows(spec: &[(u64, u64, usize)]) -> Vec<StreamRow> {
+        let mut seen = std::collections::BTreeSet::new();
+        spec.iter()
+            .filter(|r| seen.insert(r.2))
+            .map(|&(range, pos, task)| {
+                (range * 1000, 1000, pos, TaskId::new(task), CpuId::new(task))
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Whatever order the last read left, and whoever joined or left
+        /// since, the rows come out as a plain sort gives them.
+        #[test]
+        fn sort_rows_is_a_sort_from_any_last_order(
+            first in proptest::collection::vec((0u64..3, 0u64..5000, 0usize..40), 0..40),
+            second in proptest::collection::vec((0u64..3, 0u64..5000, 0usize..40), 0..40),
+        ) {
+            let mut rs = RaceStreams::default();
+            let key = (MmId::new(0), VmaId::new(0));
+            for spec in [&first, &second] {
+                let mut got = rows(spec);
+                let mut want = got.clone();
+                want.sort_unstable();
+                rs.sort_rows(key, &mut got);
+                proptest::prop_assert_eq!(&got, &want);
+                proptest::prop_assert!(rs.rank.iter().all(|&r| r == 0));
+            }
+        }
+    }
+}
