@@ -504,7 +504,6 @@ impl RegionWriters {
         true
     }
 
-    /// Class `c`'s streams.
     /// Accessor `id`'s search hint (zeros when it has none).
     fn hint(&self, id: usize) -> SearchHint {
         self.hints.borrow().get(id).copied().unwrap_or_default()
@@ -519,6 +518,7 @@ impl RegionWriters {
         hints[id] = h;
     }
 
+    /// Class `c`'s streams.
     fn class_streams(&self, c: &Class) -> ClassStreams<'_> {
         ClassStreams {
             len: c.len,
