@@ -7,10 +7,12 @@
 //! kernel    mm, sched, NUMA balancing, cgroups, knobs, counters
 //! physics   fluid memory model, costs of kernel work
 //! ```
+//! `resort` (sorting a list sorted before) is a helper any layer uses.
 
 pub mod engine;
 pub mod kernel;
 pub mod physics;
+mod resort;
 
 pub use engine::{run, RunOptions, Sim, SimError};
 pub use kernel::sysctl::Knobs;

@@ -34,7 +34,7 @@ use crate::kernel::mm::fault::Race;
 use crate::kernel::scratch;
 use crate::kernel::{CpuId, MmId, TaskId, VmaId};
 use crate::physics::costs;
-use crate::physics::sharing::insertion_sort_or_hand_over;
+use crate::resort::Resort;
 use smallvec::SmallVec;
 
 /// Racers held inline before a fault's lists spill to the heap: faults
@@ -48,18 +48,12 @@ pub(crate) struct RaceStreams {
     tick: Option<u64>,
     /// Per (mm, VMA), in first-fault order.
     vmas: Vec<((MmId, VmaId), VmaStreams)>,
-    /// Per (mm, VMA), the tasks of its last read in sorted order, kept
-    /// across ticks: the next read places its rows in this order first,
-    /// and streams seldom pass each other within a tick, so the sort that
-    /// follows is an insertion sort over a list a few places out of order.
-    last_order: Vec<((MmId, VmaId), Vec<TaskId>)>,
-    /// 1 + a task's rank in the order being placed (0: not in it); all
-    /// zero between reads.
-    rank: Vec<u32>,
-    /// Scratch of [`RaceStreams::sort_rows`]: rows at their old rank, and
-    /// rows with none.
-    slots: Vec<Option<StreamRow>>,
-    spill: Vec<StreamRow>,
+    /// Per (mm, VMA), the task ids of its last read in sorted order, kept
+    /// across ticks: streams seldom pass each other within a tick, so the
+    /// next read's rows sort fast starting from it ([`Resort`]).
+    last_order: Vec<((MmId, VmaId), Vec<usize>)>,
+    /// Scratch of those sorts.
+    resort: Resort<StreamRow>,
 }
 
 /// A running stream as read: (range offset, range length, absolute
@@ -78,38 +72,11 @@ impl RaceStreams {
                 self.last_order.len() - 1
             }
         };
+        self.resort
+            .sort(rows, &self.last_order[li].1, |r| r.3.index());
         let last = &mut self.last_order[li].1;
-        if let Some(top) = rows.iter().map(|r| r.3.index()).max() {
-            if self.rank.len() <= top {
-                self.rank.resize(top + 1, 0);
-            }
-        }
-        for (i, &task) in last.iter().enumerate() {
-            if let Some(r) = self.rank.get_mut(task.index()) {
-                *r = i as u32 + 1;
-            }
-        }
-        let (slots, spill) = (&mut self.slots, &mut self.spill);
-        slots.clear();
-        slots.resize(last.len(), None);
-        spill.clear();
-        for row in rows.drain(..) {
-            match self.rank[row.3.index()] {
-                0 => spill.push(row),
-                k => slots[k as usize - 1] = Some(row),
-            }
-        }
-        for &task in last.iter() {
-            if let Some(r) = self.rank.get_mut(task.index()) {
-                *r = 0;
-            }
-        }
-        rows.extend(slots.iter().flatten());
-        rows.extend_from_slice(spill);
-        let budget = 4 * rows.len();
-        insertion_sort_or_hand_over(rows, budget);
         last.clear();
-        last.extend(rows.iter().map(|r| r.3));
+        last.extend(rows.iter().map(|r| r.3.index()));
     }
 }
 
@@ -473,7 +440,6 @@ mod tests {
                 want.sort_unstable();
                 rs.sort_rows(key, &mut got);
                 proptest::prop_assert_eq!(&got, &want);
-                proptest::prop_assert!(rs.rank.iter().all(|&r| r == 0));
             }
         }
     }

@@ -57,6 +57,7 @@
 
 use super::line::LineModel;
 use crate::kernel::CpuId;
+use crate::resort::Resort;
 use numalab_topology::Machine;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -207,12 +208,8 @@ struct SearchHint {
 struct OneClassScratch {
     /// Task ids of the old index's streams, in its stream order.
     last_ids: Vec<usize>,
-    /// By task id: its rank in `last_ids` (`u32::MAX`: none).
-    rank_of: Vec<u32>,
-    /// Streams placed at their old rank (`usize::MAX` writer: empty).
-    slots: Vec<(u64, usize)>,
-    /// Streams with no old rank.
-    spill: Vec<(u64, usize)>,
+    /// Sorts the new streams starting from that order.
+    resort: Resort<(u64, usize)>,
     /// By task id: the position of its one stream (`u64::MAX`: none).
     pos_of: Vec<u64>,
 }
@@ -369,46 +366,15 @@ impl RegionWriters {
         true
     }
 
-    /// Sorts `streams` (one class) starting from the old index's order:
-    /// each stream goes to its task's old rank, new ones after, then an
-    /// insertion sort finishes what a tick's moves disordered. One that
-    /// shifts more than a few times the list's length hands over to
-    /// `sort_unstable`.
+    /// Sorts `streams` (one class) starting from the old index's order
+    /// ([`Resort`]): a tick's moves disorder it a few places at most.
     fn sort_streams_from_last_order(&mut self) {
-        let sc = &mut self.scratch;
         let writers = &self.writers;
-        let n_last = sc.last_ids.len();
-        let max_id = writers
-            .iter()
-            .map(|w| w.id)
-            .chain(sc.last_ids.iter().copied())
-            .max()
-            .unwrap_or(0);
-        if sc.rank_of.len() <= max_id {
-            sc.rank_of.resize(max_id + 1, u32::MAX);
-        }
-        for (k, &id) in sc.last_ids.iter().enumerate() {
-            sc.rank_of[id] = k as u32;
-        }
-        sc.slots.clear();
-        sc.slots.resize(n_last, (0, usize::MAX));
-        sc.spill.clear();
-        for &(pos, wi) in &self.streams {
-            let r = sc.rank_of[writers[wi].id] as usize;
-            match sc.slots.get_mut(r) {
-                Some(slot) if slot.1 == usize::MAX => *slot = (pos, wi),
-                _ => sc.spill.push((pos, wi)),
-            }
-        }
-        for &id in &sc.last_ids {
-            sc.rank_of[id] = u32::MAX;
-        }
-        self.streams.clear();
-        self.streams
-            .extend(sc.slots.iter().filter(|s| s.1 != usize::MAX).copied());
-        self.streams.extend_from_slice(&sc.spill);
-        let budget = 4 * self.streams.len();
-        insertion_sort_or_hand_over(&mut self.streams, budget);
+        self.scratch
+            .resort
+            .sort(&mut self.streams, &self.scratch.last_ids, |&(_, wi)| {
+                writers[wi].id
+            });
     }
 
     /// Builds `by_id` (one class, `streams` built): with one stream per
@@ -821,28 +787,6 @@ fn gallop_down<T>(s: &[T], to: usize, pred: impl Fn(&T) -> bool) -> usize {
         step *= 2;
     };
     lo + s[lo..hi].partition_point(pred)
-}
-
-/// Sorts `v` by insertion while that has shifted at most `budget`
-/// elements, then by `sort_unstable`: linear on a list a few places out of
-/// order, and on any other list a sort plus at most `budget + v.len()`
-/// wasted shifts (the check comes after each element's insertion).
-pub(crate) fn insertion_sort_or_hand_over<T: Ord + Copy>(v: &mut [T], budget: usize) {
-    let mut shifted = 0;
-    for i in 1..v.len() {
-        let x = v[i];
-        let mut j = i;
-        while j > 0 && v[j - 1] > x {
-            v[j] = v[j - 1];
-            j -= 1;
-        }
-        v[j] = x;
-        shifted += i - j;
-        if shifted > budget {
-            v.sort_unstable();
-            return;
-        }
-    }
 }
 
 /// Length of `[a, b) ∩ [c, d)`.
