@@ -196,15 +196,11 @@ impl Kernel {
     /// CPUs task `t` may run on: its affinity within its cgroup's effective
     /// cpuset (`p->cpus_ptr`).
     pub fn task_allowed(&self, t: TaskId) -> CpuSet {
-        let task = &self.tasks[t];
-        let eff = &self.cgroups.all[task.cgroup].effective_cpus;
-        let a = task.affinity.and(eff);
-        if a.is_empty() {
-            // The kernel falls back to the cpuset when the affinity and the
-            // cpuset no longer intersect (cpuset_cpus_allowed_fallback).
-            eff.clone()
+        let a = self.task_allowed_cpus(t);
+        if a.fallback {
+            a.cpuset.clone()
         } else {
-            a
+            a.affinity.and(a.cpuset)
         }
     }
 
@@ -324,9 +320,10 @@ mod tests {
     use super::*;
     use crate::kernel::numa::tests::fx;
 
-    /// `task_allowed_cpus` answers every CPU as `task_allowed` does: an
-    /// affinity inside the cpuset, one partly outside, and one wholly
-    /// outside it (the cpuset fallback).
+    /// `task_allowed` and `task_allowed_cpus` give the allowed CPUs as
+    /// written out here (the affinity within the cpuset, or the cpuset
+    /// when they do not meet) for an affinity inside the cpuset, one partly
+    /// outside, and one wholly outside it (the cpuset fallback).
     #[test]
     fn allowed_cpus_view_is_the_allowed_set() {
         let mut k = fx::kernel("tiny-2n", &[]);
@@ -334,14 +331,15 @@ mod tests {
         let t = fx::add_task(&mut k, mm, fx::c(0));
         let cg = k.tasks[t].cgroup;
         k.cgroups.all[cg].effective_cpus = CpuSet::parse_list("0-1").expect("list");
-        for affinity in ["0", "1-3", "2-3", "0-3"] {
+        for (affinity, allowed) in [("0", "0"), ("1-3", "1"), ("2-3", "0-1"), ("0-3", "0-1")] {
             k.tasks[t].affinity = CpuSet::parse_list(affinity).expect("list");
-            let set = k.task_allowed(t);
+            let want = CpuSet::parse_list(allowed).expect("list");
+            assert_eq!(k.task_allowed(t), want, "affinity {affinity}");
             let view = k.task_allowed_cpus(t);
             for c in 0..k.m.nr_cpus() {
                 assert_eq!(
                     view.has(fx::c(c)),
-                    set.has(fx::c(c)),
+                    want.has(fx::c(c)),
                     "affinity {affinity}, CPU {c}"
                 );
             }
