@@ -164,7 +164,7 @@ pub fn alloc_order(
         PolicyMode::Interleave => {
             let m = pol.nodes.and(mems);
             let m = if m.is_empty() { pol.nodes } else { m };
-            let nth = (il_index % m.iter().count() as u64) as usize;
+            let nth = (il_index % m.len() as u64) as usize;
             let target = NodeId::new(m.iter().nth(nth).expect("nth < count"));
             order.push(target);
             order.extend(
