@@ -290,6 +290,18 @@ enum Cmd {
         /// Internal: run one measurement and print it as a JSON line
         #[arg(long, hide = true)]
         child: bool,
+        /// The CI speed guard: count the instructions of a fixed small set
+        /// of runs under valgrind and fail (exit 1) when one grows more
+        /// than 5% over the committed baseline
+        #[arg(long, conflicts_with_all = ["machine", "workload", "scaling", "only", "repeat", "scale"])]
+        instructions: bool,
+        /// Baseline of --instructions
+        #[arg(long, requires = "instructions", default_value = crate::bench_instructions::BASELINE)]
+        baseline: String,
+        /// Rewrite the --instructions baseline from this binary's counts
+        /// (only in a commit that says why the cost changed)
+        #[arg(long, requires = "instructions")]
+        update: bool,
     },
 }
 
@@ -549,6 +561,19 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             };
             parallel::install(jobs, || reproduce::reproduce(&name, &opts, check))?
         }
+        Cmd::Bench {
+            instructions: true,
+            baseline,
+            update,
+            jobs,
+            seed,
+            ..
+        } => crate::bench_instructions::guard(&crate::bench_instructions::Options {
+            baseline,
+            update,
+            jobs: parallel::jobs(Some(jobs))?,
+            seed,
+        }),
         other => dispatch_model(other).map_err(Failure::from),
     }
 }
@@ -632,6 +657,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             scale,
             json,
             child,
+            ..
         } => {
             let o = bench::Options {
                 repeat,

@@ -7,6 +7,7 @@
 //! user input.
 
 mod bench;
+mod bench_instructions;
 mod bench_scaling;
 mod cli;
 mod real;
