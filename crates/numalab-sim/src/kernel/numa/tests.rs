@@ -1,6 +1,6 @@
 //! A small hand-built kernel for the unit tests of the NUMA balancing files
 //! (`fx`). Scenario tests that run whole workloads are in
-//! `tests/numa_scenarios.rs`.
+//! `tests/scenarios/numa_scenarios.rs`.
 
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::mm::{Mm, Vma, PAGE_SHIFT};

@@ -1,8 +1,6 @@
 //! Every error names the origin and the dotted field, and says what is wrong.
 
-mod common;
-
-use common::{big, small};
+use crate::common::{big, small};
 use numalab_workload::spec::{parse, resolve, WorkloadError};
 
 const ORIGIN: &str = "t.toml";

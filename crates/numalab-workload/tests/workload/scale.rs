@@ -1,8 +1,6 @@
 //! `--scale` shrinks sizes and counts but keeps the shape.
 
-mod common;
-
-use common::{big, small, GIB};
+use crate::common::{big, small, GIB};
 use numalab_workload::presets::{list, load};
 use numalab_workload::spec::{parse, resolve};
 use numalab_workload::{Phase, Workload};

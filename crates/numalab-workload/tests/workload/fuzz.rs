@@ -1,9 +1,7 @@
 //! Property tests: no input makes parse or resolve panic, resolution is
 //! deterministic, and whatever resolves is well-formed.
 
-mod common;
-
-use common::{big, machine, small};
+use crate::common::{big, machine, small};
 use numalab_topology::Machine;
 use numalab_workload::expr::{self, Env, Kind};
 use numalab_workload::spec::{parse, resolve};

@@ -1,8 +1,7 @@
 //! Scenario tests of the foundation: placement, first touch, binding,
 //! physics ordering, determinism and refusals, with balancing off.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const OFF: &[&str] = &["kernel.numa_balancing=0"];
 

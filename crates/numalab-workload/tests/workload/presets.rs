@@ -2,9 +2,7 @@
 //! the autonumabench sources give, on a 2-node 4-CPU and a 4-node 320-CPU
 //! machine.
 
-mod common;
-
-use common::{big, machine, small, GIB};
+use crate::common::{big, machine, small, GIB};
 use numalab_topology::{CpuSet, Machine};
 use numalab_workload::presets::{list, load, text};
 use numalab_workload::spec::resolve;

@@ -2,8 +2,7 @@
 //! MPOL_INTERLEAVE | MPOL_F_NUMA_BALANCING moves tasks, not pages): whole
 //! workloads on tiny-2n (2 nodes x 2 CPUs), checked through the Run record.
 
-mod common;
-use common::{local_share, run_toml};
+use crate::common::{local_share, run_toml};
 use numalab_record::RunRecord;
 
 fn vm(r: &RunRecord, name: &str) -> u64 {

@@ -2,9 +2,7 @@
 //! `sched_balance_running` in the Run record's `lab` figures, and the
 //! invariant checker's counts when pinned tasks force `redo`.
 
-mod common;
-
-use common::{run, run_toml};
+use crate::common::{run, run_toml};
 use numalab_record::RunRecord;
 
 fn lab(r: &RunRecord, k: &str) -> f64 {

@@ -3,8 +3,7 @@
 //! them op by op, in far fewer engine steps, and must leave loops with a
 //! sleep alone.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 const OFF: &[&str] = &["numalab.request_fast_forward=0"];
 

@@ -3,9 +3,7 @@
 //! hierarchy, the per-task control, and the hierarchical memory.stat
 //! counters of the Run record.
 
-mod common;
-
-use common::run_toml;
+use crate::common::run_toml;
 use numalab_record::RunRecord;
 
 /// A process of two threads in `/a/b` on tiny-2n: 64 MiB first written on

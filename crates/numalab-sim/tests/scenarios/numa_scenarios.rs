@@ -1,8 +1,7 @@
 //! Scenario tests of NUMA balancing: whole workloads on tiny-2n, checked
 //! through the Run record and the trace.
 
-mod common;
-use common::local_share;
+use crate::common::local_share;
 use numalab_record::RunRecord;
 use numalab_sim::kernel::TraceEvent;
 use numalab_sim::{Knobs, RunOptions, Sim};

@@ -1,9 +1,7 @@
 //! PELT, background activity and the kernel-work speed, end to end: what
 //! a kernel developer would check of them in a run.
 
-mod common;
-
-use common::run_toml;
+use crate::common::run_toml;
 use numalab_sim::{Knobs, RunOptions, Sim};
 
 const QUIET: &[&str] = &["kernel.numa_balancing=0", "numalab.background=0"];

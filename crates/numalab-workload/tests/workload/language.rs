@@ -1,8 +1,6 @@
 //! The language features, one by one, and the example of docs/workloads.md.
 
-mod common;
-
-use common::{big, small, GIB};
+use crate::common::{big, small, GIB};
 use numalab_topology::CpuSet;
 use numalab_workload::spec::{parse, resolve, Num, PhaseSpec, RangeSpec};
 use numalab_workload::{Distribution, PageSize, Phase, PolicyMode, PolicySpec, Score, Workload};
@@ -73,7 +71,7 @@ body = [
 
 #[test]
 fn the_documented_example_resolves_as_described() {
-    let docs = include_str!("../../../docs/workloads.md");
+    let docs = include_str!("../../../../docs/workloads.md");
     assert!(
         docs.contains(EXAMPLE.trim()),
         "docs/workloads.md example drifted from the test"
