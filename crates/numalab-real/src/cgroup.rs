@@ -32,7 +32,7 @@ pub fn find_cgroup2_mount(mounts: &str) -> Option<PathBuf> {
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.len() >= 3 && f[2] == "cgroup2")
-                .then(|| PathBuf::from(crate::host::unescape_mount(f[1])))
+                .then(|| PathBuf::from(crate::mounts::unescape_mount(f[1])))
         })
         .collect();
     all.iter()

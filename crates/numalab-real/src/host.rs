@@ -17,6 +17,7 @@
 //! sparse (non-contiguous) node or CPU ids, which are refused.
 
 use crate::cgroup;
+use crate::mounts::find_mount;
 use crate::sample::parse_meminfo;
 use crate::sys;
 use numalab_topology::{Bandwidth, Cpu, CpuSet, Machine, Node};
@@ -339,35 +340,6 @@ pub fn access_w(path: &Path) -> bool {
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
 
-/// First mount point of a filesystem type in /proc/self/mounts text.
-pub fn find_mount(mounts: &str, fstype: &str) -> Option<PathBuf> {
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() >= 3 && f[2] == fstype).then(|| PathBuf::from(unescape_mount(f[1])))
-    })
-}
-
-/// Undoes the octal escapes (`\040` for a space) of /proc/mounts.
-pub fn unescape_mount(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,15 +439,5 @@ mod tests {
         let f = HostFacts::gather().unwrap();
         assert!(f.mem_available > 0);
         assert!(!f.online_cpus.is_empty());
-    }
-
-    #[test]
-    fn mounts_are_found_and_unescaped() {
-        let t = "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\ntracefs /sys/kernel/my\\040tracing tracefs rw 0 0\n";
-        assert_eq!(
-            find_mount(t, "tracefs").unwrap(),
-            PathBuf::from("/sys/kernel/my tracing")
-        );
-        assert!(find_mount(t, "debugfs").is_none());
     }
 }

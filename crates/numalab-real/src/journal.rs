@@ -30,7 +30,7 @@
 //! a crash while the journal itself is replaced leaves the old journal,
 //! which describes a subset of the changes made, never a wrong value.
 
-use crate::knobs::KnobRoots;
+use crate::knob_roots::KnobRoots;
 use crate::RealError;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};

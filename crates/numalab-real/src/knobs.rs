@@ -48,26 +48,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-/// Where the knob filesystems are (a test points them at a fake tree).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KnobRoots {
-    /// procfs sysctl directory, normally /proc/sys.
-    pub proc_sys: PathBuf,
-    /// debugfs mount, normally /sys/kernel/debug.
-    pub debugfs: PathBuf,
-    /// sysfs mount, normally /sys.
-    pub sys: PathBuf,
-}
-
-impl Default for KnobRoots {
-    fn default() -> Self {
-        KnobRoots {
-            proc_sys: PathBuf::from("/proc/sys"),
-            debugfs: PathBuf::from("/sys/kernel/debug"),
-            sys: PathBuf::from("/sys"),
-        }
-    }
-}
+pub use crate::knob_roots::KnobRoots;
 
 /// A resolved knob.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -659,10 +659,10 @@ fn finish(raw: Raw) -> Result<String, TopologyError> {
     let _ = write!(
         out,
         "\n[latency]\nlocal_ns = {}  {tag}\nremote_ns = {}  {tag}\n\n[bandwidth]\nnode_gbps = {}  {tag}\nlink_gbps = {}  {tag}\n",
-        spec::toml_f64(LOCAL_NS),
-        spec::toml_f64(REMOTE_NS),
-        spec::toml_f64(NODE_GBPS),
-        spec::toml_f64(LINK_GBPS),
+        crate::toml_out::toml_f64(LOCAL_NS),
+        crate::toml_out::toml_f64(REMOTE_NS),
+        crate::toml_out::toml_f64(NODE_GBPS),
+        crate::toml_out::toml_f64(LINK_GBPS),
     );
     // Neither numactl nor sysfs says how the sockets are wired: the
     // parser's default layout applies (fully connected, one link of

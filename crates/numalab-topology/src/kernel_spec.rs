@@ -177,7 +177,7 @@ pub(crate) fn render_kernel(k: &KernelParams) -> String {
     }
     let mut out = format!(
         "\n[kernel]\ncost_scale = {}\nbackground = [\n",
-        crate::spec::toml_f64(k.cost_scale)
+        crate::toml_out::toml_f64(k.cost_scale)
     );
     for b in &k.background {
         let per = match b.per {
@@ -187,9 +187,9 @@ pub(crate) fn render_kernel(k: &KernelParams) -> String {
         };
         out.push_str(&format!(
             "  {{ name = {}, per = \"{per}\", period_ms = {}, runtime_us = {} }},\n",
-            crate::spec::toml_str(&b.name),
-            crate::spec::toml_f64(b.period_ms),
-            crate::spec::toml_f64(b.runtime_us)
+            crate::toml_out::toml_str(&b.name),
+            crate::toml_out::toml_f64(b.period_ms),
+            crate::toml_out::toml_f64(b.runtime_us)
         ));
     }
     out.push_str("]\n");

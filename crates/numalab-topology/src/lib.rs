@@ -20,6 +20,7 @@ pub mod machine;
 pub mod presets;
 pub mod ranges;
 pub mod spec;
+mod toml_out;
 
 pub use cpuset::{CpuSet, NodeMask, MAX_NUMNODES};
 pub use kernel_spec::{Background, BackgroundPer, KernelParams};

@@ -19,6 +19,7 @@
 mod links;
 
 use crate::ranges;
+use crate::toml_out::{toml_f64, toml_list, toml_matrix, toml_str};
 use crate::{Bandwidth, Cpu, CpuSet, Machine, Node, TopologyError, MAX_NUMNODES};
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -1311,46 +1312,6 @@ fn resolve_bandwidth(
 // ---------------------------------------------------------------------------
 // Writing specs.
 // ---------------------------------------------------------------------------
-
-/// Formats a TOML basic string.
-pub(crate) fn toml_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Formats a float so that it reads back bit-exactly as a TOML float.
-pub(crate) fn toml_f64(v: f64) -> String {
-    format!("{v:?}")
-}
-
-fn toml_list<T>(v: &[T], f: impl Fn(&T) -> String) -> String {
-    let items: Vec<String> = v.iter().map(f).collect();
-    format!("[{}]", items.join(", "))
-}
-
-fn toml_matrix<T>(m: &[Vec<T>], f: impl Fn(&T) -> String + Copy) -> String {
-    let mut s = String::from("[\n");
-    for row in m {
-        let _ = writeln!(s, "  {},", toml_list(row, f));
-    }
-    s.push(']');
-    s
-}
 
 /// The header: name, description, sources.
 pub(crate) fn render_header(out: &mut String, name: &str, description: &str, sources: &[String]) {

@@ -27,6 +27,7 @@ mod latency;
 mod numa;
 pub mod record;
 mod sharing;
+mod stall;
 
 use crate::kernel::ids::TiVec;
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};

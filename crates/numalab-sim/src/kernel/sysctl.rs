@@ -6,34 +6,7 @@
 //! once the cgroup exists.
 //!
 //! Left out: every sysctl numalab does not model (they are refused, not
-//! ignored).
+//! ignored). A knob's value type becomes the model's own type where the
+//! model uses it (`SerializeVariant::from` in sched/serialize.rs).
 
 pub use numalab_knobs::{knob, CgroupFileSetting, Knobs};
-
-use super::sched::serialize::SerializeVariant;
-use numalab_knobs::SchedBalanceSerialize;
-
-impl From<SchedBalanceSerialize> for SerializeVariant {
-    fn from(c: SchedBalanceSerialize) -> Self {
-        match c {
-            SchedBalanceSerialize::Legacy => SerializeVariant::Legacy,
-            SchedBalanceSerialize::V3 => SerializeVariant::V3,
-            SchedBalanceSerialize::V4 => SerializeVariant::V4,
-            SchedBalanceSerialize::Fixed => SerializeVariant::Fixed,
-            SchedBalanceSerialize::FixedNewidle => SerializeVariant::FixedNewidle,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_serialize_word_is_the_variant_of_that_name() {
-        use numalab_knobs::Choice;
-        for &c in SchedBalanceSerialize::VARIANTS {
-            assert_eq!(SerializeVariant::from(c).name(), c.word());
-        }
-    }
-}

@@ -83,9 +83,8 @@
 //! (there every waiter is one outstanding request for the lock line).
 
 use super::costs;
-use crate::kernel::sysctl::Knobs;
 use crate::kernel::CpuId;
-use numalab_knobs::knob;
+use numalab_knobs::{knob, Knobs};
 use numalab_topology::Machine;
 use std::collections::VecDeque;
 

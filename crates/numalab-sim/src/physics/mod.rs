@@ -28,10 +28,10 @@ pub mod line;
 pub mod links;
 pub mod sharing;
 
-use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::NodeId;
 use coherence::Coherence;
 use links::Interconnect;
+use numalab_knobs::{knob, Knobs};
 use numalab_topology::Machine;
 
 /// Bytes in a cache line.

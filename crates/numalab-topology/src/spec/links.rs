@@ -268,7 +268,7 @@ pub(super) fn render_links(out: &mut String, links: &[Link], c: &Coherence) {
             out,
             "\n[[links]]\n{ends}\ncount = {}\ngbps = {}\n",
             l.count,
-            super::toml_f64(l.gbps)
+            crate::toml_out::toml_f64(l.gbps)
         );
     }
     let snoop = match c.snoop {
@@ -278,6 +278,6 @@ pub(super) fn render_links(out: &mut String, links: &[Link], c: &Coherence) {
     let _ = write!(
         out,
         "\n[coherence]\nmessage_bytes = {}\nsnoop = \"{snoop}\"\n",
-        super::toml_f64(c.message_bytes)
+        crate::toml_out::toml_f64(c.message_bytes)
     );
 }

@@ -14,23 +14,14 @@
 pub mod fault;
 pub mod mempolicy;
 pub mod page_alloc;
+pub mod page_types;
 pub mod tlb;
 
 use crate::kernel::ids::TiVec;
 use crate::kernel::{MmId, NodeId, VmaId};
 use mempolicy::MemPolicy;
 
-/// Base page shift (4 KiB).
-pub const PAGE_SHIFT: u32 = 12;
-/// Huge page shift (2 MiB).
-pub const HPAGE_SHIFT: u32 = 21;
-/// Base pages in a huge page (`HPAGE_PMD_NR`).
-pub const HPAGE_PMD_NR: u64 = 512;
-/// Marker for a page that is not present.
-pub const NO_NODE: u8 = u8::MAX;
-
-/// `last_cpupid` value of a page nobody has faulted on yet (`-1` masked).
-pub const CPUPID_UNSET: u32 = u32::MAX;
+pub use page_types::{CPUPID_UNSET, HPAGE_PMD_NR, HPAGE_SHIFT, NO_NODE, PAGE_SHIFT};
 
 /// One page (a folio of one base or huge page).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,7 +61,7 @@ pub mod series2013;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::kernel::mm::CPUPID_UNSET;
+use crate::kernel::mm::page_types::CPUPID_UNSET;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 // ---------------------------------------------------------------------------
@@ -126,9 +126,9 @@ pub const SCHED_CAPACITY_SCALE: i64 = 1024;
 pub const NICE_0_LOAD: i64 = 1024;
 
 /// `MB_TO_PAGES`: 4 KiB pages per MB.
-pub const PAGES_PER_MB: u64 = 1 << (20 - crate::kernel::mm::PAGE_SHIFT);
+pub const PAGES_PER_MB: u64 = 1 << (20 - crate::kernel::mm::page_types::PAGE_SHIFT);
 /// `HPAGE_SIZE` in bytes: scan chunks end on a 2 MiB boundary.
-pub const HPAGE_SIZE: u64 = 1 << crate::kernel::mm::HPAGE_SHIFT;
+pub const HPAGE_SIZE: u64 = 1 << crate::kernel::mm::page_types::HPAGE_SHIFT;
 
 /// `min_free_kbytes` bounds (mm/page_alloc.c `calculate_min_free_kbytes`:
 /// `int_sqrt(lowmem_kbytes * 16)` clamped to [128 KiB, 256 MiB]).
@@ -437,7 +437,7 @@ impl Kernel {
     /// NUMA state of exited tasks (`task_numa_free`) and performs the task
     /// migrations hinting faults asked for since the last tick.
     pub(crate) fn numa_tick_housekeeping(&mut self) {
-        use crate::kernel::sched::TaskState;
+        use crate::kernel::sched::task_state::TaskState;
         debug_assert_eq!(self.check_numa_counters(), Ok(()));
         for t in TaskId::range(self.tasks.len()) {
             let st = self.tasks[t].state;
@@ -479,7 +479,7 @@ impl Kernel {
     /// parent task: a process's first thread gets a new mm's state, later
     /// threads inherit from the first live thread of their process.
     pub fn numa_task_init(&mut self, t: TaskId) {
-        use crate::kernel::sched::TaskState;
+        use crate::kernel::sched::task_state::TaskState;
         let mm = self.tasks[t].mm;
         let parent = self.tasks.keys().find(|&o| {
             o != t

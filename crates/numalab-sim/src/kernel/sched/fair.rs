@@ -94,7 +94,7 @@ impl Kernel {
         cpu: CpuId,
         allowed: &CpuSet,
     ) -> Option<usize> {
-        use super::balance::GroupType;
+        use super::lb_stats::GroupType;
         let pct = sd.imbalance_pct as i64;
         let stats = |g: &CpuSet| {
             let mut s = self.sg_stats(pct, false, g, allowed);
@@ -104,7 +104,7 @@ impl Kernel {
             s
         };
         let local = stats(&sd.groups[0]);
-        let mut best: Option<(usize, super::balance::SgStats)> = None;
+        let mut best: Option<(usize, super::lb_stats::SgStats)> = None;
         for (i, g) in sd.groups.iter().enumerate().skip(1) {
             if !g.intersects(allowed) {
                 continue;

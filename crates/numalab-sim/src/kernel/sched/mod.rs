@@ -15,9 +15,13 @@
 pub mod background;
 pub mod balance;
 pub mod fair;
+pub mod lb_stats;
 pub mod pelt;
 pub mod serialize;
+pub mod task_state;
 pub mod topology;
+
+pub use task_state::TaskState;
 
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::numa::TaskNumaState;
@@ -31,21 +35,6 @@ pub const BASE_SLICE_NS: u64 = 3_000_000;
 /// `sysctl_sched_migration_cost`: a task that ran this recently is cache
 /// hot (ns).
 pub const MIGRATION_COST_NS: u64 = 500_000;
-
-/// Life-cycle state of a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TaskState {
-    /// Not created yet.
-    New,
-    /// On a runqueue, waiting.
-    Runnable,
-    /// Running on `cpu`.
-    Running,
-    /// Blocked (sleeping).
-    Sleeping,
-    /// Exited.
-    Dead,
-}
 
 /// A task (`struct task_struct`, the parts modeled).
 #[derive(Clone, Debug)]

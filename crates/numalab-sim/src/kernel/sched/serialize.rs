@@ -81,10 +81,11 @@
 //! balancing (the kernel's idle load balancer walks all idle CPUs' domains
 //! on one CPU; here every idle CPU ticks and walks its own).
 
-use super::balance::CpuIdleType;
+use super::lb_stats::CpuIdleType;
 use crate::kernel::{CpuId, Kernel};
 use crate::physics::costs;
 use crate::physics::line::{Distance, Line, LineModel};
+use numalab_knobs::SchedBalanceSerialize;
 
 /// Which ordering of the serialize flag the balancer follows
 /// (`numalab.sched_balance_serialize`).
@@ -103,6 +104,19 @@ pub enum SerializeVariant {
     Fixed,
     /// Mainline 6.19: as `Fixed`, newidle serialized too.
     FixedNewidle,
+}
+
+impl From<SchedBalanceSerialize> for SerializeVariant {
+    /// The knob's value (`numalab.sched_balance_serialize`) as the variant.
+    fn from(c: SchedBalanceSerialize) -> Self {
+        match c {
+            SchedBalanceSerialize::Legacy => SerializeVariant::Legacy,
+            SchedBalanceSerialize::V3 => SerializeVariant::V3,
+            SchedBalanceSerialize::V4 => SerializeVariant::V4,
+            SchedBalanceSerialize::Fixed => SerializeVariant::Fixed,
+            SchedBalanceSerialize::FixedNewidle => SerializeVariant::FixedNewidle,
+        }
+    }
 }
 
 /// What a `redo` in `sched_balance_rq` does with a held flag.
@@ -424,5 +438,13 @@ mod tests {
         let s = &k.balance.serialize.stats;
         assert_eq!(s.bad_releases, 1);
         assert_eq!(s.overlaps, 1, "CPU 2 balances while CPU 1 still does");
+    }
+
+    #[test]
+    fn every_serialize_word_is_the_variant_of_that_name() {
+        use numalab_knobs::Choice;
+        for &c in SchedBalanceSerialize::VARIANTS {
+            assert_eq!(SerializeVariant::from(c).name(), c.word());
+        }
     }
 }
