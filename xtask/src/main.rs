@@ -11,15 +11,22 @@
 //! reproducer, and exits 1 if there was one. The counts do not depend on
 //! J: each case depends only on its seed.
 //!
+//! `import-cycles`: lists import cycles between the files of a crate and
+//! crate dependencies up the layers (import_cycles.rs; its tests fail on
+//! either in `cargo test`), and exits 1 if there is one.
+//!
 //! Left out: fuzzing the command line (the test suite's
 //! `crates/numalab/tests/fuzz_cli.rs` does that through the built binary).
+
+mod import_cycles;
 
 use numalab_fuzz::{pipeline, run_case, Case, Counts, Limits, Outcome};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-const USAGE: &str = "usage: cargo run -p xtask -- fuzz N [--seed S] [--jobs J] [--show-errors]";
+const USAGE: &str =
+    "usage: cargo run -p xtask -- fuzz N [--seed S] [--jobs J] [--show-errors] | import-cycles";
 
 /// The parsed `fuzz` arguments.
 struct Args {
@@ -69,8 +76,42 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(a)
 }
 
+/// `import-cycles`: lists import cycles between the files of each crate
+/// and crate dependencies that point up the layers; exit 1 if any.
+fn import_cycles_task() -> ExitCode {
+    let root = import_cycles::workspace_root();
+    let result = import_cycles::workspace_cycles(&root).and_then(|cycles| {
+        let deps = import_cycles::crate_deps(&root)?;
+        Ok((cycles, import_cycles::layer_violations(&deps)))
+    });
+    match result {
+        Ok((cycles, layers)) => {
+            for l in cycles.iter().chain(&layers) {
+                println!("{l}");
+            }
+            println!(
+                "import cycles: {}; dependencies up the layers: {}",
+                cycles.len(),
+                layers.len()
+            );
+            if cycles.is_empty() && layers.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("import-cycles") {
+        return import_cycles_task();
+    }
     let a = match parse(&args) {
         Ok(a) => a,
         Err(e) => {
