@@ -2,10 +2,7 @@
 which must give the same table as each other and as the CLI's
 results.csv (when a built numalab binary is found)."""
 
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -25,8 +22,6 @@ seeds = [1, 2]
 """
 OFF = "kernel.numa_balancing=0 numa_balancing.scan_delay_ms=50"
 ON = "kernel.numa_balancing=1 numa_balancing.scan_delay_ms=50"
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_local_sweep_table():
@@ -85,23 +80,8 @@ def test_list_sweep_and_bad_specs():
         numalab.sweep("missing.toml")
 
 
-def _cli():
-    """A built numalab binary: $NUMALAB_BIN, else the workspace's."""
-    for p in (
-        os.environ.get("NUMALAB_BIN"),
-        ROOT / "target/debug/numalab",
-        ROOT / "target/release/numalab",
-        shutil.which("numalab"),
-    ):
-        if p and Path(p).is_file() and os.access(p, os.X_OK):
-            return str(p)
-    return None
-
-
-def test_local_sweep_equals_the_cli_results_csv(tmp_path):
-    cli = _cli()
-    if cli is None:
-        pytest.skip("no built numalab binary (set NUMALAB_BIN)")
+def test_local_sweep_equals_the_cli_results_csv(tmp_path, numalab_cli):
+    cli = numalab_cli
     f = tmp_path / "s.toml"
     f.write_text(SPEC)
     out = tmp_path / "out"
