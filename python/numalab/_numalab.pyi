@@ -58,12 +58,8 @@ def sweep_save(
 ) -> None:
     """Saves one point's record JSON to its file in sweep directory ``out``."""
 
-def sweep_table(
-    text: str, fmt: str, name: str, records: List[str], out: Optional[str]
-) -> str:
+def sweep_table(text: str, fmt: str, name: str, records: List[str], out: Optional[str]) -> str:
     """The results.csv of a sweep from its records in point order (also written to ``out``)."""
 
-def sweep_local(
-    text: str, fmt: str, name: str, jobs: Optional[int], out: Optional[str]
-) -> str:
+def sweep_local(text: str, fmt: str, name: str, jobs: Optional[int], out: Optional[str]) -> str:
     """A whole sweep run here (resuming and saving to ``out``); its results.csv."""

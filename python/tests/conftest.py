@@ -1,29 +1,10 @@
-"""Shared by the Python tests: where a built ``numalab`` binary is, for the
-tests that compare the package's output with the command line's."""
-
-import os
-import shutil
-from pathlib import Path
-from typing import Optional
+"""Fixtures shared by the Python tests: the built ``numalab`` binary
+(built_cli.py) and a Dask cluster of ``dask`` CLI processes
+(cli_cluster.py)."""
 
 import pytest
 
-#: The repository's root (python/tests/../..).
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def find_cli() -> Optional[str]:
-    """A built numalab binary: $NUMALAB_BIN, else the workspace's, else
-    one on PATH; None if there is none."""
-    for p in (
-        os.environ.get("NUMALAB_BIN"),
-        ROOT / "target/debug/numalab",
-        ROOT / "target/release/numalab",
-        shutil.which("numalab"),
-    ):
-        if p and Path(p).is_file() and os.access(p, os.X_OK):
-            return str(p)
-    return None
+from built_cli import find_cli
 
 
 @pytest.fixture
@@ -34,3 +15,23 @@ def numalab_cli() -> str:
     if cli is None:
         pytest.skip("no built numalab binary (set NUMALAB_BIN)")
     return cli
+
+
+@pytest.fixture
+def cli_cluster(tmp_path):
+    """A scheduler and the workers ``survivor`` and ``victim`` (one thread
+    each), separate ``dask`` CLI processes on 127.0.0.1 (cli_cluster.py);
+    all ended after the test, whatever it did to them."""
+    pytest.importorskip("distributed")
+    from cli_cluster import Cluster
+
+    root = tmp_path / "cluster"
+    root.mkdir()
+    cluster = Cluster(root)
+    try:
+        cluster.start_scheduler()
+        for name in ("survivor", "victim"):
+            cluster.start_worker(name)
+        yield cluster
+    finally:
+        cluster.stop()

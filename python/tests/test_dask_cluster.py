@@ -22,21 +22,19 @@ fails; rerunning it with the same ``out`` resumes it)."""
 from __future__ import annotations
 
 import collections
-import json
-import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pandas as pd
 import pytest
 
 import numalab
-from conftest import find_cli
+from built_cli import find_cli
+from cli_cluster import TIMEOUT_S, Cluster, wait_for
 
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
@@ -58,130 +56,6 @@ seeds = [1, 2, 3, 4]
 "kernel.numa_balancing" = ["0", "1"]
 """
 POINTS = 8
-
-#: Longest wait for a process to start, the victim to be caught mid-point,
-#: or the sweep to finish.
-TIMEOUT_S = 60.0
-
-
-def _wait_for(what: str, ready: Callable[[], Any], timeout: float = TIMEOUT_S) -> Any:
-    """Polls ``ready`` until it returns something true; fails naming
-    ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = ready()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.02)
-
-
-class Cluster:
-    """A scheduler and named workers, each ``dask`` CLI process in its own
-    session (process group), so a worker's nanny and worker process are
-    killed together, as when its host dies."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.procs: Dict[str, subprocess.Popen] = {}
-        self.address = ""
-
-    def start(self, name: str, *args: str) -> subprocess.Popen:
-        log = open(self.root / f"{name}.log", "wb")
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "dask", *args],
-                cwd=self.root,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        finally:
-            log.close()
-        self.procs[name] = proc
-        return proc
-
-    def log(self, name: str) -> str:
-        return (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
-
-    def alive(self, name: str) -> bool:
-        if self.procs[name].poll() is not None:
-            pytest.fail(f"{name} exited ({self.procs[name].returncode}):\n{self.log(name)}")
-        return True
-
-    def signal(self, name: str, sig: int) -> None:
-        os.killpg(self.procs[name].pid, sig)
-
-    def group(self, name: str) -> List[Any]:
-        """The process and its descendants (a nanny and its worker)."""
-        top = psutil.Process(self.procs[name].pid)
-        return [top, *top.children(recursive=True)]
-
-    def stop(self) -> None:
-        """Ends every process group: SIGTERM, then SIGKILL after 10 s."""
-        for name, proc in self.procs.items():
-            if proc.poll() is None:
-                _killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    pass
-            # Whatever is left of the group (a nanny's worker process).
-            _killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
-@pytest.fixture
-def cluster(tmp_path):
-    """A scheduler and the workers ``survivor`` and ``victim`` (one thread
-    each) on 127.0.0.1, each a separate ``dask`` CLI process; all ended
-    after the test."""
-    c = Cluster(tmp_path)
-    try:
-        scheduler_file = tmp_path / "scheduler.json"
-        c.start(
-            "scheduler",
-            "scheduler",
-            "--host", "127.0.0.1",
-            "--port", "0",
-            "--no-dashboard",
-            "--scheduler-file", str(scheduler_file),
-        )  # fmt: skip
-
-        def address() -> Optional[str]:
-            c.alive("scheduler")
-            try:
-                return json.loads(scheduler_file.read_text())["address"]
-            except (OSError, ValueError, KeyError):
-                return None  # not written yet, or half written
-
-        c.address = _wait_for("the scheduler's address", address)
-        for name in ("survivor", "victim"):
-            # The workers get only the scheduler's TCP address.
-            c.start(
-                name,
-                "worker",
-                c.address,
-                "--name", name,
-                "--host", "127.0.0.1",
-                "--nworkers", "1",
-                "--nthreads", "1",
-                "--no-dashboard",
-                "--local-directory", str(tmp_path / name),
-                "--death-timeout", str(int(TIMEOUT_S)),
-            )  # fmt: skip
-        yield c
-    finally:
-        c.stop()
 
 
 def _worker_tasks(dask_scheduler: Any, address: str) -> Dict[str, List[str]]:
@@ -233,7 +107,7 @@ def _kill_mid_point(client: Any, cluster: Cluster, victim: str, sweep_done: thre
         if not tasks["processing"] or tasks["holding"]:
             return None
         cluster.signal("victim", signal.SIGSTOP)
-        _wait_for(
+        wait_for(
             "the victim to stop",
             lambda: all(p.status() == psutil.STATUS_STOPPED for p in cluster.group("victim")),
         )
@@ -245,7 +119,7 @@ def _kill_mid_point(client: Any, cluster: Cluster, victim: str, sweep_done: thre
         cluster.signal("victim", signal.SIGCONT)
         return None
 
-    return _wait_for("the victim to be running a point, its finished ones delivered", caught)
+    return wait_for("the victim to be running a point, its finished ones delivered", caught)
 
 
 def _sweep_dir(out: Path) -> Dict[str, bytes]:
@@ -253,7 +127,8 @@ def _sweep_dir(out: Path) -> Dict[str, bytes]:
     return {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
 
 
-def test_a_sweep_survives_a_killed_worker(cluster, tmp_path):
+def test_a_sweep_survives_a_killed_worker(cli_cluster, tmp_path):
+    cluster = cli_cluster
     client = distributed.Client(cluster.address, timeout=TIMEOUT_S)
     try:
         client.wait_for_workers(2, timeout=TIMEOUT_S)
@@ -278,7 +153,7 @@ def test_a_sweep_survives_a_killed_worker(cluster, tmp_path):
         threading.Thread(target=run, daemon=True).start()
         in_flight = _kill_mid_point(client, cluster, victim, done)
         assert cluster.procs["victim"].wait(timeout=TIMEOUT_S) == -signal.SIGKILL
-        _wait_for("the sweep to finish", done.is_set)
+        wait_for("the sweep to finish", done.is_set)
         if "error" in result:
             raise result["error"]
         on_dask = result["table"]
