@@ -11,8 +11,10 @@ extension), with results as Python objects and pandas tables:
 ``sweep(spec, client=...)`` runs a sweep's points as tasks on a Dask
 distributed cluster (one task per point); without a client it runs them
 here on every core. Either way the result is the table ``numalab sweep``
-writes as results.csv, in the same point order. Left out: real-kernel and
-QEMU runs, traces and plots, which stay on the command line.
+writes as results.csv, in the same point order; with ``out=DIR`` the
+sweep also keeps, and resumes from, the directory ``numalab sweep -o DIR``
+keeps. Left out: real-kernel and QEMU runs, traces and plots, which stay
+on the command line.
 """
 
 from __future__ import annotations
@@ -448,7 +450,7 @@ def _run_on_cluster(
     the remaining tasks are cancelled and the error raised."""
     from distributed import as_completed
 
-    pending = {}
+    pending: Dict[str, Tuple[Dict[str, Any], Any]] = {}
     for p in points:
         future = client.submit(
             _point_task,

@@ -44,8 +44,9 @@ psutil = pytest.importorskip("psutil")
 # test module, so they travel by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
-# 8 points of about a second each: long enough to catch a worker in the
-# middle of one, short enough for the test to take about half a minute.
+# 8 points of a fifth of a second to a second each (balancing off, on):
+# long enough to catch a worker in the middle of one, short enough for
+# the test to take about half a minute.
 SPEC = """\
 name = "cluster"
 scale = 1.0
