@@ -96,7 +96,8 @@ def _compare_example(ns: Dict[str, Any], here: Path) -> None:
     assert on.vmstat["numa_pte_updates"] > 0
     assert on.vmstat["numa_pages_migrated"] > 100_000
     assert (here / "local-share.png").stat().st_size > 0
-    # "at scale=0.1 this run ends before it, so off and on come out identical"
+    # "at scale=0.1 this run ends before any scan and off and on come out
+    # identical"
     small = [
         numalab.run("spr-4n", "numa01-threadlocal", set=s, scale=0.1)
         for s in (["kernel.numa_balancing=0"], [])
