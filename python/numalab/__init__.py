@@ -11,18 +11,21 @@ extension), with results as Python objects and pandas tables:
 ``sweep(spec, client=...)`` runs a sweep's points as tasks on a Dask
 distributed cluster (one task per point); without a client it runs them
 here on every core. Either way the result is the table ``numalab sweep``
-writes as results.csv, in the same point order. Left out: real-kernel and
-QEMU runs, traces and plots, which stay on the command line.
+writes as results.csv, in the same point order; with ``out=DIR`` the
+sweep also keeps, and resumes from, the directory ``numalab sweep -o DIR``
+keeps. Left out: real-kernel and QEMU runs, traces and plots, which stay
+on the command line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -372,21 +375,39 @@ def _worker_version() -> str:
     return __version__
 
 
-def sweep(spec: SweepSpec, client: Any = None, jobs: Optional[int] = None) -> pd.DataFrame:
+def sweep(
+    spec: SweepSpec,
+    client: Any = None,
+    jobs: Optional[int] = None,
+    out: Union[str, "os.PathLike[str]", None] = None,
+) -> pd.DataFrame:
     """Runs a sweep (the spec of ``numalab sweep SWEEP.toml``: a path, TOML
     text, or a dict) and returns its results table: the columns and point
     order of the CLI's results.csv.
 
     With ``client`` (a ``dask.distributed.Client``) every point is a task
     on the cluster; every worker needs this same numalab version
-    installed. Without, the points run here on ``jobs`` threads (default
-    every core). The table is the same either way.
+    installed. Each point's record is taken from the cluster as soon as
+    the point completes, and its task released, so a worker lost later
+    holds no finished point: Dask runs again only the points a lost
+    worker had not finished. Without ``client`` the points run here on
+    ``jobs`` threads (default every core). The table is the same either
+    way.
+
+    With ``out`` (a directory, written here on the client) the sweep
+    keeps the directory ``numalab sweep -o OUT`` keeps: each point's Run
+    record is saved to ``OUT/points/NNNNN.json`` as it arrives, and
+    ``results.csv`` and ``results.jsonl`` at the end. A point already
+    saved there (with the same machine, workload, seed, settings and
+    scale) is not run again, so a stopped sweep resumes where it stopped,
+    from Python or the command line.
     """
     text, fmt, stem = _spec(spec)
     found = json.loads(_numalab.sweep_points(text, fmt))
     name = found["name"] or stem
+    out_dir = None if out is None else os.fspath(out)
     if client is None:
-        return _read_results(_numalab.sweep_local(text, fmt, name, jobs))
+        return _read_results(_numalab.sweep_local(text, fmt, name, jobs, out_dir))
     versions = client.run(_worker_version)
     wrong = {w: v for w, v in versions.items() if v != __version__}
     if wrong:
@@ -394,9 +415,44 @@ def sweep(spec: SweepSpec, client: Any = None, jobs: Optional[int] = None) -> pd
             f"numalab {__version__} on the client but other versions on workers {wrong}: "
             "install the same numalab wheel on every worker"
         )
-    scale = found["scale"]
-    futures = [
-        client.submit(
+    points = found["points"]
+    records: List[Optional[str]] = [None] * len(points)
+    if out_dir is not None:
+        records = list(_numalab.sweep_resume(text, fmt, out_dir))
+    todo = [p for p in points if records[p["index"]] is None]
+    arrivals = _run_on_cluster(client, todo, found["scale"], name, _digest(text, fmt))
+    with contextlib.closing(arrivals):
+        for p, record in arrivals:
+            if out_dir is not None:
+                _numalab.sweep_save(
+                    out_dir,
+                    p["index"],
+                    p["machine"],
+                    p["workload"],
+                    p["seed"],
+                    p["set"],
+                    found["scale"],
+                    record,
+                )
+            records[p["index"]] = record
+    done = [r for r in records if r is not None]
+    return _read_results(_numalab.sweep_table(text, fmt, name, done, out_dir))
+
+
+def _run_on_cluster(
+    client: Any, points: List[Dict[str, Any]], scale: float, name: str, digest: str
+) -> Generator[Tuple[Dict[str, Any], str], None, None]:
+    """Runs ``points`` as tasks on ``client``'s cluster and yields each
+    (point, record JSON) as it completes. Each task is released as soon as
+    its record is here: a finished task whose future is held keeps its
+    result only on the worker that ran it, and Dask would run the point
+    again if that worker died before the end of the sweep. On an error
+    the remaining tasks are cancelled and the error raised."""
+    from distributed import as_completed
+
+    pending: Dict[str, Tuple[Dict[str, Any], Any]] = {}
+    for p in points:
+        future = client.submit(
             _point_task,
             __version__,
             p["index"],
@@ -405,12 +461,18 @@ def sweep(spec: SweepSpec, client: Any = None, jobs: Optional[int] = None) -> pd
             p["seed"],
             p["set"],
             scale,
-            key=f"numalab-{name}-{p['index']:05}-{_digest(text, fmt)}",
+            key=f"numalab-{name}-{p['index']:05}-{digest}",
         )
-        for p in found["points"]
-    ]
-    records = client.gather(futures)
-    return _read_results(_numalab.sweep_table(text, fmt, name, list(records)))
+        pending[future.key] = (p, future)
+    completed = as_completed([f for _, f in pending.values()], loop=client.loop, with_results=True)
+    try:
+        for future, record in completed:
+            p, _ = pending.pop(future.key)
+            future.release()
+            yield p, record
+    finally:
+        if pending:
+            client.cancel([f for _, f in pending.values()])
 
 
 def _digest(text: str, fmt: str) -> str:

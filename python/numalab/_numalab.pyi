@@ -43,8 +43,23 @@ def sweep_point(
 ) -> str:
     """One sweep point's Run record JSON."""
 
-def sweep_table(text: str, fmt: str, name: str, records: List[str]) -> str:
-    """The results.csv of a sweep from its records in point order."""
+def sweep_resume(text: str, fmt: str, out: str) -> List[Optional[str]]:
+    """Creates sweep directory ``out``; per point, the record JSON saved there (None: to run)."""
 
-def sweep_local(text: str, fmt: str, name: str, jobs: Optional[int]) -> str:
-    """A whole sweep run here; its results.csv."""
+def sweep_save(
+    out: str,
+    index: int,
+    machine: str,
+    workload: str,
+    seed: int,
+    set: List[str],
+    scale: float,
+    record: str,
+) -> None:
+    """Saves one point's record JSON to its file in sweep directory ``out``."""
+
+def sweep_table(text: str, fmt: str, name: str, records: List[str], out: Optional[str]) -> str:
+    """The results.csv of a sweep from its records in point order (also written to ``out``)."""
+
+def sweep_local(text: str, fmt: str, name: str, jobs: Optional[int], out: Optional[str]) -> str:
+    """A whole sweep run here (resuming and saving to ``out``); its results.csv."""

@@ -16,6 +16,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 use serde_json::json;
+use std::path::{Path, PathBuf};
 
 /// A `Result<T, String>` (the CLI's bad input) as a Python `ValueError`.
 fn bad<T>(r: Result<T, String>) -> PyResult<T> {
@@ -268,10 +269,66 @@ fn sweep_point(
     bad(py.detach(|| sweep::point_record(&p, scale).map(|r| r.to_json())))
 }
 
-/// The results.csv of a sweep (named `name`) from its points' records in
-/// point order, as `numalab sweep` writes it.
+/// Creates sweep directory `out` (with `out/points`) if need be and
+/// returns, per point of the spec in sweep order, the record JSON saved
+/// there by an earlier run (None: the point is still to run): the resume
+/// of `numalab sweep -o OUT`, whose directory this is.
 #[pyfunction]
-fn sweep_table(text: &str, fmt: &str, name: &str, records: Vec<String>) -> PyResult<String> {
+fn sweep_resume(text: &str, fmt: &str, out: &str) -> PyResult<Vec<Option<String>>> {
+    let s = bad(spec(text, fmt))?;
+    let pts = bad(sweep::points(&s))?;
+    let out = bad(sweep_dir(out))?;
+    Ok(pts
+        .iter()
+        .map(|p| sweep::done(&out, p, s.scale).map(|r| r.to_json()))
+        .collect())
+}
+
+/// Creates `out/points`; the directory's path.
+fn sweep_dir(out: &str) -> Result<PathBuf, String> {
+    let out = PathBuf::from(out);
+    std::fs::create_dir_all(out.join("points"))
+        .map_err(|e| format!("{}: {}", out.display(), numalab::out::io_text(&e)))?;
+    Ok(out)
+}
+
+/// Saves one point's record JSON (`sweep_point`'s) to its file in sweep
+/// directory `out`, atomically; refuses a record of another point.
+#[pyfunction]
+#[pyo3(signature = (out, index, machine, workload, seed, set, scale, record))]
+#[allow(clippy::too_many_arguments)] // a point's fields, as sweep_point takes them
+fn sweep_save(
+    out: &str,
+    index: usize,
+    machine: String,
+    workload: String,
+    seed: u64,
+    set: Vec<String>,
+    scale: f64,
+    record: &str,
+) -> PyResult<()> {
+    let p = sweep::Point {
+        index,
+        machine,
+        workload,
+        seed,
+        set,
+    };
+    bad(sweep::save_point(Path::new(out), &p, scale, record))
+}
+
+/// The results.csv of a sweep (named `name`) from its points' records in
+/// point order, as `numalab sweep` writes it; with `out`, also written
+/// there with results.jsonl.
+#[pyfunction]
+#[pyo3(signature = (text, fmt, name, records, out))]
+fn sweep_table(
+    text: &str,
+    fmt: &str,
+    name: &str,
+    records: Vec<String>,
+    out: Option<&str>,
+) -> PyResult<String> {
     let s = bad(spec(text, fmt))?;
     let pts = bad(sweep::points(&s))?;
     if records.len() != pts.len() {
@@ -286,32 +343,65 @@ fn sweep_table(text: &str, fmt: &str, name: &str, records: Vec<String>) -> PyRes
         .zip(&pts)
         .map(|(r, p)| RunRecord::from_json(r, &format!("point {}", p.index)))
         .collect::<Result<Vec<_>, _>>();
-    Ok(sweep::tables(name, &pts, &bad(recs)?).0)
+    bad(finish(name, &pts, &bad(recs)?, out))
+}
+
+/// The tables of a finished sweep; with `out`, results.csv and
+/// results.jsonl are written there, as `numalab sweep` does.
+fn finish(
+    name: &str,
+    pts: &[sweep::Point],
+    recs: &[RunRecord],
+    out: Option<&str>,
+) -> Result<String, String> {
+    let (csv, jsonl) = sweep::tables(name, pts, recs);
+    if let Some(out) = out {
+        let out = Path::new(out);
+        numalab::out::write_file("sweep", &out.join("results.csv"), &csv)?;
+        numalab::out::write_file("sweep", &out.join("results.jsonl"), &jsonl)?;
+    }
+    Ok(csv)
 }
 
 /// Runs a whole sweep here on `jobs` threads (None: every core) and
-/// returns its results.csv, without writing files.
+/// returns its results.csv. Without `out` no file is written; with it,
+/// the sweep directory of `numalab sweep -o OUT`: points saved there
+/// before are not run again, each point's record is saved as it
+/// completes, and results.csv and results.jsonl are written at the end.
 #[pyfunction]
-#[pyo3(signature = (text, fmt, name, jobs))]
+#[pyo3(signature = (text, fmt, name, jobs, out))]
 fn sweep_local(
     py: Python<'_>,
     text: &str,
     fmt: &str,
     name: &str,
     jobs: Option<usize>,
+    out: Option<&str>,
 ) -> PyResult<String> {
     let s = bad(spec(text, fmt))?;
     let pts = bad(sweep::points(&s))?;
     bad(sweep::check_points(&pts))?;
     let jobs = bad(numalab::parallel::jobs(jobs))?;
+    let dir = out.map(sweep_dir).transpose();
+    let dir = bad(dir)?;
     let recs = bad(py.detach(|| {
         numalab::parallel::install(jobs, || {
             pts.par_iter()
-                .map(|p| sweep::point_record(p, s.scale))
+                .map(|p| match &dir {
+                    None => sweep::point_record(p, s.scale),
+                    Some(d) => match sweep::done(d, p, s.scale) {
+                        Some(saved) => Ok(saved),
+                        None => {
+                            let rec = sweep::point_record(p, s.scale)?;
+                            sweep::save_point(d, p, s.scale, &rec.to_json())?;
+                            Ok(rec)
+                        }
+                    },
+                })
                 .collect::<Result<Vec<_>, String>>()
         })?
     }))?;
-    Ok(sweep::tables(name, &pts, &recs).0)
+    bad(finish(name, &pts, &recs, out))
 }
 
 /// The extension module.
@@ -328,6 +418,8 @@ fn _numalab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_points, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_point, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_resume, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_save, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_table, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_local, m)?)?;
     Ok(())

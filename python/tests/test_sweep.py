@@ -2,10 +2,8 @@
 which must give the same table as each other and as the CLI's
 results.csv (when a built numalab binary is found)."""
 
-import os
-import shutil
+import json
 import subprocess
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -25,8 +23,6 @@ seeds = [1, 2]
 """
 OFF = "kernel.numa_balancing=0 numa_balancing.scan_delay_ms=50"
 ON = "kernel.numa_balancing=1 numa_balancing.scan_delay_ms=50"
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_local_sweep_table():
@@ -85,29 +81,67 @@ def test_list_sweep_and_bad_specs():
         numalab.sweep("missing.toml")
 
 
-def _cli():
-    """A built numalab binary: $NUMALAB_BIN, else the workspace's."""
-    for p in (
-        os.environ.get("NUMALAB_BIN"),
-        ROOT / "target/debug/numalab",
-        ROOT / "target/release/numalab",
-        shutil.which("numalab"),
-    ):
-        if p and Path(p).is_file() and os.access(p, os.X_OK):
-            return str(p)
-    return None
-
-
-def test_local_sweep_equals_the_cli_results_csv(tmp_path):
-    cli = _cli()
-    if cli is None:
-        pytest.skip("no built numalab binary (set NUMALAB_BIN)")
+def test_local_sweep_equals_the_cli_results_csv(tmp_path, numalab_cli):
+    cli = numalab_cli
     f = tmp_path / "s.toml"
     f.write_text(SPEC)
     out = tmp_path / "out"
     subprocess.run([cli, "sweep", str(f), "-o", str(out), "-j", "2"], check=True)
     cli_df = numalab._read_results((out / "results.csv").read_text())
     pd.testing.assert_frame_equal(numalab.sweep(f, jobs=2), cli_df)
+
+
+def _stats(points):
+    return {f.name: (f.stat().st_ino, f.stat().st_mtime_ns) for f in points.iterdir()}
+
+
+def test_a_local_sweep_keeps_and_resumes_the_cli_directory(tmp_path, numalab_cli):
+    out = tmp_path / "out"
+    df = numalab.sweep(SPEC, jobs=2, out=out)
+    points = out / "points"
+    assert sorted(f.name for f in points.iterdir()) == [f"{i:05}.json" for i in range(8)]
+    assert (out / "results.csv").read_text().count("\n") == 9
+    assert len((out / "results.jsonl").read_text().splitlines()) == 8
+    # Run again: every point is done, none is run or rewritten.
+    before = _stats(points)
+    pd.testing.assert_frame_equal(numalab.sweep(SPEC, out=out), df)
+    assert _stats(points) == before
+    # A lost point, and one whose file holds another point's record, are
+    # run again; the others are kept.
+    (points / "00003.json").unlink()
+    (points / "00005.json").write_text((points / "00004.json").read_text())
+    pd.testing.assert_frame_equal(numalab.sweep(SPEC, out=out), df)
+    after = _stats(points)
+    assert {n for n in after if after[n] != before.get(n)} == {"00003.json", "00005.json"}
+    # The command line resumes a directory the package wrote, and the
+    # other way round, to the same bytes.
+    f = tmp_path / "py-test.toml"
+    f.write_text(SPEC)
+    (points / "00006.json").unlink()
+    run = subprocess.run(
+        [numalab_cli, "sweep", str(f), "-o", str(out)], check=True, capture_output=True, text=True
+    )
+    assert "8 points, 7 done before, 1 to run" in run.stderr
+    cli_out = tmp_path / "cli"
+    subprocess.run([numalab_cli, "sweep", str(f), "-o", str(cli_out)], check=True)
+    (cli_out / "points" / "00001.json").unlink()
+    pd.testing.assert_frame_equal(numalab.sweep(SPEC, out=cli_out), df)
+    tree = {g.relative_to(out): g.read_bytes() for g in sorted(out.rglob("*")) if g.is_file()}
+    assert tree == {
+        g.relative_to(cli_out): g.read_bytes() for g in sorted(cli_out.rglob("*")) if g.is_file()
+    }
+
+
+def test_a_record_of_another_point_is_not_saved(tmp_path):
+    found = json.loads(numalab._numalab.sweep_points(SPEC, "toml"))
+    p0, p1 = found["points"][:2]
+    record = numalab._numalab.sweep_point(
+        p1["index"], p1["machine"], p1["workload"], p1["seed"], p1["set"], found["scale"]
+    )
+    args = (p0["machine"], p0["workload"], p0["seed"], p0["set"], found["scale"], record)
+    with pytest.raises(ValueError, match="point 0: the record is not this point's"):
+        numalab._numalab.sweep_save(str(tmp_path), 0, *args)
+    assert not (tmp_path / "points" / "00000.json").exists()
 
 
 def test_dask_local_cluster_gives_the_local_table():

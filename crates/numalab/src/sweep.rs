@@ -169,8 +169,11 @@ fn point_path(out: &Path, p: &Point) -> PathBuf {
     out.join("points").join(format!("{:05}.json", p.index))
 }
 
-/// The settings a point's record must carry to count as done.
-fn done(out: &Path, p: &Point, scale: f64) -> Option<RunRecord> {
+/// Point `p`'s record saved in sweep directory `out` by an earlier run
+/// (`numalab sweep -o OUT`, or the Python package's `sweep(out=OUT)`), if
+/// its file reads back as this point (machine, workload, seed, settings)
+/// at `scale`: a point that has one is done, and resuming skips it.
+pub fn done(out: &Path, p: &Point, scale: f64) -> Option<RunRecord> {
     let text = std::fs::read_to_string(point_path(out, p)).ok()?;
     let r = RunRecord::from_json(&text, "point").ok()?;
     let same = r.seed == p.seed
@@ -194,6 +197,26 @@ fn run_point(out: &Path, p: &Point, scale: f64) -> Result<RunRecord, String> {
     let rec = point_record(p, scale)?;
     crate::out::write_file("sweep", &point_path(out, p), &rec.to_json())?;
     Ok(rec)
+}
+
+/// Saves `json`, point `p`'s Run record at `scale` (from
+/// [`point_record`], run here or on a Dask worker), to its file in sweep
+/// directory `out`, atomically, as `numalab sweep` does when a point
+/// completes. A record of another point or scale is refused, so what is
+/// saved always reads back as done ([`done`]).
+pub fn save_point(out: &Path, p: &Point, scale: f64, json: &str) -> Result<(), String> {
+    let what = format!("point {}", p.index);
+    let r = RunRecord::from_json(json, &what)?;
+    let ours = r.seed == p.seed
+        && r.scale == scale
+        && r.settings.get("sweep.point").map(String::as_str) == Some(&key(p));
+    if !ours {
+        return Err(format!(
+            "sweep: {what}: the record is not this point's ({} at scale {scale})",
+            key(p)
+        ));
+    }
+    crate::out::write_file("sweep", &point_path(out, p), json)
 }
 
 /// Runs point `p` at `scale` and returns its record, marked with the
