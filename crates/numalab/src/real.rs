@@ -153,6 +153,20 @@ pub struct VmArgs {
 }
 
 impl VmArgs {
+    /// Boots `kernel` (a built image, or a Debian version).
+    pub fn boot(&mut self, kernel: &crate::vm_kernel::Stock) {
+        match kernel {
+            crate::vm_kernel::Stock::Image(p) => {
+                self.kernel = None;
+                self.kernel_image = Some(p.clone());
+            }
+            crate::vm_kernel::Stock::Debian(k) => {
+                self.kernel = k.clone();
+                self.kernel_image = None;
+            }
+        }
+    }
+
     /// The CLI's `--kernel` value: a path to an existing file is a built
     /// bzImage, anything else a Debian 6.12 version.
     pub fn with_kernel(
@@ -321,7 +335,7 @@ pub fn vm_run_ab(
     let patched = crate::vm_kernel::Stock::Image(patched.bzimage);
     for (label, k) in [("stock", &stock), ("patched", &patched)] {
         let mut vv = v.clone();
-        k.apply(&mut vv);
+        vv.boot(k);
         eprintln!("numalab vm: {label} kernel {}", k.describe());
         cols.push((label.to_string(), vm_outcome(&m, a, &vv)));
     }

@@ -62,7 +62,7 @@ fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, kernel: &Stock) -> 
         trace_events: None,
     };
     let mut v = o.vm.clone();
-    kernel.apply(&mut v);
+    v.boot(kernel);
     let r = real::vm_outcome(m, &a, &v).map_err(|e| e.message)?;
     eprintln!(
         "numalab validate: {}: kernel {} ({}), boot {:.1} s, QEMU {:.1} s, console problems {}",

@@ -176,20 +176,6 @@ pub fn pair(
 }
 
 impl Stock {
-    /// Sets `v` to boot this kernel.
-    pub fn apply(&self, v: &mut crate::real::VmArgs) {
-        match self {
-            Stock::Image(p) => {
-                v.kernel = None;
-                v.kernel_image = Some(p.clone());
-            }
-            Stock::Debian(k) => {
-                v.kernel = k.clone();
-                v.kernel_image = None;
-            }
-        }
-    }
-
     /// For messages.
     pub fn describe(&self) -> String {
         match self {
