@@ -26,10 +26,7 @@ pub(crate) struct Spread {
 
 impl Spread {
     /// The spread of `pick` over `runs`; `None` for no runs.
-    pub(crate) fn of<'a>(
-        runs: impl Iterator<Item = &'a RunRecord>,
-        pick: fn(&RunRecord) -> f64,
-    ) -> Option<Spread> {
+    pub(crate) fn of<'a>(runs: impl Iterator<Item = &'a RunRecord>, pick: Pick) -> Option<Spread> {
         let v: Vec<f64> = runs.map(pick).collect();
         if v.is_empty() {
             return None;
@@ -45,8 +42,11 @@ impl Spread {
 /// A figure's metric: its name and each column's spread.
 pub(crate) type Metric = (&'static str, Vec<Option<Spread>>);
 
+/// How a metric is read from a run.
+pub(crate) type Pick = fn(&RunRecord) -> f64;
+
 /// The metrics a compare chart shows, with how to read them from a run.
-pub(crate) const METRICS: [(&str, fn(&RunRecord) -> f64); 4] = [
+pub(crate) const METRICS: [(&str, Pick); 4] = [
     ("elapsed (s)", |r| r.elapsed_s),
     ("system time (s)", |r| r.sys_s),
     ("numa_hint_faults", |r| r.vm("numa_hint_faults") as f64),
@@ -66,20 +66,17 @@ pub(crate) fn draw_bars<DB: DrawingBackend>(
     let rest = titled(a, title)?;
     let panels = rest.split_evenly((2, 2));
     for (p, (name, vals)) in panels.iter().zip(metrics) {
-        let ymax = vals
-            .iter()
-            .flatten()
-            .map(|s| s.max)
-            .fold(0.0, f64::max)
-            .max(1e-9)
-            * 1.1;
+        let ymax = vals.iter().flatten().map(|s| s.max).fold(0.0, f64::max) * 1.1;
+        // All zero (no balancing): an axis to 1 rather than to nothing.
+        let ymax = if ymax > 0.0 { ymax } else { 1.0 };
         let n = vals.len();
         let mut c = ChartBuilder::on(p)
             .caption(*name, font(16))
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(70)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..ymax)
+            // An integer range's end is a segment too: 0..n-1 is n bars.
+            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0.0..ymax)
             .map_err(err)?;
         let lab = labels.to_vec();
         c.configure_mesh()

@@ -45,8 +45,29 @@ pub(crate) fn compact(v: f64) -> String {
         format!("{:.0}k", v / 1e3)
     } else if a >= 10.0 {
         format!("{v:.0}")
-    } else {
+    } else if a >= 0.1 || a == 0.0 {
         format!("{v:.2}")
+    } else if a >= 0.001 {
+        // Small scales: 5 ms steps must not all read 0.00.
+        format!("{v:.4}")
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact;
+
+    #[test]
+    fn axis_numbers_keep_their_digits() {
+        assert_eq!(compact(2_500_000.0), "2.5M");
+        assert_eq!(compact(25_000.0), "25k");
+        assert_eq!(compact(250.0), "250");
+        assert_eq!(compact(0.25), "0.25");
+        assert_eq!(compact(0.0), "0.00");
+        assert_eq!(compact(0.0075), "0.0075");
+        assert_eq!(compact(0.00025), "2.5e-4");
     }
 }
 
@@ -89,20 +110,22 @@ pub(crate) fn with_legend<DB: DrawingBackend>(
     a.split_horizontally(w.saturating_sub(LEGEND_W))
 }
 
-/// Draws legend entries `(name, colour)` down the legend column `legend`,
-/// starting `top` pixels from its top. Names longer than the column are
-/// cut with `~` rather than drawn over the chart.
+/// A legend entry: its name, colour and mark.
+pub(crate) type Entry = (String, RGBColor, Mark);
+
+/// Draws legend `entries` down the legend column `legend`, starting `top`
+/// pixels from its top. Names longer than the column are cut with `~`
+/// rather than drawn over the chart.
 pub(crate) fn legend<DB: DrawingBackend>(
     legend: &DrawingArea<DB, Shift>,
     top: i32,
-    entries: &[(String, RGBColor)],
-    mark: Mark,
+    entries: &[Entry],
 ) -> Res {
     // 13 px monospace: 8 px a character; 28 px for the mark.
     let max_chars = (LEGEND_W as usize - 34) / 8;
-    for (k, (name, col)) in entries.iter().enumerate() {
+    for (k, (name, col, mark)) in entries.iter().enumerate() {
         let y = top + 20 * k as i32;
-        match mark {
+        match *mark {
             Mark::Line => legend
                 .draw(&PathElement::new(
                     vec![(6, y + 7), (26, y + 7)],
@@ -180,14 +203,14 @@ pub(crate) fn draw_lines<DB: DrawingBackend>(
         .map_err(err)?;
     }
     if let Some(key) = key {
-        let entries: Vec<(String, RGBColor)> = lines
+        let entries: Vec<Entry> = lines
             .iter()
             .enumerate()
-            .map(|(i, (n, _))| (n.clone(), style(i)))
+            .map(|(i, (n, _))| (n.clone(), style(i), Mark::Line))
             .collect();
         // Level with the top of the plotting area.
         let top = c.plotting_area().get_base_pixel().1 - area.get_base_pixel().1;
-        legend(&key, top, &entries, Mark::Line)?;
+        legend(&key, top, &entries)?;
     }
     Ok(())
 }

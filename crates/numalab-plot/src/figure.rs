@@ -201,7 +201,7 @@ pub(crate) fn run_figures(rec: &RunRecord) -> (Vec<(String, Figure)>, Vec<Skippe
             "latency".to_string(),
             Figure::Latency {
                 title: format!(
-                    "{title}: access latency; {} at or above {} us, slowest {:.3} ms",
+                    "{title}: latency, {} >= {} us, max {:.1} ms",
                     h.reads_over + h.writes_over,
                     h.threshold_us,
                     h.max_ns as f64 / 1e6

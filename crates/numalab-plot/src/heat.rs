@@ -12,7 +12,7 @@
 //!
 //! Left out: merging rows (each task keeps its row, however thin).
 
-use crate::draw::{err, font, legend, style, with_legend, Mark, Res};
+use crate::draw::{err, font, legend, style, with_legend, Entry, Mark, Res};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -135,12 +135,12 @@ pub(crate) fn draw_heat<DB: DrawingBackend>(
         )
     }))
     .map_err(err)?;
-    let mut entries: Vec<(String, RGBColor)> = (0..=maxnode)
-        .map(|n| (format!("node {n}"), style(n)))
+    let mut entries: Vec<Entry> = (0..=maxnode)
+        .map(|n| (format!("node {n}"), style(n), Mark::Block))
         .collect();
-    entries.push(("off CPU".to_string(), OFF_CPU));
+    entries.push(("off CPU".to_string(), OFF_CPU, Mark::Block));
     let top = c.plotting_area().get_base_pixel().1 - chart_area.get_base_pixel().1;
-    legend(&key, top, &entries, Mark::Block)
+    legend(&key, top, &entries)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! record has none the sum of its tasks'. Left out: per-cgroup and
 //! per-task charts, pmbench's sub-bins (the record keeps none).
 
-use crate::draw::{err, font, legend, style, titled, with_legend, Mark, Res};
+use crate::draw::{err, font, legend, style, titled, with_legend, Entry, Mark, Res};
 use numalab_record::{AccessLatency, RunKind, RunRecord};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -161,21 +161,25 @@ pub(crate) fn draw_latency<DB: DrawingBackend>(
                 .map_err(err)?;
         }
     }
-    let mut entries: Vec<(String, RGBColor)> = series
+    let mark = if bars { Mark::Block } else { Mark::Line };
+    let mut entries: Vec<Entry> = series
         .iter()
         .enumerate()
-        .map(|(k, (name, _))| (name.clone(), style(k)))
+        .map(|(k, (name, _))| (name.clone(), style(k), mark))
         .collect();
     if let Some(us) = threshold_us {
         let x = ((us as f64) * 1e3).log2();
         if (lo as f64..hi as f64).contains(&x) {
-            c.draw_series(LineSeries::new([(x, floor), (x, top)], RED.stroke_width(1)))
-                .map_err(err)?;
-            entries.push((format!(">= {us} us"), RED));
+            c.draw_series(LineSeries::new(
+                [(x, floor), (x, top)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(err)?;
+            entries.push((format!(">= {us} us"), BLACK, Mark::Line));
         }
     }
     let offset = c.plotting_area().get_base_pixel().1 - area.get_base_pixel().1;
-    legend(&key, offset, &entries, Mark::Line)
+    legend(&key, offset, &entries)
 }
 
 #[cfg(test)]
