@@ -246,8 +246,10 @@ def compare(
 
     Each item of ``runs`` is a ``Run`` or a list of runs (iterations of one
     configuration). ``labels`` name the columns (default ``run1``,
-    ``run2``, ...). Runs of different machines, workloads or scales are
-    refused with ``ValueError`` unless ``force`` (then a warning).
+    ``run2``, ...). A column may hold runs of several workloads: each is a
+    test with its own rows, ``n/a`` in a column without it. Runs of
+    different machines or scales are refused with ``ValueError`` unless
+    ``force`` (then a warning).
     """
     columns: List[Tuple[str, List[str]]] = []
     for i, col in enumerate(runs):

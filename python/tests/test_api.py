@@ -121,12 +121,19 @@ def test_compare(on, off):
     assert "off" in c.text and "on" in c.text and "NUMA hint" in c.text
     df = c.to_pandas()
     assert len(df) == 2
-    # Different workloads are refused unless forced, as the CLI does.
+    # A column of two workloads: a row per workload, n/a where a column
+    # lacks one; not an error.
     other = numalab.run(M, "numa01", set=[EARLY], scale=S)
-    with pytest.raises(ValueError, match="workload"):
-        numalab.compare([on, other])
-    with pytest.warns(UserWarning, match="workload"):
-        numalab.compare([on, other], force=True)
+    c = numalab.compare([[off, other], on], labels=["off", "on"])
+    assert "elsp-NUMA01" in c.text and "elsp-NUMA02" in c.text
+    row = next(l for l in c.text.splitlines() if l.startswith("Amean     elsp-NUMA01"))
+    assert row.rstrip().endswith("n/a")
+    # Different machines are refused unless forced, as the CLI does.
+    far = numalab.run("4s-48", W, set=[EARLY], scale=S)
+    with pytest.raises(ValueError, match="machine"):
+        numalab.compare([on, far])
+    with pytest.warns(UserWarning, match="machine"):
+        numalab.compare([on, far], force=True)
     with pytest.raises(ValueError, match="labels"):
         numalab.compare([on, off], labels=["a"])
 

@@ -21,6 +21,13 @@
 //!   summed over the column, with mmtests' derived rows and its
 //!   `AutoNUMA cost` model.
 //!
+//! A column may hold several workloads (`numalab run -w numa01 -w numa02`):
+//! each is a test with its own rows in every block of the summary table
+//! ([`CompareRows`] says which runs are which test). A test one column has
+//! no run of prints `n/a` there. The `Duration` and `Ops` totals are taken
+//! over the tests every column has, with a line naming those left out, so
+//! that a missing test does not pass for a difference.
+//!
 //! Left out: mmtests' ratio and geometric-mean tables, its
 //! confidence-interval significance of recent versions (the t-test of the
 //! 2019-2023 versions is used), the non-NUMA vmstat rows (reclaim,
@@ -30,6 +37,7 @@
 //! Tests are ordered NUMA01, NUMA01_THREADLOCAL, NUMA02, NUMA02_SMT, then
 //! the others alphabetically.
 
+pub use crate::compare_rows::{order_tests, CompareRows};
 use crate::stats::{self, Better, Stat, MULTIOPS_STATS, SIGNIFICANCE_ALPHA};
 use numalab_record::{RunRecord, RunSet};
 use std::collections::BTreeSet;
@@ -43,30 +51,6 @@ const COMPARE_LEN: usize = 7;
 const OPS_FIELD_LEN: usize = 15;
 /// Precision of every value printed.
 const PRECISION: usize = 2;
-
-/// The autonumabench tests in the order mmtests reports them.
-const AUTONUMABENCH_ORDER: [&str; 4] = ["NUMA01", "NUMA01_THREADLOCAL", "NUMA02", "NUMA02_SMT"];
-
-/// Orders test names the way the compare table lists them: the four
-/// autonumabench tests in their usual order first, then the others
-/// alphabetically; duplicates removed.
-pub fn order_tests<I, S>(names: I) -> Vec<String>
-where
-    I: IntoIterator<Item = S>,
-    S: Into<String>,
-{
-    let set: BTreeSet<String> = names.into_iter().map(Into::into).collect();
-    let mut out: Vec<String> = AUTONUMABENCH_ORDER
-        .iter()
-        .filter(|t| set.contains(**t))
-        .map(|t| t.to_string())
-        .collect();
-    out.extend(
-        set.into_iter()
-            .filter(|t| !AUTONUMABENCH_ORDER.contains(&t.as_str())),
-    );
-    out
-}
 
 /// Splits a column label into the two header lines mmtests prints: the part
 /// before the first `-` and the rest (a `-rcN` suffix stays with the first
@@ -117,15 +101,19 @@ struct Operation {
     samples: Vec<Option<Vec<f64>>>,
 }
 
-/// Samples of `pick` for the runs of `test` in one column.
-fn samples(set: &RunSet, test: &str, pick: &dyn Fn(&RunRecord) -> Option<f64>) -> Option<Vec<f64>> {
-    let v: Vec<f64> = set
-        .runs
-        .iter()
-        .filter(|r| r.test_name() == test)
-        .filter_map(pick)
-        .collect();
-    (!v.is_empty()).then_some(v)
+/// Samples of `pick` for the runs of `test` in each column.
+fn samples(
+    rows: &CompareRows,
+    sets: &[RunSet],
+    test: &str,
+    pick: &dyn Fn(&RunRecord) -> Option<f64>,
+) -> Vec<Option<Vec<f64>>> {
+    (0..sets.len())
+        .map(|col| {
+            let v: Vec<f64> = rows.runs(sets, col, test).filter_map(pick).collect();
+            (!v.is_empty()).then_some(v)
+        })
+        .collect()
 }
 
 /// Replaces `NaN` by 0, as mmtests prints statistics it cannot compute.
@@ -184,8 +172,9 @@ fn summary_table(out: &mut String, sets: &[RunSet], ops: &[Operation]) {
     }
 }
 
-/// The `Duration User/System/Elapsed` block: sums over each column's runs.
-fn duration_block(out: &mut String, sets: &[RunSet]) {
+/// The `Duration User/System/Elapsed` block: sums over each column's runs
+/// (`runs`, by column).
+fn duration_block(out: &mut String, sets: &[RunSet], runs: &[Vec<&RunRecord>]) {
     type Pick = fn(&RunRecord) -> f64;
     let rows: [(&str, Pick); 3] = [
         ("User", |r| r.user_s),
@@ -197,8 +186,8 @@ fn duration_block(out: &mut String, sets: &[RunSet]) {
     header_lines(out, sets, head.len() + 1 + op_w, FIELD_LEN);
     for (name, pick) in rows {
         let mut line = format!("{head} {name:<op_w$}");
-        for set in sets {
-            let total: f64 = set.runs.iter().map(pick).sum();
+        for col in runs {
+            let total: f64 = col.iter().map(|r| pick(r)).sum();
             let _ = write!(line, "{total:>FIELD_LEN$.PRECISION$}");
         }
         out.push_str(line.trim_end());
@@ -329,9 +318,13 @@ const OPS_ROWS: [OpsRow; 14] = [
     ("NUMA task swapped", |o| o.task_swapped.map(|v| v as f64)),
 ];
 
-/// The `Ops` block: one row per NUMA counter, one column per set.
-fn ops_block(out: &mut String, sets: &[RunSet]) {
-    let figs: Vec<NumaOps> = sets.iter().map(|s| NumaOps::from_runs(&s.runs)).collect();
+/// The `Ops` block: one row per NUMA counter, one column per set, summed
+/// over each column's runs (`runs`, by column).
+fn ops_block(out: &mut String, sets: &[RunSet], runs: &[Vec<&RunRecord>]) {
+    let figs: Vec<NumaOps> = runs
+        .iter()
+        .map(|col| NumaOps::from_runs(col.iter().copied()))
+        .collect();
     let rows: Vec<&OpsRow> = OPS_ROWS
         .iter()
         .filter(|(_, f)| figs.iter().any(|o| f(o).is_some()))
@@ -358,10 +351,8 @@ pub fn compare_table(sets: &[RunSet]) -> String {
     if sets.is_empty() {
         return out;
     }
-    let tests = order_tests(
-        sets.iter()
-            .flat_map(|s| s.runs.iter().map(|r| r.test_name())),
-    );
+    let rows = CompareRows::of(sets);
+    let tests = &rows.tests;
 
     let mut time_ops = Vec::new();
     for (prefix, pick) in [
@@ -371,22 +362,20 @@ pub fn compare_table(sets: &[RunSet]) -> String {
         ),
         ("elsp", |r: &RunRecord| Some(r.elapsed_s)),
     ] {
-        for t in &tests {
+        for t in tests {
             time_ops.push(Operation {
                 name: format!("{prefix}-{t}"),
                 better: Better::Lower,
-                samples: sets.iter().map(|s| samples(s, t, &pick)).collect(),
+                samples: samples(&rows, sets, t, &pick),
             });
         }
     }
 
     let mut higher_ops = Vec::new();
     let mut lower_ops = Vec::new();
-    for t in &tests {
-        let first_score = sets
-            .iter()
-            .flat_map(|s| &s.runs)
-            .filter(|r| r.test_name() == *t)
+    for t in tests {
+        let first_score = (0..sets.len())
+            .flat_map(|col| rows.runs(sets, col, t))
             .find_map(|r| r.score.as_ref());
         let Some(score) = first_score else { continue };
         let better = if score.higher_is_better {
@@ -401,7 +390,7 @@ pub fn compare_table(sets: &[RunSet]) -> String {
                 Better::Lower => format!("score-{t}"),
             },
             better,
-            samples: sets.iter().map(|s| samples(s, t, &pick)).collect(),
+            samples: samples(&rows, sets, t, &pick),
         };
         match better {
             Better::Higher => higher_ops.push(op),
@@ -417,11 +406,46 @@ pub fn compare_table(sets: &[RunSet]) -> String {
             blocks.push(b);
         }
     }
+    // Totals are compared over the tests every column ran: a test one
+    // column lacks would make its totals smaller for no other reason.
+    let common = rows.common();
     let mut b = String::new();
-    duration_block(&mut b, sets);
+    if common.len() < tests.len() {
+        let left_out: Vec<&str> = tests
+            .iter()
+            .filter(|t| !common.contains(t))
+            .map(String::as_str)
+            .collect();
+        if common.is_empty() {
+            let _ = writeln!(
+                b,
+                "Duration and Ops: no test is in every column; not compared"
+            );
+            blocks.push(b);
+            out.push_str(&blocks.join("\n"));
+            return out;
+        }
+        let _ = writeln!(
+            b,
+            "Duration and Ops: {} only (in every column); left out {}",
+            common.join(", "),
+            left_out.join(", ")
+        );
+        blocks.push(b);
+        b = String::new();
+    }
+    let runs: Vec<Vec<&RunRecord>> = (0..sets.len())
+        .map(|col| {
+            common
+                .iter()
+                .flat_map(|t| rows.runs(sets, col, t))
+                .collect()
+        })
+        .collect();
+    duration_block(&mut b, sets, &runs);
     blocks.push(b);
     let mut b = String::new();
-    ops_block(&mut b, sets);
+    ops_block(&mut b, sets, &runs);
     blocks.push(b);
 
     out.push_str(&blocks.join("\n"));
@@ -692,6 +716,41 @@ mod tests {
             .find(|l| l.starts_with("Amean     elsp-NUMA02"))
             .unwrap();
         assert!(l.ends_with("4.00 (    n/a )"), "{l}");
+    }
+
+    #[test]
+    fn totals_are_over_the_tests_every_column_has() {
+        let a = set(
+            "a",
+            vec![
+                record("numa01", 1, 10.0, 1.0, 1.0),
+                record("numa02", 1, 5.0, 100.0, 1.0),
+            ],
+        );
+        let b = set("b", vec![record("numa01", 1, 9.0, 2.0, 1.0)]);
+        let t = compare_table(&[a.clone(), b]);
+        assert!(
+            t.contains("Duration and Ops: NUMA01 only (in every column); left out NUMA02\n"),
+            "{t}"
+        );
+        // numa02's 100 user seconds are not in column a's total.
+        let user = t.lines().find(|l| l.starts_with("Duration User")).unwrap();
+        assert!(user.ends_with("1.00        2.00"), "{user}");
+        // Both columns with both tests: every run counts, no note.
+        let t = compare_table(&[a.clone(), a]);
+        assert!(!t.contains("Duration and Ops:"), "{t}");
+        assert!(
+            t.contains("Duration User         101.00      101.00\n"),
+            "{t}"
+        );
+        // Nothing in common: no totals at all.
+        let t = compare_table(&[
+            set("x", vec![record("numa01", 1, 1.0, 1.0, 1.0)]),
+            set("y", vec![record("numa02", 1, 1.0, 1.0, 1.0)]),
+        ]);
+        assert!(t.contains("no test is in every column"), "{t}");
+        assert!(!t.contains("Duration User"), "{t}");
+        assert!(!t.contains("Ops "), "{t}");
     }
 
     #[test]

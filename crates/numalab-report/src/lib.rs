@@ -6,7 +6,8 @@
 //!   several columns of runs (summary statistics with mmtests' deltas and
 //!   significance marks, the `Duration` block, the `Ops` NUMA counters);
 //!   [`compare::compare_cgroups`]: one cgroup's memory.stat `numa_*`
-//!   counters per column;
+//!   counters per column; [`compare_rows::CompareRows`]: which row (test)
+//!   each run of a column belongs to, a column holding several workloads;
 //! * [`summary::run_summary`]: a short terminal summary of one run;
 //! * [`csv::runs_csv`]: one CSV line per run for plotting elsewhere;
 //! * [`latency::latency_histogram`]: per-access latency histograms
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod compare_rows;
 pub mod csv;
 pub mod latency;
 pub mod stats;

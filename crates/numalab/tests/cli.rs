@@ -463,3 +463,97 @@ fn bench_reports_the_cost_per_cpu_tick_and_per_step() {
         "{text}"
     );
 }
+
+/// The README's compare of two RunSets of two workloads each: one row
+/// block per workload (test), `n/a` where a column lacks a workload, and
+/// still a refusal when the machines differ; `plot` draws a compare chart
+/// per workload and names run figures by label, workload and seed.
+#[test]
+fn compare_and_plot_go_workload_by_workload() {
+    let dir = std::env::temp_dir().join(format!("numalab-cli-cmp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |n: &str| dir.join(n).to_string_lossy().to_string();
+    let (off, on, on1, other) = (
+        path("off.json"),
+        path("on.json"),
+        path("on1.json"),
+        path("other.json"),
+    );
+    let run = |machine: &str, workloads: &[&str], label: &str, nb: &str, json: &str| {
+        let mut a = vec!["run", "-m", machine, "--iterations", "2", "--scale", "0.02"];
+        for w in workloads {
+            a.extend(["-w", w]);
+        }
+        let set = format!("kernel.numa_balancing={nb}");
+        a.extend(["--label", label, "--set", &set, "--json", json]);
+        let o = numalab(&a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run("tiny-2n", &["numa01", "numa02"], "off", "0", &off);
+    run("tiny-2n", &["numa01", "numa02"], "on", "1", &on);
+    run("tiny-2n", &["numa01"], "on", "1", &on1);
+    run("4s-48", &["numa01", "numa02"], "on", "1", &other);
+
+    // A row per workload in each statistic block, both columns filled.
+    let o = numalab(&["compare", &off, &on]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let t = String::from_utf8_lossy(&o.stdout);
+    for test in ["NUMA01", "NUMA02"] {
+        for stat in ["Min", "Amean", "Max"] {
+            let l = t
+                .lines()
+                .find(|l| l.starts_with(stat) && l.contains(&format!("elsp-{test} ")))
+                .unwrap_or_else(|| panic!("no {stat} elsp-{test} row in:\n{t}"));
+            assert_eq!(l.matches('%').count(), 2, "{l}");
+            assert!(!l.contains("n/a"), "{l}");
+        }
+    }
+    // A workload one column lacks: n/a in its rows, not an error.
+    let o = numalab(&["compare", &off, &on1]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let t = String::from_utf8_lossy(&o.stdout);
+    let l = t
+        .lines()
+        .find(|l| l.starts_with("Amean     elsp-NUMA02"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(l.trim_end().ends_with("n/a"), "{l}");
+    assert!(t.contains("Duration and Ops: NUMA01 only"), "{t}");
+    // Different machines: refused, unless forced.
+    fails_with(
+        &["compare", &off, &other],
+        &["machine tiny-2n", "4s-48", "--force"],
+    );
+    let o = numalab(&["compare", "--force", &off, &other]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("warning: compare: machine"));
+
+    let figs = path("figs");
+    let o = numalab(&["plot", &off, &on, "-o", &figs, "--format", "svg"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    for f in [
+        "compare-numa01.svg",
+        "compare-numa02.svg",
+        "compare-numa01-latency.svg",
+        "off-numa01-seed1-task-nodes.svg",
+        "on-numa02-seed2-latency.svg",
+    ] {
+        assert!(
+            dir.join("figs").join(f).is_file(),
+            "{f} missing; stderr {err}"
+        );
+    }
+    assert!(!dir.join("figs").join("compare.svg").exists());
+    // Model runs carry latency histograms: nothing skipped for them.
+    assert!(!err.contains("skipped latency"), "{err}");
+}
