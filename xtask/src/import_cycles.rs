@@ -353,13 +353,8 @@ pub fn cycles(g: &CrateGraph) -> Vec<Vec<ModPath>> {
 pub const LAYERS: &[&[&str]] = &[
     &["numalab-knobs", "numalab-topology", "numalab-record"],
     &["numalab-workload"],
-    &[
-        "numalab-sim",
-        "numalab-real",
-        "numalab-report",
-        "numalab-plot",
-    ],
-    &["numalab-fuzz"],
+    &["numalab-sim", "numalab-real", "numalab-report"],
+    &["numalab-plot", "numalab-fuzz"],
     &["numalab"],
     &["numalab-py", "xtask"],
 ];

@@ -525,7 +525,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             kernel_patch,
             patched_set,
             fuzz,
-        } => validate::validate(&validate::Options {
+        } => crate::validate_cmd::validate(&validate::Options {
             model_set: set,
             kernel_patch,
             patched_set,

@@ -14,6 +14,7 @@ mod real;
 mod trace;
 mod validate;
 mod validate_ab;
+mod validate_cmd;
 mod vm_kernel;
 
 // The modules the Python package shares live in the library (lib.rs);

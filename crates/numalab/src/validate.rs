@@ -709,8 +709,9 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
     Ok(out.record)
 }
 
-/// `numalab validate`.
-pub fn validate(o: &Options) -> Result<(), Failure> {
+/// The guest machine and scenarios `o` chooses, after the checks of the
+/// options every `numalab validate` shares (stock or `--kernel-patch`).
+pub fn choose(o: &Options) -> Result<(Machine, Vec<Scenario>), Failure> {
     let m = machine(o.machine.as_deref())?;
     let scenarios = pick(&o.scenarios)?;
     if o.check && o.model_only {
@@ -732,30 +733,32 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
         )
         .into());
     }
-    if !o.kernel_patch.is_empty() {
-        // --check there means agreement of model and kernel (validate_ab.rs).
-        return crate::validate_ab::validate_ab(o, &m, &scenarios);
-    }
+    Ok((m, scenarios))
+}
+
+/// `numalab validate` on the stock kernel: the model beside the kernel,
+/// scenario by scenario (`--kernel-patch` is validate_ab.rs).
+pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Result<(), Failure> {
     let (mut passed, mut failed) = (0usize, 0usize);
     if let Some(d) = &o.json_dir {
         std::fs::create_dir_all(d).map_err(|e| format!("--json-dir {d}: {e}"))?;
     }
     if !o.model_only && o.guest_json.is_none() {
-        numalab_real::vm::qemu::check_vm_machine(&m).map_err(numalab_real::RealError::Refused)?;
+        numalab_real::vm::qemu::check_vm_machine(m).map_err(numalab_real::RealError::Refused)?;
     }
     let tmp = std::env::temp_dir().join(format!("numalab-validate-{}", std::process::id()));
     let mut failures = Vec::new();
     let mut disagreements = Vec::new();
-    for s in &scenarios {
-        let w = resolve(s, &m, o.seed, o.scale)?;
-        let model = run_model(&w, &m, o.seed, o.scale, &o.model_set)?;
+    for s in scenarios {
+        let w = resolve(s, m, o.seed, o.scale)?;
+        let model = run_model(&w, m, o.seed, o.scale, &o.model_set)?;
         let kernel = if o.model_only {
             None
         } else if let Some(d) = &o.guest_json {
             Some(read_guest(d, s.name)?)
         } else {
             std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-            match guest_run(s, &m, o, &tmp) {
+            match guest_run(s, m, o, &tmp) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     eprintln!("numalab validate: {}: guest failed: {}", s.name, e.message);
@@ -774,11 +777,11 @@ pub fn validate(o: &Options) -> Result<(), Failure> {
                 write("kernel", k)?;
             }
         }
-        let (text, f) = table(s.name, &w, &m, Some(&model), kernel.as_ref());
+        let (text, f) = table(s.name, &w, m, Some(&model), kernel.as_ref());
         out::print(&format!("{text}\n"))?;
         if o.check && s.check {
             let checks = match &kernel {
-                Some(k) => numalab_real::smoke::check_pinned(k, &m, 0.5),
+                Some(k) => numalab_real::smoke::check_pinned(k, m, 0.5),
                 None => vec![numalab_real::smoke::Check {
                     name: "kernel record".into(),
                     ok: false,
