@@ -104,6 +104,9 @@ fn bars(h: &AccessLatency, title: &str) -> String {
             y + row_h / 2.0 + 4.0
         );
         for (k, (v, colour)) in [r, w].into_iter().zip(COLOURS).enumerate() {
+            if v == 0 {
+                continue;
+            }
             let len = bar_w * log(v) / top;
             let by = y + 2.0 + 9.0 * k as f64;
             let _ = writeln!(
