@@ -12,6 +12,7 @@ mod cli;
 mod real;
 mod report;
 mod report_figures;
+mod report_page;
 mod report_reproduce;
 mod trace;
 mod validate;

@@ -187,7 +187,7 @@ pub fn reproduce(
             .into_iter()
             .zip(outcomes.iter().map(|o| o.sets.clone()))
             .collect();
-        crate::report::write_page(dir, &page(&with_sets)?)?;
+        crate::report_page::write_page(dir, &page(&with_sets)?)?;
     }
     let unexpected: usize = outcomes.iter().map(|o| o.tally.unexpected).sum();
     if check && unexpected > 0 {
@@ -271,7 +271,7 @@ pub fn page(reproductions: &[(Saved, Vec<RunSet>)]) -> Result<Page, String> {
             blocks: verdict_blocks(r),
         });
         page.sections
-            .extend(crate::report::set_sections(&r.name, sets)?);
+            .extend(crate::report_page::set_sections(&r.name, sets)?);
     }
     Ok(page)
 }
