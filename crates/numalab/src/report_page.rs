@@ -2,10 +2,10 @@
 //! `numalab report` and `reproduce --html`, and writing the page.
 //!
 //! For a comparison of sets the page has the mmtests compare tables (and
-//! each cgroup's memory.stat NUMA counters), the compare chart, the knobs,
-//! the machine, and per column and test the first run's figures (memory
-//! per node over time, local share, activity, each task's node) and
-//! access-latency histograms. The HTML is `numalab_report::html`'s; the
+//! each cgroup's memory.stat NUMA counters) and the compare chart; per
+//! test, each column's first run's figures side by side (memory per node
+//! over time, local share, activity, each task's node) and access-latency
+//! histograms; the knobs; the machine. The HTML is `numalab_report::html`'s; the
 //! page is written atomically. Left out: figures of every iteration (the
 //! tables cover them).
 
@@ -30,8 +30,8 @@ pub fn write_page(dir: &str, page: &Page) -> Result<(), String> {
 }
 
 /// The sections of one comparison of `sets`, their titles starting with
-/// `prefix` (a reproduction's name, or nothing): compare tables, knobs,
-/// machine, and each column's runs.
+/// `prefix` (a reproduction's name, or nothing): compare tables, each
+/// column's runs, knobs, machine.
 pub fn set_sections(prefix: &str, sets: &[RunSet]) -> Result<Vec<Section>, String> {
     let title = |t: &str| {
         if prefix.is_empty() {
@@ -45,6 +45,10 @@ pub fn set_sections(prefix: &str, sets: &[RunSet]) -> Result<Vec<Section>, Strin
         blocks: compare_blocks(sets)?,
     }];
     out.push(Section {
+        title: title("runs"),
+        blocks: run_blocks(sets)?,
+    });
+    out.push(Section {
         title: title("knobs"),
         blocks: vec![
             Block::Text(
@@ -57,10 +61,6 @@ pub fn set_sections(prefix: &str, sets: &[RunSet]) -> Result<Vec<Section>, Strin
     out.push(Section {
         title: title("machine"),
         blocks: machine_blocks(sets),
-    });
-    out.push(Section {
-        title: title("runs"),
-        blocks: run_blocks(sets)?,
     });
     Ok(out)
 }
@@ -138,36 +138,70 @@ fn machine_blocks(sets: &[RunSet]) -> Vec<Block> {
     out
 }
 
-/// Per column and test, the first run's figures and latency histograms.
+/// Per test, each column's first run of it: a line of its figures, then
+/// each figure kind with the columns side by side (the page lays figures
+/// out two to a row), then the access-latency histograms.
 fn run_blocks(sets: &[RunSet]) -> Result<Vec<Block>, String> {
     let mut out = vec![Block::Text(
-        "Figures of each column's first run of each test (the tables above cover every run)."
+        "Figures of each column's first run of each test, columns side by side (the tables above cover every run)."
             .into(),
     )];
-    for s in sets {
-        let mut tests: Vec<String> = Vec::new();
-        for r in &s.runs {
-            let test = r.test_name();
-            if tests.contains(&test) {
-                continue;
+    let mut tests: Vec<String> = Vec::new();
+    for r in sets.iter().flat_map(|s| &s.runs) {
+        let t = r.test_name();
+        if !tests.contains(&t) {
+            tests.push(t);
+        }
+    }
+    for test in &tests {
+        // (column label, its first run of the test)
+        let firsts: Vec<(&str, &RunRecord)> = sets
+            .iter()
+            .filter_map(|s| {
+                let r = s.runs.iter().find(|r| r.test_name() == *test)?;
+                Some((s.name.as_str(), r))
+            })
+            .collect();
+        out.push(Block::Heading(test.clone()));
+        out.push(Block::List(
+            firsts
+                .iter()
+                .map(|(label, r)| {
+                    format!(
+                        "{label}: seed {}, scale {}: {}",
+                        r.seed,
+                        r.scale,
+                        run_line(r)
+                    )
+                })
+                .collect(),
+        ));
+        let drawn = firsts
+            .iter()
+            .map(|(label, r)| Ok((*label, run_figures(r)?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        let mut kinds: Vec<&str> = Vec::new();
+        for f in drawn.iter().flat_map(|(_, figs)| figs) {
+            if !kinds.contains(&f.name.as_str()) {
+                kinds.push(&f.name);
             }
-            tests.push(test.clone());
-            out.push(Block::Heading(format!(
-                "{}: {test}, seed {}, scale {}",
-                s.name, r.seed, r.scale
-            )));
-            out.push(Block::Text(run_line(r)));
-            for f in run_figures(r)? {
-                out.push(Block::Figure {
-                    caption: format!("{}: {test}: {}", s.name, f.name),
-                    svg: Svg::new(&f.svg)?,
-                });
+        }
+        for kind in kinds {
+            for (label, figs) in &drawn {
+                if let Some(f) = figs.iter().find(|f| f.name == kind) {
+                    out.push(Block::Figure {
+                        caption: format!("{label}: {test}: {kind}"),
+                        svg: Svg::new(&f.svg)?,
+                    });
+                }
             }
+        }
+        for (label, r) in &firsts {
             for (path, cg) in &r.cgroups {
                 if let Some(h) = &cg.access_latency {
                     out.extend(html::latency_blocks(
                         h,
-                        &format!("{}: {test}: cgroup {path} access latency", s.name),
+                        &format!("{label}: {test}: cgroup {path} access latency"),
                     )?);
                 }
             }

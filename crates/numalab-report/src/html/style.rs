@@ -1,6 +1,7 @@
 //! The page's style sheet, inline in its `<head>`: system fonts only (no
 //! font is fetched), tables laid out like the terminal's columns, verdict
-//! colours. Left out: print and dark-mode styles.
+//! colours, figures two to a row (floated; text and tables clear them).
+//! Left out: print and dark-mode styles.
 
 /// The CSS.
 pub const CSS: &str = r#"body { font-family: "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; margin: 0 auto; max-width: 1280px; padding: 0 16px 32px; color: #1b1b1b; background: #ffffff; line-height: 1.4; }
@@ -28,7 +29,9 @@ td.known { background: #fdf3dc; }
 td.muted { color: #777777; }
 td.differs { background: #fff4c2; font-weight: bold; }
 tbody tr:hover { background: #f4f8ff; }
-figure { margin: 1em 0; }
+figure { float: left; width: 50%; box-sizing: border-box; margin: 0.6em 0; padding-right: 10px; }
+h2, h3, p, ul, pre, div.scroll, section::after { clear: both; }
+section::after { content: ""; display: block; }
 figure svg { display: block; max-width: 100%; height: auto; border: 1px solid #e1e4e8; }
 figure svg text { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 figcaption { font-size: 0.85em; color: #555555; margin-top: 4px; }
