@@ -94,3 +94,39 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our scratch directories under the temporary directory.
+    fn scratch_dirs() -> usize {
+        let mine = format!("numalab-report-{}-", std::process::id());
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn figures_come_back_as_svg_and_the_scratch_directory_goes() {
+        let m = crate::runner::load_machine("tiny-2n").unwrap();
+        let k = crate::runner::knobs(&["kernel.numa_balancing=1"]).unwrap();
+        let (rec, _) = crate::runner::run_model(&m, "numa02", &k, 1, 0.02, None, false).unwrap();
+        let figs = run_figures(&rec).unwrap();
+        let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["memory", "local-share", "activity", "task-nodes"]);
+        assert!(figs
+            .iter()
+            .all(|f| f.svg.starts_with("<svg") && f.svg.trim_end().ends_with("</svg>")));
+        let sets = [
+            RunSet::new("a", vec![rec.clone()]),
+            RunSet::new("b", vec![rec]),
+        ];
+        assert_eq!(compare_figure(&sets).unwrap().name, "compare");
+        assert_eq!(scratch_dirs(), 0);
+    }
+}

@@ -118,10 +118,7 @@ impl Saved {
                     config: f.config.clone(),
                     metric: f.metric.clone(),
                     published: f.published,
-                    modeled: serde_json::Number::from_f64(f.modeled).map_or_else(
-                        || serde_json::Value::String(f.modeled.to_string()),
-                        serde_json::Value::Number,
-                    ),
+                    modeled: number(f.modeled),
                     tolerance: f.tolerance.clone(),
                     verdict: f.verdict.clone(),
                     judged: f.judged,
@@ -140,6 +137,15 @@ impl Saved {
             },
         })
     }
+}
+
+/// `x` as JSON: a number, or its text for NaN and the infinities (which
+/// JSON numbers cannot be; [`SavedFigure::modeled`] reads both).
+fn number(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or_else(
+        || serde_json::Value::String(x.to_string()),
+        serde_json::Value::Number,
+    )
 }
 
 /// `[N] ...`: a footnote on a known miss.
@@ -387,4 +393,38 @@ fn verdict_blocks(r: &Saved) -> Vec<Block> {
         out.push(Block::List(r.notes.clone()));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footnotes_are_numbered_lines() {
+        assert!(is_footnote("[1] every thread first writes"));
+        assert!(is_footnote("[12] x"));
+        assert!(!is_footnote("[] x"));
+        assert!(!is_footnote("[k] x"));
+        assert!(!is_footnote("tolerances: ±10%: ..."));
+    }
+
+    #[test]
+    fn modeled_figures_survive_json_even_when_not_finite() {
+        for x in [0.112809, -3.5, f64::INFINITY, f64::NEG_INFINITY] {
+            let f = SavedFigure {
+                config: "c".into(),
+                metric: "m".into(),
+                published: Some(1.0),
+                modeled: number(x),
+                tolerance: None,
+                verdict: "v".into(),
+                judged: true,
+                unexpected: false,
+            };
+            let back: SavedFigure =
+                serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+            assert_eq!(back.modeled().to_bits(), x.to_bits(), "{x}");
+        }
+        assert_eq!(number(f64::NAN), serde_json::Value::String("NaN".into()));
+    }
 }
