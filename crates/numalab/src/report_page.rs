@@ -9,7 +9,7 @@
 //! page is written atomically. Left out: figures of every iteration (the
 //! tables cover them).
 
-use crate::report_figures::{compare_figure, run_figures};
+use crate::report_figures::{compare_figures, run_figures};
 use numalab_record::{RunRecord, RunSet};
 use numalab_report::html::{self, Block, Page, Section, Svg};
 use std::path::Path;
@@ -85,11 +85,15 @@ fn compare_blocks(sets: &[RunSet]) -> Result<Vec<Block>, String> {
         ));
     }
     if sets.len() > 1 {
-        let f = compare_figure(sets)?;
-        out.push(Block::Figure {
-            caption: "Mean over each column's runs: elapsed, system time, NUMA hinting faults, pages migrated".into(),
-            svg: Svg::new(&f.svg)?,
-        });
+        for f in compare_figures(sets)? {
+            out.push(Block::Figure {
+                caption: format!(
+                    "{}: mean over each column's runs (elapsed, system time, NUMA hinting faults, pages migrated)",
+                    f.name
+                ),
+                svg: Svg::new(&f.svg)?,
+            });
+        }
     }
     Ok(out)
 }

@@ -101,9 +101,13 @@ fn table_rows(html: &str, class: &str) -> Vec<String> {
     rows
 }
 
-/// The row lines of compare text (header lines start with blanks).
+/// The row lines of compare text's tables: blocks with a header (its
+/// lines start with blanks), without the header; a one-line note between
+/// the tables is not a table.
 fn text_rows(text: &str) -> Vec<String> {
-    text.lines()
+    text.split("\n\n")
+        .filter(|b| b.lines().any(|l| l.starts_with(' ')))
+        .flat_map(str::lines)
         .filter(|l| !l.trim().is_empty() && !l.starts_with(' '))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect()

@@ -9,8 +9,9 @@
 //! `*   8.08%*`, `(    n/a )`); what is left is the row's group
 //! (`Amean`, `Duration`, `Ops`, the cgroup) and its name. The header is
 //! the column labels, whole (the text splits them over two lines at the
-//! first `-`, as mmtests does). A block that does not read this way is
-//! kept as preformatted text rather than guessed at.
+//! first `-`, as mmtests does). A one-line block is a note and becomes a
+//! paragraph; a longer block that does not read as a table is kept as
+//! preformatted text rather than guessed at.
 
 use super::{Block, Cell, Kind, Table};
 use crate::compare::split_label;
@@ -53,6 +54,8 @@ pub fn compare_blocks(text: &str, labels: &[String]) -> Vec<Block> {
         };
         match rows {
             Some(rows) => out.push(Block::Table(table(&rows, labels))),
+            // A note between the tables (e.g. which tests a total covers).
+            None if lines.len() == 1 => out.push(Block::Text(lines[0].trim().to_string())),
             None => out.push(Block::Pre(chunk)),
         }
     }

@@ -96,7 +96,12 @@ fn a_block_that_does_not_read_as_a_table_stays_text() {
     let blocks = compare_blocks("cgroup /x: not in any run\n", &["a".to_string()]);
     assert_eq!(
         blocks,
-        vec![Block::Pre("cgroup /x: not in any run\n".into())]
+        vec![Block::Text("cgroup /x: not in any run".into())]
+    );
+    let two = "            a\nsome text\n";
+    assert_eq!(
+        compare_blocks(two, &["a".to_string()]),
+        vec![Block::Pre(two.into())]
     );
 }
 
