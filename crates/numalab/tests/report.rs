@@ -26,7 +26,7 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
 
-/// A fresh directory for one test.
+/// A fresh directory for one test (removed when the test passes).
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("numalab-report-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -136,6 +136,7 @@ fn the_page_holds_the_compare_figures_and_is_the_same_each_time() {
     // Nothing is left in the output directory but the page.
     let files: Vec<_> = std::fs::read_dir(&a).unwrap().collect();
     assert_eq!(files.len(), 1);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -172,6 +173,7 @@ fn reproduce_html_and_report_of_its_json_dir_agree() {
     // The text without --html is what it was.
     let plain = ok(&["reproduce", "numa-balancing-threadlocal", "--scale", "0.01"]);
     assert_eq!(plain, text);
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -197,6 +199,7 @@ fn labels_are_escaped() {
     let page = std::fs::read_to_string(d.join("out/index.html")).unwrap();
     assert!(page.contains("&lt;b&gt;x&lt;/b&gt;"));
     assert!(!page.contains("<b>x"));
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Asserts exit 2 with one error line containing `needle`.
@@ -264,4 +267,5 @@ fn bad_input_is_named() {
     fails_with(&["report", s(&a), s(&b), "-o", s(&out)], "--force");
     ok(&["report", s(&a), s(&b), "-o", s(&out), "--force"]);
     assert!(out.join("index.html").is_file());
+    let _ = std::fs::remove_dir_all(&d);
 }
