@@ -12,9 +12,11 @@
 //! * [`csv::runs_csv`]: one CSV line per run for plotting elsewhere;
 //! * [`latency::latency_histogram`]: per-access latency histograms
 //!   (proposal 2) as text;
-//! * [`stats`]: mmtests' statistics (`MMTests::Stat`) and Welch's t-test.
+//! * [`stats`]: mmtests' statistics (`MMTests::Stat`) and Welch's t-test;
+//! * [`html`]: a self-contained HTML page of these tables with inline SVG
+//!   figures (`numalab report`).
 //!
-//! Left out for now: plots, trace rendering and HTML output. Nothing here
+//! Left out for now: plots and trace rendering. Nothing here
 //! reads files, the clock or the environment, so the same records always
 //! give byte-identical text.
 
@@ -23,6 +25,7 @@
 pub mod compare;
 pub mod compare_rows;
 pub mod csv;
+pub mod html;
 pub mod latency;
 pub mod stats;
 pub mod summary;

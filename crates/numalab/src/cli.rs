@@ -175,6 +175,27 @@ enum Cmd {
         /// directory (PNG and SVG).
         #[arg(long)]
         plots: Option<String>,
+        /// Write the report as one self-contained HTML page, DIR/index.html
+        /// (as `numalab report` does).
+        #[arg(long, value_name = "DIR")]
+        html: Option<String>,
+    },
+    /// Write one self-contained HTML page (DIR/index.html) of Run/RunSet
+    /// files and reproductions: the compare tables, verdicts, figures,
+    /// latency histograms, knobs and machine.
+    Report {
+        /// Run or RunSet JSON files (one compare column each, the first
+        /// the base), or directories `numalab reproduce NAME --json-dir
+        /// DIR` wrote (a reproduction with its verdicts).
+        #[arg(required = true, value_name = "RUN|RUNSET|REPRODUCTION")]
+        inputs: Vec<String>,
+        /// Output directory (created); the page is DIR/index.html.
+        #[arg(long, short, value_name = "DIR")]
+        out: String,
+        /// Compare runs of different machines, workloads or scales (with a
+        /// warning) instead of refusing.
+        #[arg(long)]
+        force: bool,
     },
     /// Run a workload on this host's real kernel (docs/real.md).
     Real {
@@ -549,6 +570,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             check,
             jobs,
             plots,
+            html,
         } => {
             let jobs = parallel::jobs(jobs)?;
             let opts = reproduce::Options {
@@ -559,7 +581,9 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 progress: jobs == 1,
                 plots,
             };
-            parallel::install(jobs, || reproduce::reproduce(&name, &opts, check))?
+            parallel::install(jobs, || {
+                crate::report_reproduce::reproduce(&name, &opts, check, html.as_deref())
+            })?
         }
         Cmd::Bench {
             instructions: true,
@@ -645,6 +669,7 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
         }
         Cmd::Sweep { file, out, jobs } => crate::sweep::sweep(&file, out.as_deref(), jobs),
         Cmd::Plot { files, out, format } => crate::plot::plot(&files, &out, &format),
+        Cmd::Report { inputs, out, force } => crate::report::report(&inputs, &out, force),
         Cmd::Bench {
             machine,
             workload,
