@@ -9,6 +9,7 @@
 mod bench;
 mod bench_scaling;
 mod cli;
+mod man;
 mod real;
 mod trace;
 mod validate;
