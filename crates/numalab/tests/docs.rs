@@ -19,6 +19,10 @@
 //!   PREFIX (after `replace`) run with `--scale S` instead of the scale
 //!   they give (a reduced scale, where the text's claim still holds);
 //! - ``exit N `PREFIX` ``: its lines starting with PREFIX must exit N;
+//! - ``unscanned `PREFIX` (REASON)``: its lines starting with PREFIX end
+//!   before NUMA balancing's first scan, as `numalab run`'s note says
+//!   (without it, a run with that note fails: a scale too small to show
+//!   what balancing does);
 //! - `file NAME`: the block (a TOML spec, say) is written to NAME in the
 //!   file's directory;
 //! - `output`: every line of the block must be a line of what the last
@@ -53,6 +57,9 @@ const PENDING: &[(&str, &str)] = &[
     ),
 ];
 
+/// What `numalab run` notes when balancing was on but never scanned.
+const NEVER_STARTED: &str = "NUMA balancing never started";
+
 /// What an annotation asks for.
 #[derive(Debug)]
 enum Action {
@@ -60,6 +67,7 @@ enum Action {
     Replace { from: String, to: String },
     Scale(String),
     Exit(i32),
+    Unscanned,
     File(String),
     Output,
 }
@@ -152,10 +160,11 @@ fn parse_note(body: &str, at: String) -> Result<Note, String> {
                 .map_err(|_| format!("{at}: exit {n}: not a number"))?;
             (note(Action::Exit(code), Some(p)), false)
         }
+        [W("unscanned"), Q(p)] => (note(Action::Unscanned, Some(p)), true),
         [W("file"), W(name)] => (note(Action::File(name.to_string()), None), false),
         [W("output")] => (note(Action::Output, None), false),
         _ => return Err(format!(
-            "{at}: unknown annotation `{body}` (skip, skip `PREFIX`, replace `A` with `B`, run `PREFIX` at --scale S, exit N `PREFIX`, file NAME, output)"
+            "{at}: unknown annotation `{body}` (skip, skip `PREFIX`, replace `A` with `B`, run `PREFIX` at --scale S, exit N `PREFIX`, unscanned `PREFIX`, file NAME, output)"
         )),
     };
     if needs_reason && n.reason.is_empty() {
@@ -443,6 +452,11 @@ fn run_file(name: &str, text: &str, bin_dir: &Path) -> Report {
                     }
                     _ => None,
                 });
+            let unscanned = b.notes.iter().enumerate().any(|(i, n)| {
+                let hit = matches!(n.action, Action::Unscanned) && applies(n, &cmd);
+                used[i] |= hit;
+                hit
+            });
             let pending = PENDING.iter().find(|(p, _)| starts(&cmd, p));
             let out = Command::new("sh")
                 .arg("-c")
@@ -463,6 +477,15 @@ fn run_file(name: &str, text: &str, bin_dir: &Path) -> Report {
             } else {
                 format!("`{cmd}` (run as `{run}`)")
             };
+            match (unscanned, last_output.contains(NEVER_STARTED)) {
+                (false, true) => r.failures.push(format!(
+                    "{at}: {shown}: NUMA balancing never started in the run (its note says so): give a --scale at which it scans, or annotate `unscanned` with the reason"
+                )),
+                (true, false) => r.failures.push(format!(
+                    "{at}: {shown} is annotated `unscanned`, but its run has no note that balancing never started: the annotation (and the text's reason) are stale"
+                )),
+                _ => {}
+            }
             match (pending, exit) {
                 (Some((p, why)), _) => {
                     r.pending_seen.push(p);
