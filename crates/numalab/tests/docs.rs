@@ -379,7 +379,7 @@ fn run_file(name: &str, text: &str, bin_dir: &Path) -> Report {
                         .collect();
                     if !missing.is_empty() {
                         r.failures.push(format!(
-                            "{}: the command before printed no line\n    {}\n  it printed:\n{}",
+                            "{}: the command before the block did not print these lines:\n    {}\n  it printed:\n{}",
                             n.at,
                             missing.join("\n    "),
                             tail(&last_output, 20)
@@ -500,8 +500,9 @@ fn run_file(name: &str, text: &str, bin_dir: &Path) -> Report {
                 (None, want) => {
                     let want = want.unwrap_or(0);
                     if code != Some(want) {
+                        let code = code.map_or("on a signal".to_string(), |c| c.to_string());
                         r.failures.push(format!(
-                            "{at}: {shown} exited {code:?}, the doc expects {want}; it printed:\n{}",
+                            "{at}: {shown} exited {code}, the doc expects {want}; it printed:\n{}",
                             tail(&last_output, 20)
                         ));
                     }
