@@ -116,10 +116,20 @@ enum Cmd {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) on stdout; `numalab man | man -l -`.
-    Man,
+    /// Print a man page (roff) on stdout: numalab(1), or a subcommand's
+    /// (`numalab man run`, `numalab man machine import`); `| man -l -`
+    /// shows it.
+    Man {
+        /// The subcommand whose page to print (default numalab(1)).
+        subcommand: Vec<String>,
+        /// Write every page (numalab.1, numalab-run.1, ...) into this
+        /// directory instead (created).
+        #[arg(long, value_name = "DIR", conflicts_with = "subcommand")]
+        out: Option<String>,
+    },
     /// Run a sweep file (a grid or list over knobs, workloads, machines
     /// and seeds) on all cores; resumes where a previous run stopped.
+    #[command(after_help = crate::sweep::FORMAT_HELP)]
     Sweep {
         /// The sweep TOML file.
         file: String,
@@ -660,12 +670,8 @@ fn dispatch_model(cmd: Cmd) -> Result<(), String> {
             clap_complete::generate(shell, &mut Cli::command(), "numalab", &mut buf);
             out::print(&String::from_utf8_lossy(&buf))
         }
-        Cmd::Man => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut buf)
-                .map_err(|e| format!("man page: {e}"))?;
-            out::print(&String::from_utf8_lossy(&buf))
+        Cmd::Man { subcommand, out } => {
+            crate::man::man(Cli::command(), &subcommand, out.as_deref())
         }
         Cmd::Sweep { file, out, jobs } => crate::sweep::sweep(&file, out.as_deref(), jobs),
         Cmd::Plot { files, out, format } => crate::plot::plot(&files, &out, &format),

@@ -10,6 +10,7 @@ mod bench;
 mod bench_instructions;
 mod bench_scaling;
 mod cli;
+mod man;
 mod real;
 mod report;
 mod report_figures;

@@ -1,17 +1,27 @@
 //! `numalab sweep SWEEP.toml`: many model runs over a grid or a list of
-//! knobs, workloads, machines and seeds, on all cores.
+//! knobs, workloads, machines and seeds, on all cores. docs/sweeps.md
+//! documents the format; [`FORMAT_HELP`] is its summary in `sweep --help`.
+//!
+//! A grid (every combination):
 //!
 //! ```toml
-//! name = "scan-delay"           # optional
+//! name = "scan-delay"           # optional; default the file's stem
 //! scale = 0.1                   # default 1
 //! machines = ["spr-4n"]
 //! workloads = ["numa01-threadlocal"]
 //! seeds = [1, 2]                # default [1]
-//! [knobs]                       # grid: every combination
+//! [knobs]                       # every combination of the values
 //! "kernel.numa_balancing" = ["0", "1"]
-//! # or instead of the grid, a list of points:
-//! # [[points]]
-//! # machine = "spr-4n"; workload = "numa01"; seed = 1; set = ["k=v"]
+//! ```
+//!
+//! or, instead of the grid, a list of points:
+//!
+//! ```toml
+//! [[points]]
+//! machine = "spr-4n"
+//! workload = "numa01"
+//! seed = 1                      # default 1
+//! set = ["kernel.numa_balancing=0"]
 //! ```
 //!
 //! Points are numbered in a fixed order (machines, workloads, knob
@@ -31,6 +41,34 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// The sweep file's format in brief, for `numalab sweep --help`
+/// (docs/sweeps.md has all of it). Its two examples are valid sweep files
+/// (a test parses them).
+pub const FORMAT_HELP: &str = "\
+The sweep file (TOML; docs/sweeps.md), a grid of every combination:
+
+  name = \"balancing\"              # default: the file's name
+  scale = 0.25                    # --scale of every run; default 1
+  machines = [\"tiny-2n\"]          # presets or spec files
+  workloads = [\"numa02\"]          # presets or spec files
+  seeds = [1, 2]                  # default [1]
+  [knobs]                         # knob name -> values
+  \"kernel.numa_balancing\" = [\"0\", \"1\"]
+
+or, instead of the grid, a list of runs:
+
+  [[points]]
+  machine = \"tiny-2n\"
+  workload = \"numa02\"
+  seed = 1                        # default 1
+  set = [\"kernel.numa_balancing=0\"]
+
+Points run in a fixed order (machines, workloads, knob combinations, seeds;
+or the list's). Each point's Run JSON goes to OUT/points/NNNNN.json as it
+completes, and a point already there is not run again (a stopped sweep
+resumes); then OUT/results.csv and OUT/results.jsonl get one row per point,
+in point order, whatever -j is.";
 
 /// A sweep file.
 #[derive(Clone, Debug, Deserialize)]
@@ -381,6 +419,45 @@ mod tests {
 
     fn spec(t: &str) -> SweepSpec {
         toml::from_str(t).unwrap()
+    }
+
+    /// The TOML examples of `text`: the lines between a line equal to
+    /// `open` and the next line equal to `close`, with `strip` removed.
+    fn examples(text: &str, open: &str, close: &str, strip: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur: Option<String> = None;
+        for line in text.lines() {
+            match cur.as_mut() {
+                None if line == open => cur = Some(String::new()),
+                Some(_) if line == close => out.extend(cur.take()),
+                Some(c) => {
+                    c.push_str(line.strip_prefix(strip).unwrap_or(line));
+                    c.push('\n');
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_documented_examples_are_valid_sweeps() {
+        let doc = examples(include_str!("sweep.rs"), "//! ```toml", "//! ```", "//! ");
+        assert_eq!(doc.len(), 2);
+        // The help's examples: its paragraphs of indented lines.
+        let help: Vec<String> = FORMAT_HELP
+            .split("\n\n")
+            .filter(|p| p.lines().all(|l| l.starts_with("  ")))
+            .map(|p| p.lines().map(|l| format!("{}\n", &l[2..])).collect())
+            .collect();
+        assert_eq!(help.len(), 2);
+        for (i, text) in doc.iter().chain(&help).enumerate() {
+            let s: SweepSpec =
+                toml::from_str(text).unwrap_or_else(|e| panic!("example {i}: {e}\n{text}"));
+            let p = points(&s).unwrap_or_else(|e| panic!("example {i}: {e}"));
+            assert!(!p.is_empty(), "example {i} has no points");
+            check_points(&p).unwrap_or_else(|e| panic!("example {i}: {e}"));
+        }
     }
 
     #[test]
