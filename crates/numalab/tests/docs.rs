@@ -46,12 +46,10 @@ use std::process::Command;
 /// Known failures caused by bugs being fixed elsewhere: (command prefix,
 /// as the doc writes it; reason). A line with such a prefix must fail; once
 /// it passes the test says so, and its entry is to be deleted.
-const PENDING: &[(&str, &str)] = &[
-    (
-        "numalab reproduce all --check",
-        "at a small --scale a modeled figure is NaN and --check counts it a miss (exit 1)",
-    ),
-];
+const PENDING: &[(&str, &str)] = &[(
+    "numalab reproduce all --check",
+    "at a small --scale a modeled figure is NaN and --check counts it a miss (exit 1)",
+)];
 
 /// What `numalab run` notes when balancing was on but never scanned.
 const NEVER_STARTED: &str = "NUMA balancing never started";
