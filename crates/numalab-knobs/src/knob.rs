@@ -392,9 +392,10 @@ declare! {
     }
 }
 
-/// The declaration answering to `key` (a name or an alias).
+/// The declaration answering to `key`: a name or an alias, a location in
+/// a real kernel, or an unambiguous bare name ([`crate::spelling`]).
 pub fn lookup(key: &str) -> Option<&'static crate::def::Def> {
-    ALL.iter().find(|d| d.answers_to(key))
+    crate::spelling::resolve(key).ok()
 }
 
 // Proposal 3 (issue 13): the words of INTERLEAVE_NUMA_BALANCING.
