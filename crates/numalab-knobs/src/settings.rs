@@ -8,9 +8,9 @@
 
 use crate::cgroup::{cgroup_file, CGROUP_FILES};
 use crate::def::{Knob, Value};
-use crate::knob::ALL;
+use crate::knob::{resolve, ALL};
 use crate::rules;
-use crate::spelling::{nearest_of, resolve};
+use crate::spelling::nearest_of;
 use std::collections::BTreeMap;
 
 /// A `CGROUP:FILE=VALUE` setting.
@@ -60,7 +60,7 @@ impl Knobs {
 
     /// Applies one `KEY=VALUE`, refusing unknown keys (with the nearest
     /// name when one is near), bad values and values the model does not
-    /// model. KEY is any spelling [`crate::spelling::resolve`] accepts. Rules over more than one knob are
+    /// model. KEY is any spelling [`crate::knob::resolve`] accepts. Rules over more than one knob are
     /// checked by [`Knobs::validate`], once all are set.
     pub fn set(&mut self, kv: &str) -> Result<(), String> {
         let (key, value) = kv

@@ -11,7 +11,6 @@
 //! matched as written).
 
 use crate::def::{Def, Location};
-use crate::knob::ALL;
 
 /// Where debugfs is mounted (`Location::Debugfs` paths are below it).
 const DEBUGFS: &str = "/sys/kernel/debug/";
@@ -89,14 +88,11 @@ fn bare_names(d: &'static Def) -> Vec<String> {
     out
 }
 
-/// The knob `key` names, in any spelling [`spellings`] gives, or by a bare
-/// name (no `.` or `/`) that only one knob answers to.
-pub fn resolve(key: &str) -> Result<&'static Def, Unknown> {
-    resolve_in(ALL, key)
-}
-
-/// [`resolve`] over `defs` (the registry, or a test's own declarations).
-fn resolve_in(defs: &'static [Def], key: &str) -> Result<&'static Def, Unknown> {
+/// The knob of `defs` (the registry, [`crate::knob::resolve`], or a
+/// test's own declarations) that `key` names, in any spelling
+/// [`spellings`] gives, or by a bare name (no `.` or `/`) that only one
+/// knob answers to.
+pub fn resolve_in(defs: &'static [Def], key: &str) -> Result<&'static Def, Unknown> {
     if let Some(d) = defs.iter().find(|d| d.answers_to(key)) {
         return Ok(d);
     }
@@ -151,6 +147,7 @@ pub fn nearest_of<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Op
 mod tests {
     use super::*;
     use crate::def::{Type, Unit};
+    use crate::knob::{resolve, ALL};
 
     fn name_of(key: &str) -> Option<&'static str> {
         resolve(key).ok().map(|d| d.name)

@@ -39,6 +39,24 @@ pub fn set_shown(shown: bool) {
     HIDDEN.store(!shown, Ordering::Relaxed);
 }
 
+/// Whether progress shows after command line `args`: the last of
+/// `--progress` and `--no-progress` wins, wherever each stands (clap
+/// resolves the pair only within one subcommand level, and an alias
+/// `numalab --no-progress` followed by `run ... --progress` spans two).
+/// Arguments after `--` are not flags.
+pub fn shown_by_flags<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> bool {
+    args.iter()
+        .map(|a| a.as_ref())
+        .take_while(|a| *a != "--")
+        .filter_map(|a| match a.to_str() {
+            Some("--progress") => Some(true),
+            Some("--no-progress") => Some(false),
+            _ => None,
+        })
+        .last()
+        .unwrap_or(true)
+}
+
 /// Writes `numalab: TEXT` on stderr (what a command did besides its
 /// output, e.g. where it wrote a file).
 pub fn note(text: &str) {
@@ -336,6 +354,25 @@ mod tests {
         );
         let s = status("run", 4, 0, &flight[..1], 3.0);
         assert!(s.ends_with("time left not known before a run ends"), "{s}");
+    }
+
+    #[test]
+    fn the_last_progress_flag_wins() {
+        assert!(shown_by_flags(&["numalab", "list", "knobs"]));
+        assert!(!shown_by_flags(&["numalab", "run", "--no-progress"]));
+        assert!(!shown_by_flags(&[
+            "numalab",
+            "--progress",
+            "run",
+            "--no-progress"
+        ]));
+        assert!(shown_by_flags(&[
+            "numalab",
+            "--no-progress",
+            "run",
+            "--progress"
+        ]));
+        assert!(shown_by_flags(&["numalab", "run", "--", "--no-progress"]));
     }
 
     #[test]
