@@ -21,7 +21,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// `--no-progress`: no progress lines (warnings still show).
@@ -110,12 +111,27 @@ fn wall(d: f64) -> String {
 }
 
 /// The status text of `runs` runs of which `done` finished and `running`
-/// are in flight, `elapsed` seconds of wall time after the start.
-pub fn status(label: &str, runs: usize, done: usize, running: &[Running], elapsed: f64) -> String {
+/// are in flight, `elapsed` seconds of wall time after the start; the
+/// counts and modeled times are as of `reported` seconds (the model
+/// reports once per modeled second), which the time left is counted from.
+pub fn status(
+    label: &str,
+    runs: usize,
+    done: usize,
+    running: &[Running],
+    (elapsed, reported): (f64, f64),
+) -> String {
     let done_share = done as f64 + running.iter().filter_map(Running::fraction).sum::<f64>();
-    let left = if done_share > 0.0 && runs > 0 {
+    let left = if done_share > 0.0 {
         let rest = (runs as f64 - done_share).max(0.0);
-        format!("about {} left", wall(elapsed * rest / done_share))
+        let left = reported * rest / done_share - (elapsed - reported);
+        if left >= 0.5 {
+            format!("about {} left", wall(left))
+        } else {
+            "nearly done".to_string()
+        }
+    } else if running.iter().any(|r| r.total_s.is_some()) {
+        "time left not known yet".to_string()
     } else if runs == 1 {
         "time left not known before the run ends (no fixed duration)".to_string()
     } else {
@@ -147,13 +163,15 @@ struct State {
     running: Vec<(usize, Running)>,
     next_id: usize,
     last_line: Option<Instant>,
+    /// Wall seconds after the start of the last report of a run's
+    /// modeled time, or of a run's end.
+    reported: f64,
     bar: Option<ProgressBar>,
     warned: BTreeSet<String>,
 }
 
-/// The progress and warnings of one command's model runs (one, or many in
-/// parallel: it is shared between threads).
-pub struct Progress {
+/// What the command's threads and the ticker share.
+struct Shared {
     label: String,
     runs: usize,
     shown: bool,
@@ -161,6 +179,63 @@ pub struct Progress {
     tty: bool,
     started: Instant,
     state: Mutex<State>,
+    /// Set when the command is done; the ticker waits on it.
+    stop: (Mutex<bool>, Condvar),
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A thread that panicked holding the lock left counts only.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Shows the status, if it is time: after [`FIRST_AFTER`], redrawn on
+    /// a terminal, a line every [`LINE_EVERY`] otherwise.
+    fn show(&self, st: &mut State) {
+        let elapsed = self.started.elapsed();
+        if !self.shown || elapsed < FIRST_AFTER {
+            return;
+        }
+        let due = st.last_line.is_none_or(|t| t.elapsed() >= LINE_EVERY);
+        if !self.tty && !due {
+            return;
+        }
+        let running: Vec<Running> = st.running.iter().map(|(_, r)| r.clone()).collect();
+        let text = status(
+            &self.label,
+            self.runs,
+            st.done,
+            &running,
+            (elapsed.as_secs_f64(), st.reported),
+        );
+        if self.tty {
+            let bar = st.bar.get_or_insert_with(|| {
+                let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                b.set_style(
+                    ProgressStyle::with_template("{spinner} {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                b
+            });
+            bar.set_message(text);
+            bar.tick();
+        } else {
+            st.last_line = Some(Instant::now());
+            let _ = writeln!(std::io::stderr().lock(), "numalab: {text}");
+        }
+    }
+}
+
+/// How often the ticker looks at the clock: the model reports its time
+/// once per modeled second, which can be many seconds of wall time.
+const TICK: Duration = Duration::from_millis(250);
+
+/// The progress and warnings of one command's model runs (one, or many in
+/// parallel: it is shared between threads). While progress shows, a
+/// ticker thread keeps the status going between the model's reports.
+pub struct Progress {
+    shared: Arc<Shared>,
+    ticker: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Progress {
@@ -177,7 +252,7 @@ impl Progress {
     }
 
     fn with(label: &str, runs: usize, shown: bool, warnings: bool) -> Progress {
-        Progress {
+        let shared = Arc::new(Shared {
             label: label.to_string(),
             runs: runs.max(1),
             shown,
@@ -189,15 +264,36 @@ impl Progress {
                 running: Vec::new(),
                 next_id: 0,
                 last_line: None,
+                reported: 0.0,
                 bar: None,
                 warned: BTreeSet::new(),
             }),
+            stop: (Mutex::new(false), Condvar::new()),
+        });
+        let ticker = shown.then(|| {
+            let s = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                let (lock, cv) = &s.stop;
+                let mut stopped = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !*stopped {
+                    stopped = cv
+                        .wait_timeout(stopped, TICK)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                    if !*stopped {
+                        s.show(&mut s.lock());
+                    }
+                }
+            })
+        });
+        Progress {
+            shared,
+            ticker: Mutex::new(ticker),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A thread that panicked holding the lock left counts only.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.shared.lock()
     }
 
     /// A run starts: `label`, and its modeled length when it is fixed.
@@ -226,7 +322,7 @@ impl Progress {
     /// under `key` (one warning per subject: what a run will not do, said
     /// before it, is not said again after it).
     pub fn warn_once(&self, key: &str, text: &str) {
-        if !self.warnings {
+        if !self.shared.warnings {
             return;
         }
         let mut st = self.lock();
@@ -240,53 +336,46 @@ impl Progress {
     }
 
     fn update(&self, id: usize, modeled_s: f64) {
-        if !self.shown {
+        if !self.shared.shown {
             return;
         }
         let mut st = self.lock();
         if let Some((_, r)) = st.running.iter_mut().find(|(i, _)| *i == id) {
             r.modeled_s = modeled_s;
         }
-        let elapsed = self.started.elapsed();
-        if elapsed < FIRST_AFTER {
-            return;
-        }
-        let running: Vec<Running> = st.running.iter().map(|(_, r)| r.clone()).collect();
-        let text = status(
-            &self.label,
-            self.runs,
-            st.done,
-            &running,
-            elapsed.as_secs_f64(),
-        );
-        if self.tty {
-            let bar = st.bar.get_or_insert_with(|| {
-                let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-                b.set_style(
-                    ProgressStyle::with_template("{spinner} {msg}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                );
-                b
-            });
-            bar.set_message(text);
-            bar.tick();
-        } else if st.last_line.is_none_or(|t| t.elapsed() >= LINE_EVERY) {
-            st.last_line = Some(Instant::now());
-            let _ = writeln!(std::io::stderr().lock(), "numalab: {text}");
-        }
+        st.reported = self.shared.started.elapsed().as_secs_f64();
+        self.shared.show(&mut st);
     }
 
     fn done(&self, id: usize) {
         let mut st = self.lock();
         st.running.retain(|(i, _)| *i != id);
         st.done += 1;
+        st.reported = self.shared.started.elapsed().as_secs_f64();
     }
 
-    /// Clears the status line (a terminal's); plain lines stay.
+    /// Stops the ticker and clears the status line (a terminal's); plain
+    /// lines stay.
     pub fn finish(&self) {
+        {
+            let (lock, cv) = &self.shared.stop;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+        let ticker = self.ticker.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = ticker {
+            let _ = t.join();
+        }
         if let Some(b) = self.lock().bar.take() {
             b.finish_and_clear();
         }
+    }
+}
+
+impl Drop for Progress {
+    /// An early return (an error) finishes too: no ticker outlives it.
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -323,16 +412,24 @@ mod tests {
 
     #[test]
     fn a_run_of_fixed_length_gives_its_total_and_time_left() {
-        let s = status("oltp", 1, 0, &[run("oltp", 1.0, Some(4.0))], 10.0);
+        let oltp = |m| [run("oltp", m, Some(4.0))];
+        let s = status("oltp", 1, 0, &oltp(1.0), (10.0, 10.0));
         assert_eq!(
             s,
             "oltp at 1.0 of 4.0 s modeled, 10 s elapsed, about 30 s left"
         );
+        // Counted from the last report: 4 s later, 4 s less to go.
+        let s = status("oltp", 1, 0, &oltp(1.0), (14.0, 10.0));
+        assert!(s.ends_with("14 s elapsed, about 26 s left"), "{s}");
+        let s = status("oltp", 1, 0, &oltp(1.0), (99.0, 10.0));
+        assert!(s.ends_with("nearly done"), "{s}");
+        let s = status("oltp", 1, 0, &oltp(0.0), (2.0, 0.0));
+        assert!(s.ends_with("2 s elapsed, time left not known yet"), "{s}");
     }
 
     #[test]
     fn a_run_without_fixed_length_says_so() {
-        let s = status("numa01", 1, 0, &[run("numa01", 12.5, None)], 7.0);
+        let s = status("numa01", 1, 0, &[run("numa01", 12.5, None)], (7.0, 7.0));
         assert_eq!(
             s,
             "numa01 at 12.5 s modeled, 7 s elapsed, time left not known before the run ends (no fixed duration)"
@@ -347,12 +444,12 @@ mod tests {
             run("numa02", 1.0, None),
         ];
         // 2 done and half of oltp: 2.5 of 8 in 100 s, 5.5 to go.
-        let s = status("reproduce all", 8, 2, &flight, 100.0);
+        let s = status("reproduce all", 8, 2, &flight, (100.0, 100.0));
         assert_eq!(
             s,
             "reproduce all: 2 of 8 runs done, 3 running (numa01 at 3.0 s modeled; oltp at 1.5 of 3.0 s modeled; 1 more), 100 s elapsed, about 3 min 40 s left"
         );
-        let s = status("run", 4, 0, &flight[..1], 3.0);
+        let s = status("run", 4, 0, &flight[..1], (3.0, 3.0));
         assert!(s.ends_with("time left not known before a run ends"), "{s}");
     }
 
