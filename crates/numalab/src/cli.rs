@@ -720,7 +720,7 @@ fn run(
     progress.finish();
     // Said once the outputs are written: a failed write is then the one
     // error line.
-    let mut warnings: Vec<(String, String)> = Vec::new();
+    let mut notices: Vec<runner::NoScanNotice> = Vec::new();
     for result in results {
         {
             let (rec, tr) = result?;
@@ -736,11 +736,7 @@ fn run(
             if !json_stdout {
                 out::print(&numalab_report::run_summary(&rec))?;
             }
-            if let Some(w) = runner::no_scan_warning(&rec) {
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            }
+            notices.extend(runner::no_scan_notice(&rec));
             runs.push(rec);
         }
     }
@@ -780,8 +776,12 @@ fn run(
     for w in &wrote {
         crate::progress::note(w);
     }
-    for (key, text) in &warnings {
-        progress.warn_once(key, text);
+    for n in &notices {
+        if n.warning {
+            progress.warn_once(&n.key, &n.text);
+        } else {
+            progress.note_once(&n.key, &n.text);
+        }
     }
     Ok(())
 }

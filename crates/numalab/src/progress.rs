@@ -318,10 +318,20 @@ impl Progress {
         self.warn_once(text, text);
     }
 
-    /// Prints `numalab: warning: TEXT` unless a warning was already given
+    /// Prints `numalab: warning: TEXT` unless something was already said
     /// under `key` (one warning per subject: what a run will not do, said
     /// before it, is not said again after it).
     pub fn warn_once(&self, key: &str, text: &str) {
+        self.say_once(key, &format!("warning: {text}"));
+    }
+
+    /// Prints `numalab: note: TEXT` unless something was already said
+    /// under `key`.
+    pub fn note_once(&self, key: &str, text: &str) {
+        self.say_once(key, &format!("note: {text}"));
+    }
+
+    fn say_once(&self, key: &str, text: &str) {
         if !self.shared.warnings {
             return;
         }
@@ -330,8 +340,8 @@ impl Progress {
             return;
         }
         match &st.bar {
-            Some(b) => b.suspend(|| warn(text)),
-            None => warn(text),
+            Some(b) => b.suspend(|| note(text)),
+            None => note(text),
         }
     }
 

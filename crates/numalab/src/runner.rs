@@ -27,7 +27,9 @@ pub fn knobs<S: AsRef<str>>(sets: &[S]) -> Result<Knobs, String> {
 }
 
 /// One model run of `workload` (preset or file) on `machine` with `knobs`
-/// (parsed once by [`knobs`], shared by every run of a command).
+/// (parsed once by [`knobs`], shared by every run of a command); with
+/// `show_progress`, its progress and warnings on stderr ([`Progress`]),
+/// else nothing there.
 pub fn run_model(
     machine: &Machine,
     workload: &str,
@@ -71,9 +73,7 @@ pub fn run_model_in(
     } else {
         Progress::silent()
     };
-    let f = run_with(machine, workload, cgroup, knobs, seed, scale, trace, &p);
-    p.finish();
-    f
+    run_with(machine, workload, cgroup, knobs, seed, scale, trace, &p)
 }
 
 /// [`run_model_in`], reporting to `progress` (shared by a command's runs):
@@ -223,35 +223,146 @@ pub fn no_scan_key(name: &str) -> String {
     format!("no scan in {name}")
 }
 
-/// The subject ([`no_scan_key`]) and text of the warning `numalab run`
-/// prints after run `rec` when NUMA balancing was on and no PTE was ever
-/// updated ([`balancing_never_acted`]).
-pub fn no_scan_warning(rec: &RunRecord) -> Option<(String, String)> {
+/// What `numalab run` says after a run in which NUMA balancing was on and
+/// no PTE was ever updated ([`no_scan_notice`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoScanNotice {
+    /// Its subject ([`no_scan_key`]): said once per workload.
+    pub key: String,
+    /// The text.
+    pub text: String,
+    /// A warning when the run was too short for balancing to act (it
+    /// ended before the scan delay, or ran at a `--scale` below 1); a note
+    /// when it ran in full and balancing found nothing to do (memory
+    /// bound to its node, a mode-4 cgroup left disabled).
+    pub warning: bool,
+}
+
+/// The notice for run `rec` when NUMA balancing was on and no PTE was
+/// ever updated ([`balancing_never_acted`]); None otherwise.
+pub fn no_scan_notice(rec: &RunRecord) -> Option<NoScanNotice> {
     let why = balancing_never_acted(rec)?;
     let delay: f64 = rec
         .settings
         .get(knob::SCAN_DELAY_MS.def().name)
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(1000.0);
-    let hint = if rec.elapsed_s * 1000.0 < delay {
-        "; run at a larger --scale, or with a smaller numa_balancing.scan_delay_ms".to_string()
+    let (hint, warning) = if rec.elapsed_s * 1000.0 < delay {
+        (
+            "; run at a larger --scale, or with a smaller numa_balancing.scan_delay_ms".to_string(),
+            true,
+        )
     } else if rec.scale < 1.0 {
-        format!(
-            "; at --scale {} the phases balancing could act in may be too short: try a larger --scale",
-            rec.scale
+        (
+            format!(
+                "; at --scale {} the phases balancing could act in may be too short: try a larger --scale",
+                rec.scale
+            ),
+            true,
         )
     } else {
-        String::new()
+        (String::new(), false)
     };
     let name = rec
         .workload
         .get("name")
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    Some((
-        no_scan_key(name),
-        format!(
+    Some(NoScanNotice {
+        key: no_scan_key(name),
+        text: format!(
             "NUMA balancing was on but no PTE was ever updated in {name} (numa_pte_updates 0): {why}{hint}"
         ),
-    ))
+        warning,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(workload: &str, scale: f64, sets: &[&str]) -> RunRecord {
+        let m = load_machine("tiny-2n").unwrap();
+        let k = knobs(sets).unwrap();
+        run_model(&m, workload, &k, 1, scale, None, false)
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn a_run_over_before_the_scan_delay_is_warned_about() {
+        let rec = run("numa02", 0.01, &[]);
+        let n = no_scan_notice(&rec).expect("a notice");
+        assert!(n.warning);
+        assert!(
+            n.text.contains(&format!(
+                "the run ended at {:.2} s, before scan_delay_ms (1000 ms)",
+                rec.elapsed_s
+            )),
+            "{}",
+            n.text
+        );
+        // Balancing off: nothing to say.
+        assert_eq!(
+            no_scan_notice(&run("numa02", 0.01, &["kernel.numa_balancing=0"])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_run_that_scanned_gets_no_notice() {
+        let rec = run("numa02", 0.3, &[]);
+        assert!(rec.vm("numa_pte_updates") > 0);
+        assert_eq!(balancing_never_acted(&rec), None);
+    }
+
+    #[test]
+    fn passes_that_marked_nothing_are_a_warning_scaled_and_a_note_in_full() {
+        let scaled = no_scan_notice(&run("numa02-hard-bind", 0.3, &[])).expect("scaled");
+        assert!(scaled.warning);
+        assert!(
+            scaled.text.contains("task_numa_work pass(es) ran")
+                && scaled.text.contains("marked nothing"),
+            "{}",
+            scaled.text
+        );
+        let full = no_scan_notice(&run("numa02-hard-bind", 1.0, &[])).expect("full");
+        assert!(!full.warning, "{}", full.text);
+        assert_eq!(full.key, scaled.key);
+    }
+
+    #[test]
+    fn a_mode_4_run_without_an_enabled_cgroup_ran_no_pass() {
+        let rec = run("numa02", 0.5, &["kernel.numa_balancing=4"]);
+        let why = balancing_never_acted(&rec).expect("never acted");
+        assert!(why.starts_with("no task_numa_work pass ran"), "{why}");
+    }
+
+    #[test]
+    fn a_fixed_duration_shorter_than_the_scan_delay_is_known_before_the_run() {
+        let m = load_machine("tiny-2n").unwrap();
+        let spec = numalab_workload::presets::load("oltp").unwrap();
+        let w = numalab_workload::spec::resolve(&spec, &m, 1, 0.1).unwrap();
+        let say = |sets: &[&str]| too_short_to_scan(&w, &knobs(sets).unwrap(), 0.1);
+        let text = say(&[]).expect("3 s x 0.1 is under 1 s");
+        assert!(
+            text.contains("it runs 0.30 s at --scale 0.1")
+                && text.ends_with("--scale 0.334 or more lets it last the delay"),
+            "{text}"
+        );
+        assert_eq!(say(&["scan_delay_ms=200"]), None);
+        assert_eq!(say(&["kernel.numa_balancing=0"]), None);
+        let never = say(&["scan_delay_ms=5000"]).expect("longer than the whole run");
+        assert!(
+            never.contains("it lasts only 3.00 s even at --scale 1"),
+            "{never}"
+        );
+        // No fixed duration: not known before the run.
+        let spec = numalab_workload::presets::load("numa02").unwrap();
+        let w = numalab_workload::spec::resolve(&spec, &m, 1, 0.01).unwrap();
+        assert_eq!(
+            too_short_to_scan(&w, &knobs::<&str>(&[]).unwrap(), 0.01),
+            None
+        );
+    }
 }
