@@ -392,9 +392,16 @@ declare! {
     }
 }
 
-/// The declaration answering to `key` (a name or an alias).
+/// The declaration answering to `key`: a name or an alias, a location in
+/// a real kernel, or an unambiguous bare name ([`crate::spelling`]).
 pub fn lookup(key: &str) -> Option<&'static crate::def::Def> {
-    ALL.iter().find(|d| d.answers_to(key))
+    resolve(key).ok()
+}
+
+/// [`lookup`], or why `key` is not a knob: the nearest spelling, or the
+/// knobs an ambiguous bare name could be.
+pub fn resolve(key: &str) -> Result<&'static crate::def::Def, crate::spelling::Unknown> {
+    crate::spelling::resolve_in(ALL, key)
 }
 
 // Proposal 3 (issue 13): the words of INTERLEAVE_NUMA_BALANCING.

@@ -28,6 +28,12 @@
 //! assert_eq!(delay, 500);
 //! ```
 //!
+//! A knob may be named by its name, an alias, where it lives in a real
+//! kernel (`/proc/sys/kernel/numa_balancing`,
+//! `/sys/kernel/debug/sched/numa_balancing/scan_delay_ms`) or an
+//! unambiguous bare name (`scan_delay_ms`); a near miss gets a "did you
+//! mean" ([`spelling`]).
+//!
 //! Left out: knobs the model does not have (see [`knob`]); cgroup files
 //! beyond those in [`cgroup`].
 
@@ -36,6 +42,7 @@ mod def;
 pub mod knob;
 pub mod rules;
 mod settings;
+pub mod spelling;
 
 pub use def::{BoolKnob, Choice, ChoiceKnob, Def, Knob, Location, Type, UintKnob, Unit, Value};
 pub use knob::SchedBalanceSerialize;

@@ -8,8 +8,9 @@
 
 use crate::cgroup::{cgroup_file, CGROUP_FILES};
 use crate::def::{Knob, Value};
-use crate::knob::{lookup, ALL};
+use crate::knob::{resolve, ALL};
 use crate::rules;
+use crate::spelling::nearest_of;
 use std::collections::BTreeMap;
 
 /// A `CGROUP:FILE=VALUE` setting.
@@ -57,8 +58,9 @@ impl Knobs {
         Ok(k)
     }
 
-    /// Applies one `KEY=VALUE`, refusing unknown keys, bad values and
-    /// values the model does not model. Rules over more than one knob are
+    /// Applies one `KEY=VALUE`, refusing unknown keys (with the nearest
+    /// name when one is near), bad values and values the model does not
+    /// model. KEY is any spelling [`crate::knob::resolve`] accepts. Rules over more than one knob are
     /// checked by [`Knobs::validate`], once all are set.
     pub fn set(&mut self, kv: &str) -> Result<(), String> {
         let (key, value) = kv
@@ -67,13 +69,12 @@ impl Knobs {
         let (key, value) = (key.trim(), value.trim());
         if let Some((cg, file)) = key.split_once(':') {
             if cgroup_file(file).is_none() {
+                let names = CGROUP_FILES.iter().map(|f| f.name);
+                let hint = nearest_of(file, names.clone())
+                    .map_or(String::new(), |n| format!("; did you mean {n}?"));
                 return Err(format!(
-                    "--set {key}: unknown cgroup file '{file}' (known: {})",
-                    CGROUP_FILES
-                        .iter()
-                        .map(|f| f.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "--set {key}: unknown cgroup file '{file}' (known: {}){hint}",
+                    names.collect::<Vec<_>>().join(", ")
                 ));
             }
             self.cgroup_files.push(CgroupFileSetting {
@@ -83,8 +84,12 @@ impl Knobs {
             });
             return Ok(());
         }
-        let def = lookup(key)
-            .ok_or_else(|| format!("--set {key}: unknown knob (see `numalab list knobs`)"))?;
+        let def = resolve(key).map_err(|e| {
+            format!(
+                "--set {key}: unknown knob (see `numalab list knobs`){}",
+                e.hint()
+            )
+        })?;
         if let Some(e) = rules::exclusive_bits(def, value) {
             return Err(e);
         }

@@ -262,3 +262,44 @@ fn numa_balancing_scan_async_takes_0_or_1_only() {
     );
     assert!(!Knobs::default().get(crate::knob::NUMA_SCAN_ASYNC_BACKCHARGE));
 }
+
+#[test]
+fn set_takes_proc_sys_debugfs_and_bare_spellings() {
+    for (kv, want) in [
+        ("/proc/sys/kernel/numa_balancing=0", 0),
+        ("numa_balancing=4", 4),
+        ("kernel/numa_balancing=0", 0),
+    ] {
+        let k = Knobs::from_sets(&[kv]).unwrap();
+        assert_eq!(k.get(knob::NUMA_BALANCING), want, "{kv}");
+        // The record names the knob canonically, however it was spelled.
+        assert_eq!(k.settings()["kernel.numa_balancing"], want.to_string());
+    }
+    for kv in [
+        "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms=50",
+        "/proc/sys/kernel/numa_balancing_scan_delay_ms=50",
+        "scan_delay_ms=50",
+    ] {
+        let k = Knobs::from_sets(&[kv]).unwrap();
+        assert_eq!(k.get(knob::SCAN_DELAY_MS), 50, "{kv}");
+    }
+}
+
+#[test]
+fn near_misses_are_refused_with_a_suggestion() {
+    let mut k = Knobs::default();
+    assert_eq!(
+        k.set("kernel.numa_balacing=0").unwrap_err(),
+        "--set kernel.numa_balacing: unknown knob (see `numalab list knobs`); did you mean kernel.numa_balancing?"
+    );
+    let e = k
+        .set("/sys/kernel/debug/sched/numa_balancing/scan_delay=5")
+        .unwrap_err();
+    assert!(
+        e.ends_with("did you mean /sys/kernel/debug/sched/numa_balancing/scan_delay_ms (numa_balancing.scan_delay_ms)?"),
+        "{e}"
+    );
+    let e = k.set("/a:cpu.numa_load_balanc=1").unwrap_err();
+    assert!(e.ends_with("did you mean cpu.numa_load_balance?"), "{e}");
+    assert_eq!(k, Knobs::default());
+}

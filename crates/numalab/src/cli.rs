@@ -13,10 +13,14 @@ use std::path::Path;
 pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
-    /// Print a progress line on stderr every few seconds, also without a
-    /// terminal (CI logs, nohup).
-    #[arg(long, global = true)]
+    /// Progress on stderr for commands that run longer than 2 s: a status
+    /// line on a terminal, a plain line every 5 s otherwise (CI logs,
+    /// nohup). The default; overrides an earlier --no-progress.
+    #[arg(long, global = true, overrides_with = "no_progress")]
     progress: bool,
+    /// No progress on stderr (warnings still show).
+    #[arg(long, global = true, overrides_with = "progress")]
+    no_progress: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -38,7 +42,8 @@ enum Cmd {
         /// Run each workload this many times with successive seeds.
         #[arg(long, default_value_t = 1)]
         iterations: u32,
-        /// Write the Run JSON here ("-" for stdout). Several runs make a RunSet.
+        /// Write the Run JSON here ("-" for stdout, then nothing else goes
+        /// there). Several runs make a RunSet. The summary still prints.
         #[arg(long)]
         json: Option<String>,
         /// Label of the RunSet (a compare column); default: the settings.
@@ -488,7 +493,13 @@ enum MachineCmd {
 
 /// Runs the chosen subcommand.
 pub fn dispatch(cli: Cli) -> Result<(), Failure> {
-    crate::progress::set_lines(cli.progress);
+    // The flags are declared above for --help and parsing; which one wins
+    // is the last given, read from the arguments because clap resolves
+    // the pair only within one subcommand level.
+    let _ = (cli.progress, cli.no_progress);
+    crate::progress::set_shown(crate::progress::shown_by_flags(
+        &std::env::args_os().collect::<Vec<_>>(),
+    ));
     match cli.cmd {
         Cmd::Real {
             cmd:
@@ -588,7 +599,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 iterations,
                 seed,
                 json_dir,
-                progress: jobs == 1,
+                progress: true,
                 plots,
             };
             parallel::install(jobs, || {
@@ -735,27 +746,38 @@ fn run(
     let mut trace_events = Vec::new();
     // Every (workload, iteration) is an independent run: they go through
     // the -j pool and are gathered in order, so the output does not depend
-    // on -j. A progress bar only when one run is in flight at a time.
+    // on -j. Progress (stderr) follows all of them.
     let list: Vec<(&String, u32)> = workloads
         .iter()
         .flat_map(|w| (0..iterations).map(move |i| (w, i)))
         .collect();
     let jobs = parallel::jobs(jobs)?.min(list.len());
+    let progress_label = match workloads {
+        [w] => w.clone(),
+        _ => "run".to_string(),
+    };
+    let progress = crate::progress::Progress::new(&progress_label, list.len());
     let results = parallel::install(jobs, || {
         list.par_iter()
             .map(|&(w, i)| {
-                runner::run_model(
+                runner::run_with(
                     &m,
                     w,
+                    None,
                     &knobs,
                     seed.wrapping_add(u64::from(i)),
                     scale,
                     filter.as_ref(),
-                    !json_stdout && jobs == 1,
+                    &progress,
                 )
+                .map(|f| (f.rec, f.trace))
             })
             .collect::<Vec<_>>()
     })?;
+    progress.finish();
+    // Said once the outputs are written: a failed write is then the one
+    // error line.
+    let mut notices: Vec<runner::NoScanNotice> = Vec::new();
     for result in results {
         {
             let (rec, tr) = result?;
@@ -768,23 +790,28 @@ fn run(
                 e.ts_ns += base;
                 e
             }));
-            if json.is_none() {
-                // The note goes with the summary whose counters it
-                // explains (stderr stays clean for scripts).
-                let mut text = numalab_report::run_summary(&rec);
-                if let Some(note) = balancing_never_started(&rec) {
-                    text.push_str(&format!("note: {note}\n"));
-                }
-                out::print(&text)?;
+            if !json_stdout {
+                out::print(&numalab_report::run_summary(&rec))?;
             }
+            notices.extend(runner::no_scan_notice(&rec));
             runs.push(rec);
         }
     }
+    let mut wrote: Vec<String> = Vec::new();
     if let Some(path) = trace {
         let text = numalab_record::ftrace::write(&trace_events, m.nr_cpus());
         out::write_file("--trace", Path::new(&path), &text)?;
+        wrote.push(format!(
+            "wrote {path} ({} trace events)",
+            trace_events.len()
+        ));
     }
     if let Some(path) = json {
+        let what = if runs.len() == 1 {
+            "a Run".to_string()
+        } else {
+            format!("a RunSet of {} runs", runs.len())
+        };
         let text = if runs.len() == 1 {
             runs[0].to_json()
         } else {
@@ -800,34 +827,20 @@ fn run(
             out::print(&text)?;
         } else {
             out::write_file("--json", Path::new(&path), &text)?;
+            wrote.push(format!("wrote {path} ({what})"));
+        }
+    }
+    for w in &wrote {
+        crate::progress::note(w);
+    }
+    for n in &notices {
+        if n.warning {
+            progress.warn_once(&n.key, &n.text);
+        } else {
+            progress.note_once(&n.key, &n.text);
         }
     }
     Ok(())
-}
-
-/// A note when balancing was on but no page was ever scanned: a run (often
-/// a small `--scale`) that ended before the first `task_numa_work` pass
-/// (`numa_balancing_scan_delay_ms` after the start), so every balancing
-/// counter is 0 for that reason and not because balancing does nothing.
-fn balancing_never_started(rec: &numalab_record::RunRecord) -> Option<String> {
-    let on = rec
-        .settings
-        .get("kernel.numa_balancing")
-        .is_some_and(|v| v.trim() != "0");
-    let scanned = rec.vmstat.get("numa_pte_updates").copied().unwrap_or(0);
-    (on && scanned == 0).then(|| {
-        let delay = rec
-            .settings
-            .get("kernel.numa_balancing_scan_delay_ms")
-            .or_else(|| rec.settings.get("numa_balancing.scan_delay_ms"))
-            .map_or("the scan delay".to_string(), |d| format!("{d} ms"));
-        format!(
-            "NUMA balancing never started in {} ({:.2} s, scale {}): no page was scanned (numa_pte_updates 0); the first scan waits {delay} and each scan period; use a larger --scale",
-            rec.test_name(),
-            rec.elapsed_s,
-            rec.scale
-        )
-    })
 }
 
 fn default_label(sets: &[String]) -> String {
@@ -1166,5 +1179,15 @@ mod tests {
             parse(&["schema", "runset"]).unwrap().cmd,
             Cmd::Schema { .. }
         ));
+    }
+
+    #[test]
+    fn progress_flags_parse_anywhere_and_together() {
+        for a in [
+            &["--no-progress", "list", "knobs", "--progress"][..],
+            &["list", "knobs", "--progress", "--no-progress"],
+        ] {
+            assert!(parse(a).is_ok(), "{a:?}");
+        }
     }
 }

@@ -1,10 +1,11 @@
 //! `numalab`: the command line.
 //!
 //! Parses arguments, loads machines and workloads by preset name or file,
-//! runs the model (with a progress bar on a terminal), and prints or writes
-//! what the report layer formats. Every failure is one line on stderr
-//! starting `numalab: error:` and a non-zero exit; nothing here panics on
-//! user input.
+//! runs the model (with progress on stderr once a command runs longer than
+//! 2 s, and warnings there when NUMA balancing cannot act in a run), and
+//! prints or writes what the report layer formats. Every failure is one
+//! line on stderr starting `numalab: error:` and a non-zero exit; nothing
+//! here panics on user input.
 
 mod bench;
 mod bench_instructions;

@@ -8,8 +8,9 @@
 //! the ratio. Published numbers are only ever printed beside the model's:
 //! nothing in the model reads them.
 
+use crate::progress::Progress;
 use crate::runner;
-use crate::verdict::{judge, Reference, Tolerance, Verdict};
+use crate::verdict::{judge, Coverage, Reference, Tolerance, Verdict};
 use numalab_record::{RunRecord, RunSet};
 use rayon::prelude::*;
 
@@ -81,12 +82,32 @@ impl Metric {
     }
 
     /// Whether the figure keeps its meaning at `--scale` below 1: shares
-    /// and ratios do, absolute times and counts shrink with the run.
+    /// and ratios do (also of one workload's runs), absolute times and
+    /// counts shrink with the run.
     fn is_scale_free(&self) -> bool {
         match self {
             Metric::LabPct(_) | Metric::ScoreChangePct(_) | Metric::StatRatio(..) => true,
             Metric::RatioVs(_, m) => !matches!(m, Metric::RatioVs(..)),
+            Metric::OfWorkload(_, m) => m.is_scale_free(),
             _ => false,
+        }
+    }
+
+    /// The configurations the figure is a change or ratio against.
+    fn bases(&self) -> Vec<&'static str> {
+        match self {
+            Metric::ScoreChangePct(b) => vec![b],
+            Metric::RatioVs(b, m) => std::iter::once(*b).chain(m.bases()).collect(),
+            Metric::OfWorkload(_, m) => m.bases(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The workload whose runs alone the figure reads, if one.
+    fn workload(&self) -> Option<&'static str> {
+        match self {
+            Metric::OfWorkload(w, _) => Some(w),
+            _ => None,
         }
     }
 
@@ -252,6 +273,14 @@ pub struct Config {
     pub label: &'static str,
     /// `--set` values.
     pub sets: &'static [&'static str],
+    /// Whether its figures measure NUMA balancing at work (it scanned in
+    /// the posting's runs). At a `--scale` below 1, a run of it that never
+    /// updated a PTE was over before balancing acted, so those figures are
+    /// not modeled at that scale ([`Coverage::NoScan`]). False for a
+    /// configuration that scans nothing by design (balancing off, a
+    /// disabled cgroup, plain interleave) or whose figures are not about
+    /// balancing.
+    pub needs_scan: bool,
 }
 
 /// A published experiment.
@@ -310,10 +339,12 @@ fn numa_balancing_threadlocal() -> Reproduction {
             Config {
                 label: "balancing-off",
                 sets: &["kernel.numa_balancing=0"],
+                needs_scan: false,
             },
             Config {
                 label: "balancing-on",
                 sets: &["kernel.numa_balancing=1"],
+                needs_scan: true,
             },
         ],
         published: || {
@@ -391,10 +422,12 @@ fn numa_balance_serialize() -> Reproduction {
             Config {
                 label: "legacy",
                 sets: &["numalab.sched_balance_serialize=legacy"],
+                needs_scan: false,
             },
             Config {
                 label: "fixed",
                 sets: &["numalab.sched_balance_serialize=fixed"],
+                needs_scan: false,
             },
         ],
         published: || {
@@ -430,7 +463,7 @@ const PROFILE_SHARE: Tolerance = Tolerance::Rel(
 const SERIALIZE_CONTENTION: &str = "the model's OLTP stand-in contends on sched_balance_running more than the posting's OLTP, and every contended cycle it saves becomes throughput; the workload's balance rate is not calibrated from the real benchmark (docs/reproductions.md#numa-balance-serialize)";
 
 /// How `numalab reproduce` runs: scale, iterations, seed, where to write
-/// RunSets, and whether a progress spinner may show.
+/// RunSets, and whether progress and warnings show on stderr.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Memory and passes shrink by this (1 = as published).
@@ -441,7 +474,8 @@ pub struct Options {
     pub seed: u64,
     /// Directory for each configuration's RunSet JSON.
     pub json_dir: Option<String>,
-    /// A progress spinner on a terminal (off when runs go in parallel).
+    /// Progress and warnings on stderr ([`Progress`]); off for callers
+    /// that report on their own (the Python package).
     pub progress: bool,
     /// Directory for each run's figures and the compare chart.
     pub plots: Option<String>,
@@ -494,6 +528,8 @@ pub struct Tally {
     pub within: usize,
     /// Outside, in the published direction.
     pub right_direction: usize,
+    /// Outside, the posting changed and the model did not.
+    pub no_change: usize,
     /// Outside, against the published direction.
     pub wrong_direction: usize,
     /// Outside, with no direction to judge (or no modeled figure).
@@ -502,6 +538,9 @@ pub struct Tally {
     pub known: usize,
     /// Misses not declared: what `--check` fails on.
     pub unexpected: usize,
+    /// Published figures the runs could not model at this scale (not
+    /// among `figures`: neither a pass nor a miss).
+    pub not_modeled: usize,
 }
 
 /// Finds reproduction `name`.
@@ -549,13 +588,36 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
     if opts.iterations == Some(0) {
         return Err("--iterations must be at least 1".to_string());
     }
-    chosen.par_iter().map(|r| run(r, opts)).collect()
+    let runs: usize = chosen.iter().map(|r| jobs(r, opts).len()).sum();
+    let label = format!("reproduce {name}");
+    let progress = if opts.progress {
+        Progress::new(&label, runs)
+    } else {
+        Progress::silent()
+    };
+    let out = chosen.par_iter().map(|r| run(r, opts, &progress)).collect();
+    progress.finish();
+    out
+}
+
+/// Every run of reproduction `r`: (configuration index, workload,
+/// iteration), in declaration order.
+fn jobs<'a>(r: &'a Reproduction, opts: &Options) -> Vec<(usize, &'a str, u32)> {
+    let iterations = opts.iterations.unwrap_or(r.iterations);
+    (0..r.configs.len())
+        .flat_map(|c| {
+            r.workloads
+                .iter()
+                .filter_map(move |w| for_config(w, r.configs[c].label, r.configs))
+                .flat_map(move |w| (0..iterations).map(move |i| (c, w, i)))
+        })
+        .collect()
 }
 
 /// Runs reproduction `r`: every configuration x workload x iteration, in
 /// parallel, gathered in declaration order so the output does not depend
-/// on the number of threads.
-pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
+/// on the number of threads; `progress` hears of each run.
+pub fn run(r: &Reproduction, opts: &Options, progress: &Progress) -> Result<Outcome, String> {
     let iterations = opts.iterations.unwrap_or(r.iterations);
     let m = runner::load_machine(r.machine)?;
     let knobs = r
@@ -563,18 +625,10 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
         .iter()
         .map(|c| runner::knobs(c.sets))
         .collect::<Result<Vec<_>, _>>()?;
-    let jobs: Vec<(usize, &str, u32)> = (0..r.configs.len())
-        .flat_map(|c| {
-            r.workloads
-                .iter()
-                .filter_map(move |w| for_config(w, r.configs[c].label, r.configs))
-                .flat_map(move |w| (0..iterations).map(move |i| (c, w, i)))
-        })
-        .collect();
-    let records = jobs
+    let records = jobs(r, opts)
         .par_iter()
         .map(|&(c, w, i)| {
-            runner::run_model_in(
+            runner::run_with(
                 &m,
                 w,
                 r.cgroup,
@@ -582,7 +636,7 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
                 opts.seed.wrapping_add(u64::from(i)),
                 opts.scale,
                 None,
-                opts.progress,
+                progress,
             )
             .map(|f| (c, f.rec))
         })
@@ -633,37 +687,62 @@ pub fn run(r: &Reproduction, opts: &Options) -> Result<Outcome, String> {
 
 /// The closing table of `reproduce all`: each reproduction's tally.
 pub fn summary(outcomes: &[Outcome]) -> String {
+    let width = outcomes
+        .iter()
+        .map(|o| o.name.len())
+        .chain([12])
+        .max()
+        .unwrap_or(12);
     let mut out = format!(
-        "summary\n{:<28} {:>7} {:>7} {:>9} {:>9} {:>5} {:>6} {:>10}\n",
-        "reproduction", "figures", "within", "right-dir", "wrong-dir", "off", "known", "unexpected"
+        "summary\n{:<width$} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>6} {:>10} {:>11}\n",
+        "reproduction",
+        "figures",
+        "within",
+        "right-dir",
+        "no-change",
+        "wrong-dir",
+        "off",
+        "known",
+        "unexpected",
+        "not-modeled"
     );
     let mut total = Tally::default();
     for o in outcomes {
         let t = o.tally;
-        out.push_str(&tally_row(o.name, &t));
+        out.push_str(&tally_row(o.name, &t, width));
         total.figures += t.figures;
         total.within += t.within;
         total.right_direction += t.right_direction;
+        total.no_change += t.no_change;
         total.wrong_direction += t.wrong_direction;
         total.off += t.off;
         total.known += t.known;
         total.unexpected += t.unexpected;
+        total.not_modeled += t.not_modeled;
     }
-    out.push_str(&tally_row("all", &total));
+    out.push_str(&tally_row("all", &total, width));
+    if total.not_modeled > 0 {
+        out.push_str(&format!(
+            "({} published figure(s) not modeled at this scale: not counted among the figures; see each reproduction's notes)\n",
+            total.not_modeled
+        ));
+    }
     out
 }
 
-fn tally_row(name: &str, t: &Tally) -> String {
+fn tally_row(name: &str, t: &Tally, width: usize) -> String {
     format!(
-        "{:<28} {:>7} {:>7} {:>9} {:>9} {:>5} {:>6} {:>10}\n",
+        "{:<width$} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>6} {:>10} {:>11}\n",
         name,
         t.figures,
         t.within,
         t.right_direction,
+        t.no_change,
         t.wrong_direction,
         t.off,
         t.known,
-        t.unexpected
+        t.unexpected,
+        t.not_modeled
     )
 }
 
@@ -726,8 +805,85 @@ fn reference(
     })
 }
 
+/// Whether the runs behind figure `p` could model it, and if not, why
+/// (the first run that could not). At `--scale` 1 every figure is
+/// modeled: a run that never updated a PTE there is the model's answer,
+/// judged like any other. Below 1, a figure is not modeled when a
+/// configuration it reads (its own, the one it is a change or ratio
+/// against, the base its direction is judged from) declares
+/// [`Config::needs_scan`] and one of its runs (of the figure's workload)
+/// never updated a PTE.
+fn coverage(
+    r: &Reproduction,
+    p: &Published,
+    sets: &[RunSet],
+    scale: f64,
+) -> (Coverage, Option<String>) {
+    if scale >= 1.0 {
+        return (Coverage::Modeled, None);
+    }
+    let mut read = vec![p.config];
+    read.extend(p.metric.bases());
+    if let Some(base) = r.configs.first() {
+        if p.metric.bases().is_empty() && p.config != base.label {
+            read.push(base.label);
+        }
+    }
+    for label in read {
+        let Some(c) = r.configs.iter().find(|c| c.label == label) else {
+            continue;
+        };
+        let Some(set) = sets.iter().find(|s| s.name == label) else {
+            continue;
+        };
+        if !c.needs_scan {
+            continue;
+        }
+        let runs: Vec<&RunRecord> = set
+            .runs
+            .iter()
+            .filter(|run| p.metric.workload().is_none_or(|w| workload_name(run) == w))
+            .collect();
+        let idle: Vec<&RunRecord> = runs
+            .iter()
+            .copied()
+            .filter(|run| run.vm("numa_pte_updates") == 0)
+            .collect();
+        if let Some(first) = idle.first() {
+            let whose = p
+                .metric
+                .workload()
+                .map_or(String::new(), |w| format!(" of {w}"));
+            let why = runner::balancing_never_acted(first)
+                .unwrap_or_else(|| "NUMA balancing was off in it".to_string());
+            return (
+                Coverage::NoScan,
+                Some(format!(
+                    "not modeled at --scale {scale}: {} of {} run(s){whose} in {label} updated no PTE (numa_pte_updates 0): {why}",
+                    idle.len(),
+                    runs.len(),
+                )),
+            );
+        }
+    }
+    (Coverage::Modeled, None)
+}
+
+/// The footnote number of `note` in `notes` (added when new): one
+/// footnote per text, however many figures it explains.
+fn footnote(notes: &mut Vec<String>, note: &str) -> usize {
+    match notes.iter().position(|n| n == note) {
+        Some(i) => i + 1,
+        None => {
+            notes.push(note.to_string());
+            notes.len()
+        }
+    }
+}
+
 /// The modeled-vs-published table with its verdicts, the notes on known
-/// misses and tolerances, and the tally; and the rows as data.
+/// misses, figures not modeled and tolerances, and the tally; and the
+/// rows as data.
 fn modeled_vs_published(
     r: &Reproduction,
     sets: &[RunSet],
@@ -746,43 +902,43 @@ fn modeled_vs_published(
             continue;
         };
         let m = p.metric.modeled(set, sets);
-        let judged = scale >= 1.0 || p.metric.is_scale_free();
+        let scale_free = scale >= 1.0 || p.metric.is_scale_free();
+        let (coverage, why) = coverage(r, p, sets, scale);
         let (mut was_judged, mut unexpected) = (false, false);
+        let none = format!("{:>8}", "-");
         let (published, ratio, tol, verdict) = match (p.value, &p.tolerance) {
-            (Some(v), Some(_)) if !judged => (
+            (Some(v), Some(_)) if !scale_free => (
                 format!("{v:>13.2}"),
-                format!("{:>8}", "-"),
+                none,
                 "-".to_string(),
                 "not judged at --scale below 1".to_string(),
             ),
             (Some(v), Some(t)) => {
-                let ratio = if v != 0.0 {
+                let ratio = if v != 0.0 && coverage == Coverage::Modeled {
                     format!("{:>7.2}x", m / v)
                 } else {
-                    format!("{:>8}", "-")
+                    none
                 };
-                let verdict = judge(v, m, t, reference(r, p, &figures, sets));
-                tally.figures += 1;
-                was_judged = true;
+                let verdict = judge(v, m, t, reference(r, p, &figures, sets), coverage);
                 let mut text = verdict.text();
                 match verdict {
+                    Verdict::NotModeled => tally.not_modeled += 1,
                     Verdict::Within => tally.within += 1,
                     Verdict::RightDirection(_) => tally.right_direction += 1,
+                    Verdict::NoChange(_) => tally.no_change += 1,
                     Verdict::WrongDirection => tally.wrong_direction += 1,
                     Verdict::Off(_) | Verdict::NoFigure => tally.off += 1,
+                }
+                if let (Verdict::NotModeled, Some(why)) = (&verdict, &why) {
+                    text.push_str(&format!(" [{}]", footnote(&mut notes, why)));
+                } else {
+                    tally.figures += 1;
+                    was_judged = true;
                 }
                 match (verdict.is_miss(), p.known_miss) {
                     (true, Some(why)) => {
                         tally.known += 1;
-                        // One footnote per mechanism, however many figures
-                        // it explains.
-                        let k = match notes.iter().position(|n| n == why) {
-                            Some(i) => i + 1,
-                            None => {
-                                notes.push(why.to_string());
-                                notes.len()
-                            }
-                        };
+                        let k = footnote(&mut notes, why);
                         text.push_str(&format!(" (known miss [{k}])"));
                     }
                     (true, None) => {
@@ -790,19 +946,29 @@ fn modeled_vs_published(
                         unexpected = true;
                         text.push_str(" (MISS)");
                     }
-                    (false, Some(_)) => {
+                    (false, Some(_)) if was_judged => {
                         text.push_str(" (declared a known miss: no longer one)");
                     }
-                    (false, None) => {}
+                    (false, _) => {}
                 }
-                (format!("{v:>13.2}"), ratio, t.label(), text)
+                let tol = if was_judged { t.label() } else { "-".into() };
+                (format!("{v:>13.2}"), ratio, tol, text)
             }
-            (v, _) => (
-                v.map_or(format!("{:>13}", "-"), |v| format!("{v:>13.2}")),
-                format!("{:>8}", "-"),
-                "-".to_string(),
-                "model only".to_string(),
-            ),
+            (v, _) => {
+                let mut text = "model only".to_string();
+                if let Some(why) = &why {
+                    text.push_str(&format!(
+                        "; not modeled at this scale [{}]",
+                        footnote(&mut notes, why)
+                    ));
+                }
+                (
+                    v.map_or(format!("{:>13}", "-"), |v| format!("{v:>13.2}")),
+                    none,
+                    "-".to_string(),
+                    text,
+                )
+            }
         };
         out.push_str(&format!(
             "{:<16} {:<46} {} {:>13.3} {} {:>6}  {}\n",
@@ -840,7 +1006,7 @@ fn modeled_vs_published(
     }
     if scale < 1.0 {
         out.push_str(&format!(
-            "(modeled at --scale {scale}: sizes and passes shrink, so absolute figures are not comparable; ratios between configurations are)\n"
+            "(modeled at --scale {scale}: sizes and passes shrink, so absolute figures are not judged; shares and ratios between configurations are, unless a run they read was over before NUMA balancing acted)\n"
         ));
     }
     (out, tally, rows)
@@ -906,10 +1072,12 @@ mod for_config_tests {
             Config {
                 label: "plain",
                 sets: &[],
+                needs_scan: false,
             },
             Config {
                 label: "flagged",
                 sets: &[],
+                needs_scan: false,
             },
         ];
         assert_eq!(for_config("plain:a", "plain", &configs), Some("a"));

@@ -47,10 +47,12 @@ const CONFIGS: &[Config] = &[
     Config {
         label: "sync",
         sets: &["kernel.numa_balancing_scan_async=0"],
+        needs_scan: true,
     },
     Config {
         label: "async",
         sets: &["kernel.numa_balancing_scan_async=1"],
+        needs_scan: true,
     },
     Config {
         label: "async-backcharge",
@@ -58,6 +60,7 @@ const CONFIGS: &[Config] = &[
             "kernel.numa_balancing_scan_async=1",
             "numalab.numa_scan_async_backcharge=1",
         ],
+        needs_scan: true,
     },
 ];
 

@@ -27,10 +27,12 @@ pub fn per_cgroup_numa_balancing() -> Reproduction {
             Config {
                 label: "mytest-disabled",
                 sets: &["kernel.numa_balancing=4"],
+                needs_scan: false,
             },
             Config {
                 label: "mytest-enabled",
                 sets: &["kernel.numa_balancing=4", "/mytest:cpu.numa_load_balance=1"],
+                needs_scan: true,
             },
         ],
         published: || {
@@ -87,14 +89,17 @@ pub fn per_cgroup_mixed() -> Reproduction {
             Config {
                 label: "mode-0",
                 sets: &["kernel.numa_balancing=0"],
+                needs_scan: false,
             },
             Config {
                 label: "mode-1",
                 sets: &["kernel.numa_balancing=1"],
+                needs_scan: true,
             },
             Config {
                 label: "mode-4-gain",
                 sets: &["kernel.numa_balancing=4", "/gain:cpu.numa_load_balance=1"],
+                needs_scan: true,
             },
         ],
         published: || {

@@ -70,10 +70,12 @@ pub fn interleave_task_migration() -> Reproduction {
             Config {
                 label: "plain-interleave",
                 sets: &["numalab.interleave_numa_balancing=off"],
+                needs_scan: false,
             },
             Config {
                 label: "interleave-nb",
                 sets: &["numalab.interleave_numa_balancing=on"],
+                needs_scan: true,
             },
         ],
         published: || {
@@ -141,26 +143,32 @@ pub fn interleave_task_migration_example() -> Reproduction {
             Config {
                 label: SCENARIOS[0].0,
                 sets: &["numalab.interleave_numa_balancing=off"],
+                needs_scan: false,
             },
             Config {
                 label: SCENARIOS[0].1,
                 sets: &["numalab.interleave_numa_balancing=on"],
+                needs_scan: true,
             },
             Config {
                 label: SCENARIOS[1].0,
                 sets: &["numalab.interleave_numa_balancing=off"],
+                needs_scan: false,
             },
             Config {
                 label: SCENARIOS[1].1,
                 sets: &["numalab.interleave_numa_balancing=on"],
+                needs_scan: true,
             },
             Config {
                 label: SCENARIOS[2].0,
                 sets: &["numalab.interleave_numa_balancing=off"],
+                needs_scan: false,
             },
             Config {
                 label: SCENARIOS[2].1,
                 sets: &["numalab.interleave_numa_balancing=on"],
+                needs_scan: true,
             },
         ],
         published: || {

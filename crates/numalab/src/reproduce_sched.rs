@@ -86,10 +86,12 @@ pub fn sched_numa_integration() -> Reproduction {
             Config {
                 label: "baseline-3.9",
                 sets: BASELINE_39,
+                needs_scan: true,
             },
             Config {
                 label: "series",
                 sets: &[],
+                needs_scan: true,
             },
         ],
         published: || {
@@ -190,26 +192,32 @@ pub fn mainline_ablation() -> Reproduction {
             Config {
                 label: "mainline",
                 sets: &[],
+                needs_scan: true,
             },
             Config {
                 label: "no-preferred",
                 sets: &["numalab.numa_preferred_node=0"],
+                needs_scan: true,
             },
             Config {
                 label: "no-resched",
                 sets: &["numalab.numa_migrate_on_select=0"],
+                needs_scan: true,
             },
             Config {
                 label: "no-classify",
                 sets: &["numalab.numa_fault_classify=0"],
+                needs_scan: true,
             },
             Config {
                 label: "no-scan-adapt",
                 sets: &["numalab.numa_scan_adapt=0"],
+                needs_scan: true,
             },
             Config {
                 label: "all-off-3.9",
                 sets: BASELINE_39,
+                needs_scan: true,
             },
         ],
         published: || {

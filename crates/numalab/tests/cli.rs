@@ -177,14 +177,122 @@ fn piped_output_has_no_progress_bar_and_json_to_stdout_is_pure() {
     a.extend(["--json", "-"]);
     let o = numalab(&a);
     assert!(o.status.success());
+    // stderr carries only warnings (this run is over before the first
+    // scan): no bar, no carriage returns, nothing on stdout but the JSON.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains('\r'), "{err}");
     assert!(
-        o.stderr.is_empty(),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
+        err.lines().all(|l| l.starts_with("numalab: warning:")),
+        "{err}"
     );
     let v: serde_json::Value =
         serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     assert_eq!(v["format"], "numalab-run");
+}
+
+/// `--json FILE` keeps the summary on stdout and says where it wrote.
+#[test]
+fn json_to_a_file_keeps_the_summary_and_says_where_it_wrote() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("run.json");
+    let f = f.to_str().expect("utf-8 path");
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--json", f]);
+    let o = numalab(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(out, {
+        let mut b = TINY_RUN.to_vec();
+        b.push("--no-progress");
+        String::from_utf8(numalab(&b).stdout).unwrap()
+    });
+    assert!(out.contains("numa_pte_updates"), "{out}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("numalab: wrote {f} (a Run)")),
+        "{err}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f).expect("written")).expect("json");
+    assert_eq!(v["format"], "numalab-run");
+}
+
+/// Balancing on, and the run over before `scan_delay_ms`: said on
+/// stderr, with the end time and the delay; not said once the delay is
+/// short enough for balancing to act.
+#[test]
+fn a_run_over_before_the_first_scan_says_so() {
+    let o = numalab(TINY_RUN);
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("numalab: warning: NUMA balancing was on but no PTE was ever updated in numa02 (numa_pte_updates 0): the run ended at ")
+            && err.contains("before scan_delay_ms (1000 ms)"),
+        "{err}"
+    );
+    // Balancing off: nothing to say.
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--set", "kernel.numa_balancing=0"]);
+    assert_eq!(numalab(&a).stderr, b"");
+    // numa02 at scale 0.05 scans once the first scan comes after 50 ms.
+    let o = numalab(&[
+        "run",
+        "-m",
+        "tiny-2n",
+        "-w",
+        "numa02",
+        "--scale",
+        "0.05",
+        "--set",
+        "scan_delay_ms=50",
+    ]);
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+}
+
+/// A workload of fixed duration shorter than the scan delay is warned
+/// about before it runs, with the smallest scale that lasts the delay,
+/// and only once.
+#[test]
+fn a_run_too_short_to_scan_is_warned_about_before_it_starts() {
+    let o = numalab(&[
+        "run", "-m", "tiny-2n", "-w", "oltp", "--scale", "0.1", "--json", "-",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err,
+        "numalab: warning: NUMA balancing will not scan in oltp: it runs 0.30 s at --scale 0.1 (its fixed duration), and no scan starts before scan_delay_ms (1000 ms); --scale 0.334 or more lets it last the delay\n"
+    );
+}
+
+/// Knobs by their /proc/sys and debugfs paths and bare names; a near
+/// miss gets a suggestion.
+#[test]
+fn knobs_are_taken_in_their_kernel_spellings() {
+    let mut a = TINY_RUN.to_vec();
+    a.extend([
+        "--set",
+        "/proc/sys/kernel/numa_balancing=0",
+        "--set",
+        "/sys/kernel/debug/sched/numa_balancing/scan_size_mb=512",
+        "--set",
+        "scan_delay_ms=50",
+        "--json",
+        "-",
+    ]);
+    let o = numalab(&a);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["settings"]["kernel.numa_balancing"], "0");
+    assert_eq!(v["settings"]["numa_balancing.scan_size_mb"], "512");
+    assert_eq!(v["settings"]["numa_balancing.scan_delay_ms"], "50");
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--set", "numa_balancing.scan_delay=50"]);
+    fails_with(
+        &a,
+        &["unknown knob", "did you mean numa_balancing.scan_delay_ms?"],
+    );
 }
 
 #[test]
@@ -357,6 +465,50 @@ fn reproduce_output_does_not_depend_on_the_number_of_jobs() {
     let mut a = SMALL_REPRODUCTION.to_vec();
     a.extend(["-j", "0"]);
     fails_with(&a, &["-j", "at least 1"]);
+}
+
+/// At a scale where NUMA balancing never acts, the figures that measure
+/// it are "not modeled at this scale": neither judged nor failed, the 0/0
+/// of a counter ratio included, and counted apart in the summary.
+#[test]
+fn reproduce_does_not_judge_what_the_runs_could_not_model() {
+    let o = numalab(&[
+        "reproduce",
+        "per-cgroup-numa-balancing",
+        "--scale",
+        "0.02",
+        "--iterations",
+        "1",
+        "--check",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let row = out
+        .lines()
+        .find(|l| l.contains("numa_hint_faults / numa_pte_updates"))
+        .expect("the counter ratio's row");
+    assert!(
+        row.contains("NaN") && row.contains("not modeled at this scale [1]"),
+        "{row}"
+    );
+    let ratio = out
+        .lines()
+        .find(|l| l.contains("elapsed (s) / mytest-disabled's"))
+        .expect("the elapsed ratio's row");
+    assert!(ratio.ends_with("not modeled at this scale [1]"), "{ratio}");
+    assert!(
+        out.contains("[1] not modeled at --scale 0.02: 1 of 1 run(s) in mytest-enabled updated no PTE (numa_pte_updates 0)"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("(MISS)") && !out.contains("direction"),
+        "{out}"
+    );
 }
 
 #[test]
