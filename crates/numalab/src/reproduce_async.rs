@@ -10,9 +10,8 @@
 //! [`crate::reproduce`]); figures marked unpublished are the model's alone.
 //! After the tables, each configuration's access-latency histogram.
 
-use crate::reproduce::{Config, Metric, Published, Reproduction};
+use crate::reproduce_decl::{Config, Metric, Published, Reproduction};
 use crate::verdict::Tolerance;
-use numalab_record::RunSet;
 
 /// A published (`Some`) or model-only (`None`) figure.
 fn fig(config: &'static str, metric: Metric, value: Option<f64>) -> Published {
@@ -75,6 +74,7 @@ pub fn async_numa_scan() -> Reproduction {
         cgroup: None,
         iterations: 1,
         configs: CONFIGS,
+        latency_cgroup: Some("/"),
         published: || {
             let out = "access_latency_outliers";
             vec![
@@ -106,6 +106,7 @@ pub fn async_numa_scan_busy() -> Reproduction {
         cgroup: None,
         iterations: 1,
         configs: CONFIGS,
+        latency_cgroup: Some("/pmbench"),
         published: || {
             let batch_user = &Metric::CgroupUser("/batch");
             let mut v = Vec::new();
@@ -126,30 +127,4 @@ pub fn async_numa_scan_busy() -> Reproduction {
             v
         },
     }
-}
-
-/// What proposal 2's reproductions print after the tables: each
-/// configuration's access-latency histogram (the first run's, for the
-/// workload's timed cgroup); nothing for other reproductions.
-pub fn after_tables(name: &str, sets: &[RunSet]) -> String {
-    let cg = match name {
-        "async-numa-scan" => "/",
-        "async-numa-scan-busy" => "/pmbench",
-        _ => return String::new(),
-    };
-    let mut out = String::new();
-    for s in sets {
-        let Some(h) = s
-            .runs
-            .first()
-            .and_then(|r| r.cgroups.get(cg))
-            .and_then(|c| c.access_latency.as_ref())
-        else {
-            continue;
-        };
-        out.push_str(&format!("{} access latency, cgroup {cg}:\n", s.name));
-        out.push_str(&numalab_report::latency::latency_histogram(h, "  "));
-        out.push('\n');
-    }
-    out
 }

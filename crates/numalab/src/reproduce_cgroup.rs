@@ -6,10 +6,13 @@
 //! Published numbers are only printed beside the model's (see
 //! [`crate::reproduce`]); figures marked unpublished are the model's alone.
 
-use crate::reproduce::{
+use crate::reproduce_decl::{
     Config, Metric, Published, Reproduction, APPROXIMATE, FEW_EVENTS, ONE_RUN_COUNTER,
-    SAME_MACHINE_SPREAD, THREADLOCAL_FIRST_TOUCH as FIRST_TOUCH,
-    THREADLOCAL_SYSTEM_TIME as SYSTEM_TIME, THREADLOCAL_TASKS_STAY as TASKS_STAY,
+    SAME_MACHINE_SPREAD,
+};
+use crate::reproduce_mainline::{
+    THREADLOCAL_FIRST_TOUCH as FIRST_TOUCH, THREADLOCAL_SYSTEM_TIME as SYSTEM_TIME,
+    THREADLOCAL_TASKS_STAY as TASKS_STAY,
 };
 
 /// The posting's experiment: NUMA01_THREADLOCAL in cgroup `/mytest`,
@@ -35,6 +38,7 @@ pub fn per_cgroup_numa_balancing() -> Reproduction {
                 needs_scan: true,
             },
         ],
+        latency_cgroup: None,
         published: || {
             let (off, on) = ("mytest-disabled", "mytest-enabled");
             let cg = "/mytest";
@@ -102,6 +106,7 @@ pub fn per_cgroup_mixed() -> Reproduction {
                 needs_scan: true,
             },
         ],
+        latency_cgroup: None,
         published: || {
             let mut v = Vec::new();
             for c in ["mode-0", "mode-1", "mode-4-gain"] {

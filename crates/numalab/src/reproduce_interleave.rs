@@ -13,7 +13,7 @@
 //! numbers are only printed beside the model's; figures marked unpublished
 //! are the model's alone.
 
-use crate::reproduce::{
+use crate::reproduce_decl::{
     Config, Metric, Published, Reproduction, FEW_EVENTS, ONE_RUN_COUNTER, SAME_MACHINE_SPREAD,
 };
 use crate::verdict::Tolerance;
@@ -78,6 +78,7 @@ pub fn interleave_task_migration() -> Reproduction {
                 needs_scan: true,
             },
         ],
+        latency_cgroup: None,
         published: || {
             let (off, on) = ("plain-interleave", "interleave-nb");
             let st = |item| Metric::MemoryStat(CG, item);
@@ -171,6 +172,7 @@ pub fn interleave_task_migration_example() -> Reproduction {
                 needs_scan: true,
             },
         ],
+        latency_cgroup: None,
         published: || {
             let mut v = Vec::new();
             for (plain, nb) in SCENARIOS {

@@ -15,7 +15,7 @@
 //! the modeled "score" is the mean bops over the sweep's points, "peak" the
 //! best of them. The sweep is 5 points, not the posting's 48.
 
-use crate::reproduce::{Config, Metric, Published, Reproduction, ONE_RUN_COUNTER};
+use crate::reproduce_decl::{Config, Metric, Published, Reproduction, ONE_RUN_COUNTER};
 use crate::verdict::Tolerance;
 
 /// A published (`Some`) or model-only (`None`) figure, with its
@@ -94,6 +94,7 @@ pub fn sched_numa_integration() -> Reproduction {
                 needs_scan: true,
             },
         ],
+        latency_cgroup: None,
         published: || {
             let (b, s) = ("baseline-3.9", "series");
             let mut v = Vec::new();
@@ -220,6 +221,7 @@ pub fn mainline_ablation() -> Reproduction {
                 needs_scan: true,
             },
         ],
+        latency_cgroup: None,
         published: || {
             const BENCH: [&str; 4] = ["numa01", "numa01-threadlocal", "numa02", "numa02-smt"];
             const ELAPSED: &Metric = &Metric::RatioVs("mainline", &Metric::Elapsed);
