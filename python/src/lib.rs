@@ -129,8 +129,10 @@ fn reproduce_json(
                 "tally": {
                     "figures": t.figures, "within": t.within,
                     "right_direction": t.right_direction,
+                    "no_change": t.no_change,
                     "wrong_direction": t.wrong_direction, "off": t.off,
                     "known": t.known, "unexpected": t.unexpected,
+                    "not_modeled": t.not_modeled,
                 },
                 "figures": o.figures.iter().map(|f| json!({
                     "config": f.config, "metric": f.metric,
