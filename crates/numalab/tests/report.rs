@@ -169,7 +169,9 @@ fn reproduce_html_and_report_of_its_json_dir_agree() {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     assert_eq!(table_rows(&page, "verdicts"), want);
-    assert!(page.contains("class=\"text known\">wrong direction (known miss [1])"));
+    // At 0.01 the balancing-on run ends before its first scan: its ratio
+    // is not modeled, shown muted like the figures not judged below scale 1.
+    assert!(page.contains("class=\"text muted\">not modeled at this scale [1]"));
     // The text without --html is what it was.
     let plain = ok(&["reproduce", "numa-balancing-threadlocal", "--scale", "0.01"]);
     assert_eq!(plain, text);

@@ -32,7 +32,7 @@ cgroup = "/batch"
 
 [[process.region]]
 name = "buf"
-size = "512MiB * (p + 1)"         # 512 MiB and 1 GiB
+size = "256MiB * (p + 1)"         # 256 MiB and 512 MiB
 thp = true
 
 [[process.thread]]
@@ -90,7 +90,7 @@ fn the_documented_example_resolves_as_described() {
     assert_eq!(names, ["batch.0", "batch.1", "svc"]);
     for (p, k) in w.processes[..2].iter().zip(0..) {
         assert_eq!(p.cgroup, "/batch");
-        assert_eq!(p.regions[0].bytes, (512 << 20) * (k + 1));
+        assert_eq!(p.regions[0].bytes, (256 << 20) * (k + 1));
         assert_eq!(p.regions[0].page_size, PageSize::Thp2M);
         assert_eq!(p.threads.len(), 2);
         let t1 = &p.threads[1];
