@@ -71,10 +71,16 @@ struct SavedTally {
     figures: usize,
     within: usize,
     right_direction: usize,
+    /// Absent from directories written before the verdict had it.
+    #[serde(default)]
+    no_change: usize,
     wrong_direction: usize,
     off: usize,
     known: usize,
     unexpected: usize,
+    /// Absent from directories written before the verdict had it.
+    #[serde(default)]
+    not_modeled: usize,
 }
 
 impl SavedFigure {
@@ -130,10 +136,12 @@ impl Saved {
                 figures: t.figures,
                 within: t.within,
                 right_direction: t.right_direction,
+                no_change: t.no_change,
                 wrong_direction: t.wrong_direction,
                 off: t.off,
                 known: t.known,
                 unexpected: t.unexpected,
+                not_modeled: t.not_modeled,
             },
         })
     }
@@ -289,10 +297,12 @@ fn summary_table(reproductions: &[(Saved, Vec<RunSet>)]) -> Table {
         "figures",
         "within",
         "right-dir",
+        "no-change",
         "wrong-dir",
         "off",
         "known",
         "unexpected",
+        "not-modeled",
     ];
     let row = |name: &str, t: &SavedTally| {
         let mut r = vec![Cell::head(name)];
@@ -300,10 +310,12 @@ fn summary_table(reproductions: &[(Saved, Vec<RunSet>)]) -> Table {
             t.figures,
             t.within,
             t.right_direction,
+            t.no_change,
             t.wrong_direction,
             t.off,
             t.known,
             t.unexpected,
+            t.not_modeled,
         ] {
             r.push(Cell::new(v.to_string(), Kind::Num));
         }
@@ -316,10 +328,12 @@ fn summary_table(reproductions: &[(Saved, Vec<RunSet>)]) -> Table {
         total.figures += t.figures;
         total.within += t.within;
         total.right_direction += t.right_direction;
+        total.no_change += t.no_change;
         total.wrong_direction += t.wrong_direction;
         total.off += t.off;
         total.known += t.known;
         total.unexpected += t.unexpected;
+        total.not_modeled += t.not_modeled;
         rows.push(row(&r.name, t));
     }
     rows.push(row("all", &total));
@@ -398,6 +412,20 @@ fn verdict_blocks(r: &Saved) -> Vec<Block> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_table_has_the_text_summary_columns() {
+        let text = crate::reproduce::summary(&[]);
+        let want: Vec<&str> = text
+            .lines()
+            .nth(1)
+            .expect("a header line")
+            .split_whitespace()
+            .collect();
+        let t = summary_table(&[]);
+        let got: Vec<String> = t.head[0].iter().map(|c| c.text.clone()).collect();
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn footnotes_are_numbered_lines() {
