@@ -48,7 +48,7 @@ pub struct Saved {
     configs: Vec<String>,
     figures: Vec<SavedFigure>,
     notes: Vec<String>,
-    tally: SavedTally,
+    tally: reproduce::Tally,
 }
 
 /// A row of the modeled-vs-published table.
@@ -63,24 +63,6 @@ struct SavedFigure {
     verdict: String,
     judged: bool,
     unexpected: bool,
-}
-
-/// The verdict tally ([`crate::reproduce::Tally`]).
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-struct SavedTally {
-    figures: usize,
-    within: usize,
-    right_direction: usize,
-    /// Absent from directories written before the verdict had it.
-    #[serde(default)]
-    no_change: usize,
-    wrong_direction: usize,
-    off: usize,
-    known: usize,
-    unexpected: usize,
-    /// Absent from directories written before the verdict had it.
-    #[serde(default)]
-    not_modeled: usize,
 }
 
 impl SavedFigure {
@@ -107,7 +89,6 @@ impl Saved {
             })
             .map(str::to_string)
             .collect();
-        let t = o.tally;
         Ok(Saved {
             name: o.name.to_string(),
             description: r.description.to_string(),
@@ -132,17 +113,7 @@ impl Saved {
                 })
                 .collect(),
             notes,
-            tally: SavedTally {
-                figures: t.figures,
-                within: t.within,
-                right_direction: t.right_direction,
-                no_change: t.no_change,
-                wrong_direction: t.wrong_direction,
-                off: t.off,
-                known: t.known,
-                unexpected: t.unexpected,
-                not_modeled: t.not_modeled,
-            },
+            tally: o.tally,
         })
     }
 }
@@ -292,55 +263,28 @@ pub fn page(reproductions: &[(Saved, Vec<RunSet>)]) -> Result<Page, String> {
 
 /// Each reproduction's tally, and the total (`reproduce all`'s summary).
 fn summary_table(reproductions: &[(Saved, Vec<RunSet>)]) -> Table {
-    let cols = [
-        "reproduction",
-        "figures",
-        "within",
-        "right-dir",
-        "no-change",
-        "wrong-dir",
-        "off",
-        "known",
-        "unexpected",
-        "not-modeled",
-    ];
-    let row = |name: &str, t: &SavedTally| {
+    let row = |name: &str, t: &reproduce::Tally| {
         let mut r = vec![Cell::head(name)];
-        for v in [
-            t.figures,
-            t.within,
-            t.right_direction,
-            t.no_change,
-            t.wrong_direction,
-            t.off,
-            t.known,
-            t.unexpected,
-            t.not_modeled,
-        ] {
-            r.push(Cell::new(v.to_string(), Kind::Num));
-        }
+        r.extend(
+            t.counts()
+                .iter()
+                .map(|v| Cell::new(v.to_string(), Kind::Num)),
+        );
         r
     };
-    let mut total = SavedTally::default();
-    let mut rows = Vec::new();
-    for (r, _) in reproductions {
-        let t = &r.tally;
-        total.figures += t.figures;
-        total.within += t.within;
-        total.right_direction += t.right_direction;
-        total.no_change += t.no_change;
-        total.wrong_direction += t.wrong_direction;
-        total.off += t.off;
-        total.known += t.known;
-        total.unexpected += t.unexpected;
-        total.not_modeled += t.not_modeled;
-        rows.push(row(&r.name, t));
-    }
-    rows.push(row("all", &total));
+    let mut rows: Vec<Vec<Cell>> = reproductions
+        .iter()
+        .map(|(r, _)| row(&r.name, &r.tally))
+        .collect();
+    rows.push(row(
+        "all",
+        &reproduce::Tally::total(reproductions.iter().map(|(r, _)| &r.tally)),
+    ));
+    let cols = std::iter::once("reproduction").chain(reproduce::TALLY_COLUMNS);
     Table {
         class: "fields".into(),
         caption: None,
-        head: vec![cols.iter().map(|c| Cell::head(*c)).collect()],
+        head: vec![cols.map(Cell::head).collect()],
         rows,
     }
 }

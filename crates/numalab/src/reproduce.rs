@@ -74,8 +74,11 @@ pub struct FigureRow {
     pub unexpected: bool,
 }
 
-/// How a reproduction's published figures fared.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a reproduction's published figures fared (also saved in
+/// `reproduction.json`; counts a directory written before a field existed
+/// lacks are read as 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Tally {
     /// Published figures judged.
     pub figures: usize,
@@ -96,6 +99,52 @@ pub struct Tally {
     /// Published figures the runs could not model at this scale (not
     /// among `figures`: neither a pass nor a miss).
     pub not_modeled: usize,
+}
+
+/// The tally's column names, in the order of [`Tally::counts`]: the text
+/// summary and the HTML report's summary share them.
+pub const TALLY_COLUMNS: [&str; 9] = [
+    "figures",
+    "within",
+    "right-dir",
+    "no-change",
+    "wrong-dir",
+    "off",
+    "known",
+    "unexpected",
+    "not-modeled",
+];
+
+impl Tally {
+    /// The counts in [`TALLY_COLUMNS`] order.
+    pub fn counts(&self) -> [usize; 9] {
+        [
+            self.figures,
+            self.within,
+            self.right_direction,
+            self.no_change,
+            self.wrong_direction,
+            self.off,
+            self.known,
+            self.unexpected,
+            self.not_modeled,
+        ]
+    }
+
+    /// The sum of several tallies (`reproduce all`'s last row).
+    pub fn total<'a>(tallies: impl IntoIterator<Item = &'a Tally>) -> Tally {
+        tallies.into_iter().fold(Tally::default(), |a, t| Tally {
+            figures: a.figures + t.figures,
+            within: a.within + t.within,
+            right_direction: a.right_direction + t.right_direction,
+            no_change: a.no_change + t.no_change,
+            wrong_direction: a.wrong_direction + t.wrong_direction,
+            off: a.off + t.off,
+            known: a.known + t.known,
+            unexpected: a.unexpected + t.unexpected,
+            not_modeled: a.not_modeled + t.not_modeled,
+        })
+    }
 }
 
 /// Finds reproduction `name`.
@@ -273,33 +322,14 @@ pub fn summary(outcomes: &[Outcome]) -> String {
         .max()
         .unwrap_or(12);
     let mut out = format!(
-        "summary\n{:<width$} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>6} {:>10} {:>11}\n",
-        "reproduction",
-        "figures",
-        "within",
-        "right-dir",
-        "no-change",
-        "wrong-dir",
-        "off",
-        "known",
-        "unexpected",
-        "not-modeled"
+        "summary\n{}",
+        tally_line("reproduction", TALLY_COLUMNS, width)
     );
-    let mut total = Tally::default();
     for o in outcomes {
-        let t = o.tally;
-        out.push_str(&tally_row(o.name, &t, width));
-        total.figures += t.figures;
-        total.within += t.within;
-        total.right_direction += t.right_direction;
-        total.no_change += t.no_change;
-        total.wrong_direction += t.wrong_direction;
-        total.off += t.off;
-        total.known += t.known;
-        total.unexpected += t.unexpected;
-        total.not_modeled += t.not_modeled;
+        out.push_str(&tally_line(o.name, o.tally.counts(), width));
     }
-    out.push_str(&tally_row("all", &total, width));
+    let total = Tally::total(outcomes.iter().map(|o| &o.tally));
+    out.push_str(&tally_line("all", total.counts(), width));
     if total.not_modeled > 0 {
         out.push_str(&format!(
             "({} published figure(s) not modeled at this scale: not counted among the figures; see each reproduction's notes)\n",
@@ -309,20 +339,16 @@ pub fn summary(outcomes: &[Outcome]) -> String {
     out
 }
 
-fn tally_row(name: &str, t: &Tally, width: usize) -> String {
-    format!(
-        "{:<width$} {:>7} {:>7} {:>9} {:>9} {:>9} {:>5} {:>6} {:>10} {:>11}\n",
-        name,
-        t.figures,
-        t.within,
-        t.right_direction,
-        t.no_change,
-        t.wrong_direction,
-        t.off,
-        t.known,
-        t.unexpected,
-        t.not_modeled
-    )
+/// Widths of the summary's columns, in [`TALLY_COLUMNS`] order.
+const TALLY_WIDTHS: [usize; 9] = [7, 7, 9, 9, 9, 5, 6, 10, 11];
+
+/// One line of the summary: a name and nine right-aligned cells.
+fn tally_line<T: std::fmt::Display>(name: &str, cells: [T; 9], width: usize) -> String {
+    let mut line = format!("{name:<width$}");
+    for (c, w) in cells.iter().zip(TALLY_WIDTHS) {
+        line.push_str(&format!(" {:>w$}", c.to_string()));
+    }
+    line + "\n"
 }
 
 /// The workload entry `w` of a reproduction under configuration `label`:
