@@ -48,6 +48,9 @@ fn common(a: &RunArgs) -> Result<(Vec<(String, String)>, Duration), Failure> {
     if !(a.interval.is_finite() && a.interval > 0.0 && a.interval <= 3600.0) {
         return Err(format!("--interval {}: must be in (0, 3600] seconds", a.interval).into());
     }
+    // An event name the model does not know would be left out of the
+    // kernel's trace without a word: refuse it as `run` does.
+    crate::trace::filter(a.trace_events.as_deref(), None)?;
     let sets = a
         .sets
         .iter()

@@ -709,3 +709,20 @@ fn compare_and_plot_go_workload_by_workload() {
     // Model runs carry latency histograms: nothing skipped for them.
     assert!(!err.contains("skipped latency"), "{err}");
 }
+
+#[test]
+fn a_real_or_guest_trace_refuses_an_event_it_would_leave_out() {
+    // Before any guest boots or the host is touched: an event the model
+    // does not know would silently be missing from the kernel's trace.
+    let tail = [
+        "-w",
+        "numa02",
+        "--trace",
+        "x.trace",
+        "--trace-events",
+        "sched_wakeup_new,nosuch",
+    ];
+    for head in [&["real", "run"][..], &["vm", "run", "-m", "tiny-2n"][..]] {
+        fails_with(&[head, &tail[..]].concat(), &["--trace-events", "nosuch"]);
+    }
+}

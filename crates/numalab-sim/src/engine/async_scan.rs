@@ -128,7 +128,8 @@ impl Sim {
             .k
             .kthread_create(FIRST_KWORKER_PID + n as u64, &name, affinity, cpu);
         self.k.tasks[t].cgroup = cg;
-        self.exec.push(ThreadExec::new(proc_index, 0));
+        self.exec
+            .push(ThreadExec::new(proc_index, 0, self.k.m.nr_nodes()));
         self.kworkers.by_task.insert(t, n);
         self.kworkers.list.push(Kworker {
             task: t,

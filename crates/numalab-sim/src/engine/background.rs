@@ -72,7 +72,11 @@ impl Sim {
                 let cpu = CpuId::new(cpus.first().unwrap_or(0));
                 let t = self.k.kthread_create(pid, &name, cpus, cpu);
                 pid += 1;
-                self.exec.push(ThreadExec::new(proc_index, programs.len()));
+                self.exec.push(ThreadExec::new(
+                    proc_index,
+                    programs.len(),
+                    self.k.m.nr_nodes(),
+                ));
                 programs.push(program.clone());
                 let first = rng.gen_range(0..period_ns.max(1));
                 self.push(self.k.now + first, Ev::Wakeup { task: t });

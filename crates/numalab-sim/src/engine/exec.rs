@@ -109,6 +109,8 @@ pub struct ThreadExec {
     pub op: Op,
     /// Completed requests.
     pub requests: u64,
+    /// Bytes it accessed on each node (the record's `bytes_by_node`).
+    pub bytes_by_node: Vec<f64>,
     /// Rate for the current op, bytes/ns (memory) or work-ns/ns (compute),
     /// from the last physics solve.
     pub rate: f64,
@@ -126,8 +128,8 @@ pub struct ThreadExec {
 }
 
 impl ThreadExec {
-    /// A cursor at the first phase.
-    pub fn new(proc: usize, thread: usize) -> ThreadExec {
+    /// A cursor at the first phase, on a machine of `nr_nodes` nodes.
+    pub fn new(proc: usize, thread: usize, nr_nodes: usize) -> ThreadExec {
         ThreadExec {
             proc,
             thread,
@@ -138,6 +140,7 @@ impl ThreadExec {
             }],
             op: Op::Idle,
             requests: 0,
+            bytes_by_node: vec![0.0; nr_nodes],
             rate: 0.0,
             rate_fresh: false,
             lat: Default::default(),
@@ -467,13 +470,13 @@ impl Sim {
             // Each turn is an engine step (budget.rs): a storm of tiny
             // phases shows up here, not as queue events.
             self.steps += 1;
-            let debt = self.k.tasks[t].debt_ns;
+            let debt = self.k.owed[t].debt_ns;
             if debt > 0.0 {
                 let p = debt.min(left.max(0.0));
-                self.k.tasks[t].debt_ns -= p;
+                self.k.owed[t].debt_ns -= p;
                 left -= p;
                 paid += p;
-                if self.k.tasks[t].debt_ns > 0.0 {
+                if self.k.owed[t].debt_ns > 0.0 {
                     break Stop::Horizon;
                 }
             }
@@ -560,10 +563,10 @@ impl Sim {
         };
         // Kernel work charged during this span (faults) was added to debt;
         // pay what fits.
-        let debt = self.k.tasks[t].debt_ns;
+        let debt = self.k.owed[t].debt_ns;
         if debt > 0.0 && left > 0.0 {
             let p = debt.min(left);
-            self.k.tasks[t].debt_ns -= p;
+            self.k.owed[t].debt_ns -= p;
             left -= p;
             paid += p;
         }
@@ -609,7 +612,7 @@ impl Sim {
         let lenf = len as f64;
         let mut left = budget;
         let mut bytes = 0.0;
-        while passes > 0 && left > 0.0 && self.k.tasks[t].debt_ns <= 0.0 {
+        while passes > 0 && left > 0.0 && self.k.owed[t].debt_ns <= 0.0 {
             let cur = offset + pos as u64;
             let first = (cur >> shift) as usize;
             let last = page_span(offset, len, shift).1;
@@ -635,8 +638,8 @@ impl Sim {
             if let Some(p) = special {
                 self.fault_page(t, cpu, vma, p, Some((offset, len, offset + pos as u64)))?;
                 self.close_stall(t, true);
-                let pay = self.k.tasks[t].debt_ns.min(left);
-                self.k.tasks[t].debt_ns -= pay;
+                let pay = self.k.owed[t].debt_ns.min(left);
+                self.k.owed[t].debt_ns -= pay;
                 left -= pay;
                 self.paid_in_op += pay;
                 continue;
@@ -855,10 +858,11 @@ impl Sim {
                 }
             }
         };
-        let (_, mix, total, _) = &self.exec[t].memo.mixes[i];
+        let ex = &mut self.exec[t];
+        let (_, mix, total, _) = &ex.memo.mixes[i];
         let total = *total;
         if total > 0.0 {
-            let by_task = &mut self.k.tasks[t].bytes_by_node;
+            let by_task = &mut ex.bytes_by_node;
             let by_node = &mut self.fluid.node_traffic;
             let (mut local_bytes, mut all_bytes) = (self.interval_local_bytes, self.interval_bytes);
             for (n, &f) in mix.iter().enumerate() {

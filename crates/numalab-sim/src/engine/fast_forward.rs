@@ -65,7 +65,7 @@ impl Sim {
     /// iterations as fit (leaving at least one for the op-by-op path) and
     /// returns the time they took, 0 when the conditions above do not hold.
     pub(super) fn fast_forward_iterations(&mut self, t: TaskId, cpu: CpuId, left: f64) -> f64 {
-        if !self.fast_forward || self.k.tasks[t].debt_ns > 0.0 || left <= 0.0 {
+        if !self.fast_forward || self.k.owed[t].debt_ns > 0.0 || left <= 0.0 {
             return 0.0;
         }
         let ex = &self.exec[t];

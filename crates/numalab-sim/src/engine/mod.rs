@@ -340,11 +340,11 @@ impl Sim {
                 numa: Default::default(),
             });
             // The process is forked from the shell; fork balancing places it.
-            let probe = Task::new(pid, pid, p.name.clone(), mm_id, cg, nn);
-            let probe_id = self.k.tasks.push_and_get_key(probe);
+            let probe = Task::new(pid, pid, p.name.clone(), mm_id, cg);
+            let probe_id = self.k.add_task(probe);
             self.k.tasks[probe_id].affinity = self.k.m.all_cpus();
             let home = self.k.select_task_rq_fork(probe_id, shell_cpu);
-            self.k.tasks.pop();
+            self.k.remove_last_task();
             shell_cpu = home;
             self.procs.push(ProcInfo {
                 pid,
@@ -381,7 +381,7 @@ impl Sim {
             .unwrap_or(MmId::new(0));
         let pid = tgid + 1 + ti as u64;
         let name = numalab_record::task_name(&p.name, &spec.name);
-        let mut task = Task::new(pid, tgid, name, mm, cg, nn);
+        let mut task = Task::new(pid, tgid, name, mm, cg);
         task.affinity = spec.affinity.clone().unwrap_or_else(|| self.k.m.all_cpus());
         if task
             .affinity
@@ -400,14 +400,30 @@ impl Sim {
         }
         task.start_ns = self.k.now;
         task.vruntime = 0;
-        let t = self.k.tasks.push_and_get_key(task);
+        let t = self.k.add_task(task);
         self.k.cgroups.all[cg].nr_tasks += 1;
         self.k.mms[mm].users += 1;
-        self.exec.push(ThreadExec::new(pi, ti));
+        self.exec.push(ThreadExec::new(pi, ti, nn));
         self.procs[pi].tasks[ti] = Some(t);
         self.live += 1;
         let parent_cpu = self.procs[pi].home_cpu;
         let cpu = self.k.select_task_rq_fork(t, parent_cpu);
+        // The parent is the process's first thread once it runs (the
+        // workload's main thread); before that, the shell's fork.
+        let parent = self.procs[pi]
+            .tasks
+            .iter()
+            .flatten()
+            .copied()
+            .find(|&p| p != t);
+        let (comm, pid) = (self.k.tasks[t].name.clone(), self.k.tasks[t].pid);
+        self.k.trace(parent, parent_cpu, "sched_wakeup_new", || {
+            let comm: String = comm.chars().take(15).collect();
+            format!(
+                "comm={comm} pid={pid} prio=120 target_cpu={:03}",
+                cpu.index()
+            )
+        });
         self.k.tasks[t].cpu = cpu;
         self.k.tasks[t].vruntime = self.k.rq[cpu].min_vruntime;
         self.k.enqueue_task(t, cpu);

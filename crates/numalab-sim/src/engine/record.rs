@@ -114,7 +114,11 @@ impl Sim {
                 last_cpu: t.cpu.index(),
                 last_node: k.cpu_node(t.cpu).index(),
                 nr_migrations: t.nr_migrations,
-                bytes_by_node: t.bytes_by_node.iter().map(|b| b.round() as u64).collect(),
+                bytes_by_node: self.exec[id]
+                    .bytes_by_node
+                    .iter()
+                    .map(|b| b.round() as u64)
+                    .collect(),
                 numa: self.task_numa_figures(t),
                 access_latency: self.exec[id].lat.figures(th_us),
             })

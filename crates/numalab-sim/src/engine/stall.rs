@@ -28,7 +28,7 @@ impl Sim {
     /// last close delays one timed access when `timed` (the task is in a
     /// memory operation).
     pub(crate) fn close_stall(&mut self, t: TaskId, timed: bool) {
-        let s = std::mem::take(&mut self.k.tasks[t].stall_ns);
+        let s = std::mem::take(&mut self.k.owed[t].stall_ns);
         if timed && s > 0.0 && self.lat_on(t) {
             let th = self.lat_threshold_ns;
             self.exec[t].lat.add_stall(s, th);
@@ -48,7 +48,7 @@ impl Sim {
     /// work).
     pub(crate) fn close_stalls(&mut self) {
         for t in TaskId::range(self.k.tasks.len()) {
-            if self.k.tasks[t].stall_ns > 0.0 {
+            if self.k.owed[t].stall_ns > 0.0 {
                 let timed = matches!(self.exec[t].op, Op::Random { .. } | Op::Stream { .. });
                 self.close_stall(t, timed);
             }

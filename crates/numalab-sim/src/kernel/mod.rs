@@ -92,8 +92,12 @@ pub struct Kernel {
     pub knobs: Knobs,
     /// Runqueues, by CPU.
     pub rq: TiVec<CpuId, Rq>,
-    /// Tasks (pid = index + first pid in runs).
+    /// Tasks (pid = index + first pid in runs). Add with
+    /// [`Kernel::add_task`], which keeps [`Kernel::owed`] beside it.
     pub tasks: TiVec<TaskId, Task>,
+    /// Kernel time each task owes the engine, by task
+    /// ([`sched::owed`]).
+    pub owed: TiVec<TaskId, sched::owed::Owed>,
     /// Address spaces.
     pub mms: TiVec<MmId, Mm>,
     /// Cgroup tree.
@@ -168,6 +172,7 @@ impl Kernel {
             knobs,
             rq,
             tasks: TiVec::new(),
+            owed: TiVec::new(),
             mms: TiVec::new(),
             cgroups,
             nodes,
@@ -176,6 +181,19 @@ impl Kernel {
             idle_kernel_ns: 0.0,
             m,
         }
+    }
+
+    /// Adds `task` to the task table (`copy_process`'s part that makes a
+    /// task visible), with nothing owed.
+    pub fn add_task(&mut self, task: Task) -> TaskId {
+        self.owed.push(Default::default());
+        self.tasks.push_and_get_key(task)
+    }
+
+    /// Removes the last task added, which nothing may refer to (a probe).
+    pub fn remove_last_task(&mut self) {
+        self.tasks.pop();
+        self.owed.pop();
     }
 
     /// `cpu_smt_mask`: the CPUs of `cpu`'s core, `cpu` included.

@@ -20,6 +20,7 @@ use crate::kernel::sched::TaskState;
 /// `sched_skip_vma_numa` for the VMAs it skipped).
 pub const MODEL_EVENTS: &[&str] = &[
     "sched_switch",
+    "sched_wakeup_new",
     "sched_migrate_task",
     "sched_move_numa",
     "sched_swap_numa",

@@ -202,9 +202,9 @@ impl Kernel {
     /// neither user nor system time.
     pub fn delay_task(&mut self, t: TaskId, ns: f64) {
         if ns > 0.0 {
-            self.tasks[t].debt_ns += ns;
+            self.owed[t].debt_ns += ns;
             // A wait the task's timed access sees (engine/latency.rs).
-            self.tasks[t].stall_ns += ns;
+            self.owed[t].stall_ns += ns;
         }
     }
 

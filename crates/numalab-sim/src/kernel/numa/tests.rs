@@ -63,7 +63,6 @@ pub(crate) mod fx {
     /// with NUMA state from `init_numa_balancing`.
     pub fn add_task(k: &mut Kernel, mm: MmId, cpu: CpuId) -> TaskId {
         let t = k.tasks.next_key();
-        let nn = k.m.nr_nodes();
         let root = CgroupId::new(0);
         let mut task = Task::new(
             PID0 + t.index() as u64,
@@ -71,11 +70,10 @@ pub(crate) mod fx {
             format!("t{t}"),
             mm,
             root,
-            nn,
         );
         task.affinity = k.m.all_cpus();
         task.cpu = cpu;
-        k.tasks.push(task);
+        k.add_task(task);
         k.mms[mm].users += 1;
         k.enqueue_task(t, cpu);
         if k.rq[cpu].curr.is_none() {

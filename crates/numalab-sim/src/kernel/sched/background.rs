@@ -33,13 +33,12 @@ impl Kernel {
             users: 0,
             numa: Default::default(),
         });
-        let nn = self.m.nr_nodes();
-        let mut task = Task::new(pid, pid, name.to_string(), mm, CgroupId::new(0), nn);
+        let mut task = Task::new(pid, pid, name.to_string(), mm, CgroupId::new(0));
         task.kthread = true;
         task.affinity = affinity;
         task.cpu = cpu;
         task.state = TaskState::Sleeping;
         task.start_ns = self.now;
-        self.tasks.push_and_get_key(task)
+        self.add_task(task)
     }
 }

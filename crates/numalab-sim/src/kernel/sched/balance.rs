@@ -1226,12 +1226,11 @@ mod tests {
     fn add_task(k: &mut Kernel, cpu: usize, allowed: CpuSet) -> TaskId {
         let cpu = c(cpu);
         let t = k.tasks.next_key();
-        let nn = k.m.nr_nodes();
         let (mm, root) = (MmId::new(0), CgroupId::new(0));
-        let mut task = Task::new(101 + t.index() as u64, 100, format!("t{t}"), mm, root, nn);
+        let mut task = Task::new(101 + t.index() as u64, 100, format!("t{t}"), mm, root);
         task.affinity = allowed;
         task.cpu = cpu;
-        k.tasks.push(task);
+        k.add_task(task);
         k.enqueue_task(t, cpu);
         if k.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);

@@ -16,6 +16,7 @@ pub mod background;
 pub mod balance;
 pub mod fair;
 pub mod lb_stats;
+pub mod owed;
 pub mod pelt;
 pub mod serialize;
 pub mod task_state;
@@ -81,13 +82,6 @@ pub struct Task {
     pub start_ns: u64,
     /// Exit time, ns.
     pub exit_ns: Option<u64>,
-    /// Bytes accessed on each node.
-    pub bytes_by_node: Vec<f64>,
-    /// Kernel time owed: charged work that overran the last planned span.
-    pub debt_ns: f64,
-    /// Kernel time charged since the engine last closed a stall (proposal
-    /// 2's access latency, engine/latency.rs), ns.
-    pub stall_ns: f64,
     /// NUMA balancing state.
     pub numa: TaskNumaState,
     /// PELT signals (`se.avg`).
@@ -105,14 +99,7 @@ pub struct Task {
 
 impl Task {
     /// A new task in state `New`.
-    pub fn new(
-        pid: u64,
-        tgid: u64,
-        name: String,
-        mm: MmId,
-        cgroup: CgroupId,
-        nr_nodes: usize,
-    ) -> Task {
+    pub fn new(pid: u64, tgid: u64, name: String, mm: MmId, cgroup: CgroupId) -> Task {
         Task {
             pid,
             tgid,
@@ -134,9 +121,6 @@ impl Task {
             nr_migrations: 0,
             start_ns: 0,
             exit_ns: None,
-            bytes_by_node: vec![0.0; nr_nodes],
-            debt_ns: 0.0,
-            stall_ns: 0.0,
             numa: TaskNumaState::default(),
             avg: pelt::SchedAvg::default(),
             pelt_cpu: None,
@@ -375,9 +359,10 @@ impl Kernel {
         let ns = ns * self.m.kernel.cost_scale;
         let task = &mut self.tasks[t];
         task.sys_ns += ns;
-        task.debt_ns += ns;
-        task.stall_ns += ns;
         let cg = task.cgroup;
+        let owed = &mut self.owed[t];
+        owed.debt_ns += ns;
+        owed.stall_ns += ns;
         self.cgroups.all[cg].sys_ns += ns;
         ns
     }
