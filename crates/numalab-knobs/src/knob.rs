@@ -168,6 +168,17 @@ declare! {
         description: "1: the balancer, fork/wakeup placement and NUMA task placement read PELT load_avg/runnable_avg/util_avg (1024 us periods, y^32 = 1/2); 0: they read runnable-task counts (load = 1024 per runnable task), the model before PELT",
     }
 
+    /// A process's main thread creates its other threads one at a time.
+    SERIAL_CLONE: bool {
+        name: "numalab.serial_clone",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/fork.c copy_process(), wake_up_new_task(); mm/mmap.c do_mmap() under mmap_write_lock; numalab real run's worker (crates/numalab-real/src/worker.rs) creates the threads that start at once from its main thread; 6.12 guest trace of validate/unpinned (docs/real.md M3): new threads sleep in D at once and wake after the last is created; off by default until its effect on the reproductions is judged (validate turns it on: it is how numalab real run's worker starts threads)",
+        description: "1: a process's first thread creates the others that start at once, one after another (physics/costs.rs CLONE_THREAD_NS each, its system time), each new thread placed from the creator's CPU and sleeping on the creator's mmap_lock until the last is created (engine/clone.rs); 0: they all exist at time 0, placed from the process's CPU (the model before)",
+    }
+
     /// Background activity: per-CPU kernel threads and periodic system work.
     BACKGROUND: bool {
         name: "numalab.background",

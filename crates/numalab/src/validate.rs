@@ -174,7 +174,14 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
     numalab_workload::spec::resolve(&spec, m, seed, scale).map_err(|e| e.to_string())
 }
 
-/// Runs a scenario in the model (knobs from `sets`, `--set`; trace on), on
+/// The model's knobs for a scenario that `numalab real run` runs in the
+/// guest: its worker's main thread creates the threads that start at once
+/// one after another (`numalab.serial_clone`, off in plain model runs
+/// until its effect on the reproductions is judged; docs/real.md M3).
+pub const REAL_RUN_KNOBS: &[&str] = &["numalab.serial_clone=1"];
+
+/// Runs a scenario in the model (knobs [`REAL_RUN_KNOBS`], then `sets`
+/// from `--set`; trace on), on
 /// `m` plus the real run's own coordinator ([`real_run_sampler`]). The
 /// trace's `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts
 /// go into `lab` under the names a real run uses (`trace.EVENT`,
@@ -186,7 +193,13 @@ pub fn run_model(
     scale: f64,
     sets: &[String],
 ) -> Result<RunRecord, String> {
-    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    // What numalab real run's worker does, before `--set` (which may
+    // turn it off): its main thread creates the threads (engine/clone.rs).
+    let sets: Vec<&str> = REAL_RUN_KNOBS
+        .iter()
+        .copied()
+        .chain(sets.iter().map(String::as_str))
+        .collect();
     let knobs = numalab_sim::Knobs::from_sets(&sets).map_err(|e| e.to_string())?;
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(format!("--scale {scale}: must be in (0, 1]"));

@@ -81,8 +81,11 @@ pub enum Stop {
     Exit,
     /// Its affinity changed and excludes its CPU.
     Migrate,
-    /// It sleeps until something wakes it (a kworker with no work).
+    /// It sleeps until something wakes it (a kworker with no work, a new
+    /// thread on its creator's `mmap_lock`).
     Block,
+    /// It creates thread `j` of its process (engine/clone.rs).
+    Clone(usize),
 }
 
 /// One frame of the phase cursor.
@@ -125,6 +128,11 @@ pub struct ThreadExec {
     pub(crate) fast_body: Option<bool>,
     /// The resources its last few memory ops loaded ([`TrafficMemo`]).
     traffic: Vec<TrafficMemo>,
+    /// The threads it still creates before its phases (a main thread,
+    /// engine/clone.rs).
+    pub(crate) creating: Option<Box<super::clone::Creating>>,
+    /// It sleeps on its creator's `mmap_lock` until the creator is done.
+    pub(crate) waits_for_creator: bool,
 }
 
 impl ThreadExec {
@@ -147,6 +155,8 @@ impl ThreadExec {
             memo: TaskMemo::default(),
             fast_body: None,
             traffic: Vec::new(),
+            creating: None,
+            waits_for_creator: false,
         }
     }
 }
@@ -485,6 +495,11 @@ impl Sim {
             }
             let op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
             if matches!(op, Op::Idle) {
+                match self.clone_step(t) {
+                    Some(Some(stop)) => break stop,
+                    Some(None) => continue,
+                    None => {}
+                }
                 // A kworker (proposal 2) runs its queued items, not phases.
                 match self.kworker_next(t, cpu) {
                     Some(true) => continue,

@@ -19,6 +19,7 @@
 mod async_scan;
 mod background;
 pub mod budget;
+mod clone;
 mod control;
 pub mod exec;
 mod fast_forward;
@@ -307,6 +308,7 @@ impl Sim {
         let nn = self.k.m.nr_nodes();
         let mut pid = FIRST_PID;
         let mut shell_cpu = CpuId::new(0);
+        let serial_clone = self.k.knobs.get(knob::SERIAL_CLONE);
         for (pi, p) in self.w.processes.clone().iter().enumerate() {
             let cg = self.k.cgroups.find(&p.cgroup).ok_or_else(|| {
                 SimError::Refused(format!(
@@ -354,9 +356,20 @@ impl Sim {
             });
             let tgid = pid;
             pid += p.threads.len() as u64 + 1;
-            for ti in 0..p.threads.len() {
-                if p.threads[ti].start_after.is_empty() {
-                    self.spawn_thread(pi, ti, tgid)?;
+            let home = self.procs[pi].home_cpu;
+            let initial: Vec<usize> = (0..p.threads.len())
+                .filter(|&ti| p.threads[ti].start_after.is_empty())
+                .collect();
+            match initial.split_first() {
+                // The main thread creates the others (engine/clone.rs).
+                Some((&main, rest)) if serial_clone && !rest.is_empty() => {
+                    let t = self.spawn_thread(pi, main, tgid, home, false)?;
+                    self.exec[t].creating = Some(Box::new(clone::Creating::new(rest)));
+                }
+                _ => {
+                    for ti in initial {
+                        self.spawn_thread(pi, ti, tgid, home, false)?;
+                    }
                 }
             }
         }
@@ -369,7 +382,17 @@ impl Sim {
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
-    fn spawn_thread(&mut self, pi: usize, ti: usize, tgid: u64) -> Result<TaskId, SimError> {
+    /// Placed from `parent_cpu`, the creator's CPU; `waits_for_creator`:
+    /// it sleeps at its first step until its creator is done
+    /// (engine/clone.rs).
+    fn spawn_thread(
+        &mut self,
+        pi: usize,
+        ti: usize,
+        tgid: u64,
+        parent_cpu: CpuId,
+        waits_for_creator: bool,
+    ) -> Result<TaskId, SimError> {
         let spec = self.w.processes[pi].threads[ti].clone();
         let p = &self.w.processes[pi];
         let cg = self.k.cgroups.find(&p.cgroup).unwrap_or(CgroupId::new(0));
@@ -403,10 +426,11 @@ impl Sim {
         let t = self.k.add_task(task);
         self.k.cgroups.all[cg].nr_tasks += 1;
         self.k.mms[mm].users += 1;
-        self.exec.push(ThreadExec::new(pi, ti, nn));
+        let mut ex = ThreadExec::new(pi, ti, nn);
+        ex.waits_for_creator = waits_for_creator;
+        self.exec.push(ex);
         self.procs[pi].tasks[ti] = Some(t);
         self.live += 1;
-        let parent_cpu = self.procs[pi].home_cpu;
         let cpu = self.k.select_task_rq_fork(t, parent_cpu);
         // The parent is the process's first thread once it runs (the
         // workload's main thread); before that, the shell's fork.
@@ -754,6 +778,13 @@ impl Sim {
                 self.k.dequeue_task(t);
                 self.k.tasks[t].state = TaskState::Sleeping;
             }
+            Stop::Clone(j) => {
+                self.clone_thread(t, cpu, j)?;
+                // The creator runs on: plan the rest of its tick.
+                if self.k.rq[cpu].curr == Some(t) {
+                    return self.plan(cpu);
+                }
+            }
             Stop::Migrate => {
                 let dst = self.k.select_task_rq_wake(t);
                 self.k.dequeue_task(t);
@@ -833,8 +864,9 @@ impl Sim {
                 self.procs[pi].tasks[a].is_some_and(|x| self.k.tasks[x].state == TaskState::Dead)
             });
             if ready {
-                self.procs[pi].home_cpu = self.k.tasks[t].cpu;
-                self.spawn_thread(pi, j, tgid)?;
+                let home = self.k.tasks[t].cpu;
+                self.procs[pi].home_cpu = home;
+                self.spawn_thread(pi, j, tgid, home, false)?;
             }
         }
         if self.k.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {

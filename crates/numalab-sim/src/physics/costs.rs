@@ -69,6 +69,16 @@ pub const BALANCE_PER_CPU_NS: f64 = 20.0;
 /// Fixed cost of one `sched_balance_rq` attempt (ns).
 pub const BALANCE_FIXED_NS: f64 = 500.0;
 
+/// What a process's main thread spends creating one thread: the stack's
+/// `mmap` and guard page, `clone(CLONE_VM|CLONE_THREAD|...)`
+/// (`copy_process`) and `wake_up_new_task` (ns). Source: measured with
+/// vm/calibrate/pthread_create.c on the 2-core CI host, 2026-11-27: 35.6-51.3
+/// us per pthread_create over 7 runs of 64 fresh stacks under a build load of
+/// 4-5; the lowest is taken, load only adds. Independent check: the 6.12
+/// guest's `sched_wakeup_new` gaps while `numalab real run` created 7 threads
+/// (0.4-20 ms, median ~5 ms) over its `cost_scale` 180 give ~28 us.
+pub const CLONE_THREAD_NS: f64 = 35_000.0;
+
 /// Cost of a wakeup: `try_to_wake_up`, `select_task_rq_fair` and an IPI to
 /// the target CPU when it is idle (ns). Source: schbench/hackbench wakeup
 /// costs are a few us.

@@ -10,4 +10,5 @@ mod interleave;
 mod load_tracking;
 mod numa_scenarios;
 mod per_cgroup;
+mod serial_clone;
 mod serialize;
