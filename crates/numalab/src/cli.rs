@@ -237,12 +237,20 @@ enum Cmd {
         #[arg(long)]
         json_dir: Option<String>,
         /// Run the model only: no guest, the kernel column stays empty.
-        #[arg(long, conflicts_with = "guest_json")]
+        #[arg(long, conflicts_with_all = ["guest_json", "boots"])]
         model_only: bool,
         /// Compare against saved guest records (DIR/NAME.kernel.json)
         /// instead of booting guests.
         #[arg(long, value_name = "DIR")]
         guest_json: Option<String>,
+        /// Judge the model against several saved boots of the kernel
+        /// (DIR/NAME.bootN.kernel.json, DIR/known.toml), figure by figure,
+        /// instead of booting a guest; with --check, exit 1 on a figure
+        /// outside the kernel's band that known.toml does not declare
+        /// (crates/numalab/validate/kernel/guest-4n holds the built-in
+        /// guest's).
+        #[arg(long, value_name = "DIR", conflicts_with = "guest_json")]
+        boots: Option<String>,
         /// Model PRNG seed (also passed to the guest's random streams).
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -271,7 +279,7 @@ enum Cmd {
         /// Also run every scenario on a kernel built with this patch
         /// (repeatable: a series, in order), beside the same source and
         /// configuration without it (`numalab vm kernel build`).
-        #[arg(long = "kernel-patch", value_name = "FILE", conflicts_with_all = ["model_only", "guest_json"])]
+        #[arg(long = "kernel-patch", value_name = "FILE", conflicts_with_all = ["model_only", "guest_json", "boots"])]
         kernel_patch: Vec<String>,
         /// The model's knob that stands for the patch, for the model
         /// column beside the patched kernel (repeatable), e.g.
@@ -557,6 +565,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             json_dir,
             model_only,
             guest_json,
+            boots,
             seed,
             scale,
             kernel,
@@ -577,6 +586,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             json_dir,
             model_only,
             guest_json,
+            boots,
             seed,
             scale,
             check,

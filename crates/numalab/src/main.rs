@@ -20,6 +20,7 @@ mod report_reproduce;
 mod trace;
 mod validate;
 mod validate_ab;
+mod validate_band;
 mod validate_cmd;
 mod vm_kernel;
 

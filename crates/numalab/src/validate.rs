@@ -110,6 +110,8 @@ pub struct Options {
     pub model_only: bool,
     /// Saved guest records.
     pub guest_json: Option<String>,
+    /// Saved boots to judge the model against (validate_band.rs).
+    pub boots: Option<String>,
     /// Seed.
     pub seed: u64,
     /// Scale.
@@ -734,7 +736,7 @@ pub fn choose(o: &Options) -> Result<(Machine, Vec<Scenario>), Failure> {
                 .into(),
         );
     }
-    if o.check && !scenarios.iter().any(|s| s.check) {
+    if o.check && o.boots.is_none() && !scenarios.iter().any(|s| s.check) {
         return Err(format!(
             "--check: none of the chosen scenarios has checks (those that do: {})",
             SCENARIOS
@@ -762,11 +764,23 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
     let tmp = std::env::temp_dir().join(format!("numalab-validate-{}", std::process::id()));
     let mut failures = Vec::new();
     let mut disagreements = Vec::new();
+    let boots_dir = o.boots.as_deref().map(Path::new);
+    let known = match boots_dir {
+        Some(d) => crate::validate_band::read_known(d)?,
+        None => Vec::new(),
+    };
+    let mut outside = Vec::new();
     for s in scenarios {
         let w = resolve(s, m, o.seed, o.scale)?;
         let model = run_model(&w, m, o.seed, o.scale, &o.model_set)?;
+        let boots = match boots_dir {
+            Some(d) => crate::validate_band::read_boots(d, s.name)?,
+            None => Vec::new(),
+        };
         let kernel = if o.model_only {
             None
+        } else if let Some(b) = boots.first() {
+            Some(b.clone())
         } else if let Some(d) = &o.guest_json {
             Some(read_guest(d, s.name)?)
         } else {
@@ -792,7 +806,22 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
         }
         let (text, f) = table(s.name, &w, m, Some(&model), kernel.as_ref());
         out::print(&format!("{text}\n"))?;
-        if o.check && s.check {
+        if !boots.is_empty() {
+            let rows = crate::validate_band::judge(s.name, &w, m, &model, &boots, &known);
+            out::print(&format!(
+                "{}\n",
+                crate::validate_band::render(s.name, boots.len(), &rows)
+            ))?;
+            for r in &rows {
+                match &r.verdict {
+                    v if v.fails() => outside.push(format!("{}: {}", s.name, r.figure)),
+                    crate::validate_band::Verdict::Within => passed += 1,
+                    _ => {}
+                }
+            }
+            failed += rows.iter().filter(|r| r.verdict.fails()).count();
+        }
+        if o.check && s.check && boots.len() <= 1 {
             let checks = match &kernel {
                 Some(k) => numalab_real::smoke::check_pinned(k, m, 0.5),
                 None => vec![numalab_real::smoke::Check {
@@ -824,6 +853,13 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
             "Differences of more than 2x or in placement (see docs/real.md for the mechanisms):\n"
                 .to_string();
         for d in &disagreements {
+            text.push_str(&format!("  {d}\n"));
+        }
+        out::print(&text)?;
+    }
+    if !outside.is_empty() {
+        let mut text = "Outside the kernel's band and not declared in known.toml:\n".to_string();
+        for d in &outside {
             text.push_str(&format!("  {d}\n"));
         }
         out::print(&text)?;

@@ -122,3 +122,64 @@ fn model_only_validate_prints_the_table_and_writes_the_model_json() {
     assert!(out.contains("1.00"), "{out}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The built-in guest's saved boots (3 per scenario, 6.12 under TCG).
+const BOOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/validate/kernel/guest-4n");
+
+#[test]
+fn the_model_stays_within_the_kernels_band_or_a_declared_miss_over_the_saved_boots() {
+    let o = numalab(&["--no-progress", "validate", "--boots", BOOTS, "--check"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    for s in ["pinned-4k", "pinned-thp", "unpinned", "numa02-like"] {
+        assert!(
+            out.contains(&format!(
+                "-- {s}: model against the kernel's band over 3 boots"
+            )),
+            "{out}"
+        );
+    }
+    assert!(out.contains("validate --check:"), "{out}");
+}
+
+#[test]
+fn a_figure_outside_the_band_that_is_not_declared_fails_the_gate() {
+    // pinned-4k's boots with the kernel's pages migrated made 1000x
+    // larger: the model's count falls below the band.
+    let d = tmp_dir("boots");
+    for n in 1..=3 {
+        let name = format!("pinned-4k.boot{n}.kernel.json");
+        let text = std::fs::read_to_string(format!("{BOOTS}/{name}")).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let c = &mut v["cgroups"]["/"]["memory_stat"]["numa_pages_migrated"];
+        *c = serde_json::json!(c.as_u64().unwrap() * 1000);
+        std::fs::write(d.join(name), v.to_string()).unwrap();
+    }
+    let args = [
+        "--no-progress",
+        "validate",
+        "--boots",
+        d.to_str().unwrap(),
+        "--scenario",
+        "pinned-4k",
+        "--check",
+    ];
+    let o = numalab(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("Outside the kernel's band and not declared in known.toml:\n  pinned-4k: numa_pages_migrated\n"),
+        "{out}"
+    );
+    // Declared with its experiment, the same miss passes the gate.
+    std::fs::write(
+        d.join("known.toml"),
+        "[[miss]]\nscenario = \"pinned-4k\"\nfigure = \"numa_pages_migrated\"\nexperiment = \"this test\"\n",
+    )
+    .unwrap();
+    let o = numalab(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("outside, known (this test)"), "{out}");
+    let _ = std::fs::remove_dir_all(d);
+}

@@ -14,8 +14,18 @@
 //! middle of their first touch, which splits their memory across nodes
 //! and gives NUMA balancing pages and tasks to move.
 //!
+//! A thread that starts after others have exited (`start_after`) is
+//! created by the thread whose exit completed its wait, as the worker
+//! does (that OS thread lives on and spawns it), so it inherits that
+//! thread's NUMA state, `numa_preferred_nid` included (fair.c
+//! `init_numa_balancing`, CLONE_VM): in `pinned-4k`, workers pinned to
+//! nodes 1-3 that inherit `init`'s node 0 call `task_numa_migrate`, find
+//! no allowed CPU there and emit `sched_stick_numa` until their own
+//! placement runs.
+//!
 //! Lab switch `numalab.serial_clone` (0: every thread that starts at once
-//! exists at time 0, the model before). Left out: the per-VMA lock, rwsem
+//! exists at time 0, and a later thread inherits from the first live
+//! thread of its process: the model before). Left out: the per-VMA lock, rwsem
 //! reader/writer hand-off between the creator's successive `mmap`s (a new
 //! thread sleeps until the creator is done, not until the next unlock),
 //! threads created by `start_after` (their creator is the exiting thread;
@@ -25,6 +35,40 @@ use super::exec::Stop;
 use super::Sim;
 use crate::kernel::{CpuId, TaskId};
 use crate::SimError;
+
+/// Who creates a thread: where it is placed from, whose NUMA state it
+/// inherits (`init_numa_balancing` with CLONE_VM), whether it first
+/// sleeps on the creator's `mmap_lock`.
+#[derive(Clone, Copy, Debug)]
+pub struct Creator {
+    /// The creator's CPU, where fork placement starts.
+    pub cpu: CpuId,
+    /// The creating thread; `None`: the model's default parent (the
+    /// process's first live thread, or a new mm's state).
+    pub task: Option<TaskId>,
+    /// The new thread sleeps until its creator is done.
+    pub waits: bool,
+}
+
+impl Creator {
+    /// Created from outside the process's threads (the model before).
+    pub fn shell(cpu: CpuId) -> Creator {
+        Creator {
+            cpu,
+            task: None,
+            waits: false,
+        }
+    }
+
+    /// Created by thread `task` on `cpu`.
+    pub fn thread(cpu: CpuId, task: TaskId, waits: bool) -> Creator {
+        Creator {
+            cpu,
+            task: Some(task),
+            waits,
+        }
+    }
+}
 
 /// The creation a main thread still has to do.
 #[derive(Clone, Debug, Default)]
@@ -82,7 +126,7 @@ impl Sim {
             .creating
             .as_ref()
             .is_none_or(|c| c.pending.len() <= 1);
-        let child = self.spawn_thread(pi, j, tgid, cpu, !last)?;
+        let child = self.spawn_thread(pi, j, tgid, Creator::thread(cpu, t, !last))?;
         let Some(c) = self.exec[t].creating.as_mut() else {
             return Ok(());
         };

@@ -363,12 +363,12 @@ impl Sim {
             match initial.split_first() {
                 // The main thread creates the others (engine/clone.rs).
                 Some((&main, rest)) if serial_clone && !rest.is_empty() => {
-                    let t = self.spawn_thread(pi, main, tgid, home, false)?;
+                    let t = self.spawn_thread(pi, main, tgid, clone::Creator::shell(home))?;
                     self.exec[t].creating = Some(Box::new(clone::Creating::new(rest)));
                 }
                 _ => {
                     for ti in initial {
-                        self.spawn_thread(pi, ti, tgid, home, false)?;
+                        self.spawn_thread(pi, ti, tgid, clone::Creator::shell(home))?;
                     }
                 }
             }
@@ -382,17 +382,15 @@ impl Sim {
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
-    /// Placed from `parent_cpu`, the creator's CPU; `waits_for_creator`:
-    /// it sleeps at its first step until its creator is done
-    /// (engine/clone.rs).
+    /// Placed from `by.cpu`, the creator's CPU (engine/clone.rs).
     fn spawn_thread(
         &mut self,
         pi: usize,
         ti: usize,
         tgid: u64,
-        parent_cpu: CpuId,
-        waits_for_creator: bool,
+        by: clone::Creator,
     ) -> Result<TaskId, SimError> {
+        let parent_cpu = by.cpu;
         let spec = self.w.processes[pi].threads[ti].clone();
         let p = &self.w.processes[pi];
         let cg = self.k.cgroups.find(&p.cgroup).unwrap_or(CgroupId::new(0));
@@ -427,7 +425,7 @@ impl Sim {
         self.k.cgroups.all[cg].nr_tasks += 1;
         self.k.mms[mm].users += 1;
         let mut ex = ThreadExec::new(pi, ti, nn);
-        ex.waits_for_creator = waits_for_creator;
+        ex.waits_for_creator = by.waits;
         self.exec.push(ex);
         self.procs[pi].tasks[ti] = Some(t);
         self.live += 1;
@@ -452,7 +450,7 @@ impl Sim {
         self.k.tasks[t].vruntime = self.k.rq[cpu].min_vruntime;
         self.k.enqueue_task(t, cpu);
         self.k.tasks[t].nr_migrations = 0;
-        self.k.numa_task_init(t);
+        self.k.numa_task_init(t, by.task);
         if self.k.rq[cpu].curr.is_none() && self.k.now > 0 {
             self.schedule(cpu)?;
         }
@@ -866,7 +864,14 @@ impl Sim {
             if ready {
                 let home = self.k.tasks[t].cpu;
                 self.procs[pi].home_cpu = home;
-                self.spawn_thread(pi, j, tgid, home, false)?;
+                // In numalab real run the exiting thread creates it, and
+                // it inherits that thread's NUMA state (engine/clone.rs).
+                let by = if self.k.knobs.get(knob::SERIAL_CLONE) {
+                    clone::Creator::thread(home, t, false)
+                } else {
+                    clone::Creator::shell(home)
+                };
+                self.spawn_thread(pi, j, tgid, by)?;
             }
         }
         if self.k.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {

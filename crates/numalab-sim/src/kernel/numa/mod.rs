@@ -475,16 +475,20 @@ impl Kernel {
         }
     }
 
-    /// NUMA state of a new task (`init_numa_balancing`). The model has no
-    /// parent task: a process's first thread gets a new mm's state, later
-    /// threads inherit from the first live thread of their process.
-    pub fn numa_task_init(&mut self, t: TaskId) {
+    /// NUMA state of a new task (`init_numa_balancing`), from `parent`
+    /// when the engine knows the creating thread (it may have finished
+    /// its work: its state is freed at the next tick); else a process's
+    /// first thread gets a new mm's state and later threads inherit from
+    /// the first live thread of their process.
+    pub fn numa_task_init(&mut self, t: TaskId, parent: Option<TaskId>) {
         use crate::kernel::sched::task_state::TaskState;
         let mm = self.tasks[t].mm;
-        let parent = self.tasks.keys().find(|&o| {
-            o != t
-                && self.tasks[o].mm == mm
-                && !matches!(self.tasks[o].state, TaskState::Dead | TaskState::New)
+        let parent = parent.or_else(|| {
+            self.tasks.keys().find(|&o| {
+                o != t
+                    && self.tasks[o].mm == mm
+                    && !matches!(self.tasks[o].state, TaskState::Dead | TaskState::New)
+            })
         });
         self.init_numa_balancing(t, parent);
     }

@@ -1,0 +1,458 @@
+//! The gate of `numalab validate --check --boots DIR`: the model against
+//! the kernel's own spread, figure by figure.
+//!
+//! The kernel's records of a scenario come from several boots of the same
+//! guest (saved in the repository, `crates/numalab/validate/kernel/GUEST/`,
+//! as `NAME.bootN.kernel.json`), so the model is held to what the kernel
+//! itself does from boot to boot: a figure's band is the kernel's
+//! [min, max] over the boots widened 2x on each side (a ratio), or by 2 on
+//! each side when the kernel's largest value is under 5 (small counts of
+//! task moves). The figures are the ones issue 30 names: the workload's
+//! NUMA counters, the task moves, swaps and sticks from the tracepoints,
+//! migrations per thread, the time until every thread's memory is 90 %
+//! local, and where each thread ends (the share of threads on the same
+//! node as in a kernel boot, up to renaming nodes when nothing in the
+//! scenario tells nodes apart).
+//!
+//! A figure outside its band fails the gate unless it is declared in
+//! `validate/kernel/known.toml` with the experiment that shows why (a
+//! test or a section of docs/real.md); a declared figure that is back in
+//! its band fails too, so the list only shrinks. Left out: figures the
+//! kernel does not record (6.12 has no `numa_task_migrated` or
+//! `numa_task_swapped`: shown as not recorded, never judged).
+
+use crate::validate::{first_local, local_shares, measured_threads, memcg};
+use numalab_record::counters::lab_trace;
+use numalab_record::RunRecord;
+use numalab_topology::Machine;
+use numalab_workload::model::Workload;
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Counts below this (the kernel's largest) get an absolute band.
+const SMALL_COUNT: f64 = 5.0;
+/// The absolute widening of a small count's band.
+const SMALL_SLACK: f64 = 2.0;
+/// The ratio a band is widened by on each side.
+const RATIO_SLACK: f64 = 2.0;
+/// The share of threads that must end on the same node as in a kernel boot.
+const SAME_NODE: f64 = 0.75;
+
+/// The kernel's band of a figure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Band {
+    /// Lowest value inside.
+    pub lo: f64,
+    /// Highest value inside.
+    pub hi: f64,
+}
+
+impl Band {
+    /// The band of the kernel's values over its boots (`None` without any).
+    pub fn of(kernel: &[f64]) -> Option<Band> {
+        let lo = kernel.iter().copied().reduce(f64::min)?;
+        let hi = kernel.iter().copied().reduce(f64::max)?;
+        Some(if hi < SMALL_COUNT {
+            Band {
+                lo: (lo - SMALL_SLACK).max(0.0),
+                hi: hi + SMALL_SLACK,
+            }
+        } else {
+            Band {
+                lo: lo / RATIO_SLACK,
+                hi: hi * RATIO_SLACK,
+            }
+        })
+    }
+
+    /// Whether `v` is inside.
+    pub fn contains(&self, v: f64) -> bool {
+        v >= self.lo && v <= self.hi
+    }
+}
+
+/// One figure of one record.
+type Getter = fn(&RunRecord, &Context) -> Option<f64>;
+
+/// What a figure needs besides the record.
+pub struct Context<'a> {
+    w: &'a Workload,
+    m: &'a Machine,
+}
+
+/// The figures judged, by name.
+const FIGURES: &[(&str, Getter)] = &[
+    ("numa_pte_updates", |r, _| memcg(r, "numa_pte_updates")),
+    ("numa_hint_faults", |r, _| memcg(r, "numa_hint_faults")),
+    ("numa_hint_faults_local", |r, _| {
+        Some(r.vm("numa_hint_faults_local") as f64)
+    }),
+    ("numa_pages_migrated", |r, _| {
+        memcg(r, "numa_pages_migrated")
+    }),
+    ("numa_task_migrated", |r, _| memcg(r, "numa_task_migrated")),
+    ("numa_task_swapped", |r, _| memcg(r, "numa_task_swapped")),
+    ("sched_move_numa", |r, _| {
+        r.lab.get(&lab_trace("sched_move_numa")).copied()
+    }),
+    ("sched_swap_numa", |r, _| {
+        r.lab.get(&lab_trace("sched_swap_numa")).copied()
+    }),
+    ("sched_stick_numa", |r, _| {
+        r.lab.get(&lab_trace("sched_stick_numa")).copied()
+    }),
+    ("nr_migrations per thread", |r, _| {
+        let n = r.tasks.len();
+        (n > 0).then(|| r.tasks.iter().map(|t| t.nr_migrations as f64).sum::<f64>() / n as f64)
+    }),
+    ("all threads >= 90% local (s)", all_local),
+];
+
+/// When every measured thread's memory first was 90 % local (the latest
+/// of the threads' first times); the run's length when one never was.
+fn all_local(r: &RunRecord, c: &Context) -> Option<f64> {
+    let th = measured_threads(c.w);
+    if th.is_empty() {
+        return None;
+    }
+    let mut latest = 0.0f64;
+    for s in local_shares(r, c.m, &th) {
+        if s.is_empty() {
+            return None;
+        }
+        latest = latest.max(first_local(&s).unwrap_or(r.elapsed_s));
+    }
+    Some(latest)
+}
+
+/// Each workload thread's final node, by name.
+fn final_nodes(r: &RunRecord) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = r
+        .tasks
+        .iter()
+        .map(|t| (t.name.clone(), t.last_node))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether nothing in the workload tells nodes apart (no affinity, no
+/// memory policy), so a run that is another's with nodes renamed is
+/// the same outcome.
+fn symmetric(w: &Workload) -> bool {
+    w.processes.iter().all(|p| {
+        p.regions.iter().all(|r| r.policy.is_none())
+            && p.threads
+                .iter()
+                .all(|t| t.affinity.is_none() && t.policy.is_none())
+    })
+}
+
+/// Every permutation of `0..n`.
+fn permutations(n: usize) -> Vec<Vec<usize>> {
+    if n == 0 {
+        return vec![Vec::new()];
+    }
+    let mut out = Vec::new();
+    for p in permutations(n - 1) {
+        for i in 0..=p.len() {
+            let mut q = p.clone();
+            q.insert(i, n - 1);
+            out.push(q);
+        }
+    }
+    out
+}
+
+/// The share of `a`'s threads on the same node as in `b`, under the best
+/// renaming of nodes when `rename` (up to 6 nodes; identity beyond).
+fn same_node_share(
+    a: &[(String, usize)],
+    b: &[(String, usize)],
+    nodes: usize,
+    rename: bool,
+) -> f64 {
+    let pairs: Vec<(usize, usize)> = a
+        .iter()
+        .filter_map(|(n, x)| b.iter().find(|(m, _)| m == n).map(|(_, y)| (*x, *y)))
+        .collect();
+    if pairs.is_empty() {
+        return 0.0;
+    }
+    let perms = if rename && nodes <= 6 {
+        permutations(nodes)
+    } else {
+        vec![(0..nodes).collect()]
+    };
+    let best = perms
+        .iter()
+        .map(|p| pairs.iter().filter(|(x, y)| p.get(*x) == Some(y)).count())
+        .max()
+        .unwrap_or(0);
+    best as f64 / pairs.len() as f64
+}
+
+/// How a figure came out.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Inside the kernel's band.
+    Within,
+    /// Outside, and not declared.
+    Outside,
+    /// Outside, declared with the experiment that shows why.
+    Known(String),
+    /// Inside, but declared outside: the declaration must go.
+    NoLongerKnown,
+    /// The kernel does not record it (or the model does not).
+    NotRecorded,
+}
+
+impl Verdict {
+    /// Whether the gate fails on it.
+    pub fn fails(&self) -> bool {
+        matches!(self, Verdict::Outside | Verdict::NoLongerKnown)
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Verdict::Within => "within".into(),
+            Verdict::Outside => "OUTSIDE".into(),
+            Verdict::Known(e) => format!("outside, known ({e})"),
+            Verdict::NoLongerKnown => "within, but declared known: remove it".into(),
+            Verdict::NotRecorded => "not recorded".into(),
+        }
+    }
+}
+
+/// One judged figure.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Figure name.
+    pub figure: String,
+    /// The kernel's values, one per boot.
+    pub kernel: Vec<f64>,
+    /// The band.
+    pub band: Option<Band>,
+    /// The model's value.
+    pub model: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// A declared figure outside its band (`known.toml`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownMiss {
+    /// Scenario name.
+    pub scenario: String,
+    /// Figure name, as the table prints it.
+    pub figure: String,
+    /// The test or docs/real.md section that shows the mechanism and its
+    /// size.
+    pub experiment: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KnownFile {
+    #[serde(default)]
+    miss: Vec<KnownMiss>,
+}
+
+/// Reads the declared misses of `dir/known.toml` (none without the file).
+pub fn read_known(dir: &Path) -> Result<Vec<KnownMiss>, String> {
+    let p = dir.join("known.toml");
+    match std::fs::read_to_string(&p) {
+        Ok(text) => toml::from_str::<KnownFile>(&text)
+            .map(|f| f.miss)
+            .map_err(|e| format!("{}: {e}", p.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("{}: {e}", p.display())),
+    }
+}
+
+/// Reads the boots of scenario `name` in `dir` (`NAME.bootN.kernel.json`,
+/// N from 1 up, in order).
+pub fn read_boots(dir: &Path, name: &str) -> Result<Vec<RunRecord>, String> {
+    let mut out = Vec::new();
+    for n in 1.. {
+        let p = dir.join(format!("{name}.boot{n}.kernel.json"));
+        if !p.exists() {
+            break;
+        }
+        let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        out.push(RunRecord::from_json(&text, &p.display().to_string())?);
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "--boots {}: no {name}.boot1.kernel.json (save a guest's record there with `numalab validate --json-dir`)",
+            dir.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// Judges `model` against the kernel's `boots` of scenario `scenario`.
+pub fn judge(
+    scenario: &str,
+    w: &Workload,
+    m: &Machine,
+    model: &RunRecord,
+    boots: &[RunRecord],
+    known: &[KnownMiss],
+) -> Vec<Row> {
+    let c = Context { w, m };
+    let declared = |figure: &str| {
+        known
+            .iter()
+            .find(|k| k.scenario == scenario && k.figure == figure)
+            .map(|k| k.experiment.clone())
+    };
+    let verdict = |figure: &str, inside: Option<bool>| match (inside, declared(figure)) {
+        (None, _) => Verdict::NotRecorded,
+        (Some(true), None) => Verdict::Within,
+        (Some(true), Some(_)) => Verdict::NoLongerKnown,
+        (Some(false), None) => Verdict::Outside,
+        (Some(false), Some(e)) => Verdict::Known(e),
+    };
+    let mut rows: Vec<Row> = FIGURES
+        .iter()
+        .map(|(name, get)| {
+            let kernel: Vec<f64> = boots.iter().filter_map(|r| get(r, &c)).collect();
+            let kernel = if kernel.len() == boots.len() {
+                kernel
+            } else {
+                Vec::new()
+            };
+            let band = Band::of(&kernel);
+            let value = get(model, &c);
+            let inside = band.zip(value).map(|(b, v)| b.contains(v));
+            Row {
+                figure: name.to_string(),
+                kernel,
+                band,
+                model: value,
+                verdict: verdict(name, inside),
+            }
+        })
+        .collect();
+    // Final nodes: the model against its best-matching boot, held to 75 %
+    // or to the boots' own agreement with each other when that is lower.
+    let rename = symmetric(w);
+    let nodes = m.nr_nodes();
+    let k: Vec<_> = boots.iter().map(final_nodes).collect();
+    let mine = final_nodes(model);
+    let model_share = k
+        .iter()
+        .map(|b| same_node_share(&mine, b, nodes, rename))
+        .reduce(f64::max);
+    let mut own = Vec::new();
+    for i in 0..k.len() {
+        for j in 0..k.len() {
+            if i != j {
+                own.push(same_node_share(&k[i], &k[j], nodes, rename));
+            }
+        }
+    }
+    let need = own
+        .iter()
+        .copied()
+        .reduce(f64::min)
+        .map_or(SAME_NODE, |o| o.min(SAME_NODE));
+    let figure = "threads on a boot's final node";
+    rows.push(Row {
+        figure: figure.to_string(),
+        kernel: own,
+        band: Some(Band { lo: need, hi: 1.0 }),
+        model: model_share,
+        verdict: verdict(figure, model_share.map(|s| s >= need)),
+    });
+    rows
+}
+
+fn fmt(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e12 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The table of a scenario's judged figures.
+pub fn render(scenario: &str, boots: usize, rows: &[Row]) -> String {
+    let mut out = format!("-- {scenario}: model against the kernel's band over {boots} boots\n");
+    let _ = writeln!(
+        out,
+        "{:<32} {:>22} {:>22} {:>12}  verdict",
+        "figure", "kernel median [min-max]", "band", "model"
+    );
+    for r in rows {
+        let kernel = if r.kernel.is_empty() {
+            "-".to_string()
+        } else {
+            let mut v = r.kernel.clone();
+            v.sort_by(f64::total_cmp);
+            format!(
+                "{} [{}-{}]",
+                fmt(v[v.len() / 2]),
+                fmt(v[0]),
+                fmt(v[v.len() - 1])
+            )
+        };
+        let band = r
+            .band
+            .map_or("-".to_string(), |b| format!("{}-{}", fmt(b.lo), fmt(b.hi)));
+        let _ = writeln!(
+            out,
+            "{:<32} {:>22} {:>22} {:>12}  {}",
+            r.figure,
+            kernel,
+            band,
+            r.model.map_or("-".to_string(), fmt),
+            r.verdict.text()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_band_is_the_kernels_spread_widened_2x_or_by_2_for_small_counts() {
+        let b = Band::of(&[100.0, 300.0, 200.0]).unwrap();
+        assert_eq!(
+            b,
+            Band {
+                lo: 50.0,
+                hi: 600.0
+            }
+        );
+        assert!(b.contains(50.0) && b.contains(600.0));
+        assert!(!b.contains(49.0) && !b.contains(601.0));
+        let s = Band::of(&[0.0, 3.0, 1.0]).unwrap();
+        assert_eq!(s, Band { lo: 0.0, hi: 5.0 });
+        assert!(!s.contains(6.0));
+        assert_eq!(Band::of(&[]), None);
+    }
+
+    #[test]
+    fn final_nodes_match_up_to_renaming_only_when_symmetric() {
+        let a: Vec<(String, usize)> = vec![("t0".into(), 0), ("t1".into(), 0), ("t2".into(), 1)];
+        let b: Vec<(String, usize)> = vec![("t0".into(), 1), ("t1".into(), 1), ("t2".into(), 0)];
+        assert_eq!(same_node_share(&a, &b, 2, true), 1.0);
+        assert_eq!(same_node_share(&a, &b, 2, false), 0.0);
+        assert_eq!(permutations(4).len(), 24);
+    }
+
+    #[test]
+    fn a_declared_miss_back_in_its_band_fails_as_an_undeclared_one_outside() {
+        assert!(Verdict::Outside.fails());
+        assert!(Verdict::NoLongerKnown.fails());
+        assert!(!Verdict::Known("x".into()).fails());
+        assert!(!Verdict::Within.fails());
+        assert!(!Verdict::NotRecorded.fails());
+    }
+}
