@@ -49,6 +49,8 @@ pub struct Scenario {
     /// Run only when named (`--scenario`): a proposal's scenario that
     /// mainline refuses (e.g. a memory policy only the patch allows).
     pub on_request: bool,
+    /// The built-in guest it is written for ([`GUESTS`]).
+    pub guest: &'static str,
 }
 
 /// The scenarios, in order.
@@ -58,41 +60,97 @@ pub const SCENARIOS: &[Scenario] = &[
         text: include_str!("../validate/pinned-4k.toml"),
         check: true,
         on_request: false,
+        guest: "guest-4n",
     },
     Scenario {
         name: "pinned-thp",
         text: include_str!("../validate/pinned-thp.toml"),
         check: false,
         on_request: false,
+        guest: "guest-4n",
     },
     Scenario {
         name: "unpinned",
         text: include_str!("../validate/unpinned.toml"),
         check: false,
         on_request: false,
+        guest: "guest-4n",
     },
     Scenario {
         name: "numa02-like",
         text: include_str!("../validate/numa02-like.toml"),
         check: false,
         on_request: false,
+        guest: "guest-4n",
     },
     Scenario {
         name: "p3-interleave-4k",
         text: include_str!("../validate/p3-interleave-4k.toml"),
         check: false,
         on_request: true,
+        guest: "guest-4n",
     },
     Scenario {
         name: "p3-interleave-thp",
         text: include_str!("../validate/p3-interleave-thp.toml"),
         check: false,
         on_request: true,
+        guest: "guest-4n",
+    },
+    Scenario {
+        name: "fork-under-load",
+        text: include_str!("../validate/fork-under-load.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
+    },
+    Scenario {
+        name: "oversub",
+        text: include_str!("../validate/oversub.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
+    },
+    Scenario {
+        name: "sleepy",
+        text: include_str!("../validate/sleepy.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
+    },
+    Scenario {
+        name: "low-memory",
+        text: include_str!("../validate/low-memory.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
+    },
+    Scenario {
+        name: "numa01-like",
+        text: include_str!("../validate/numa01-like.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
+    },
+    Scenario {
+        name: "unpinned-thp",
+        text: include_str!("../validate/unpinned-thp.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
     },
 ];
 
 /// The guest machine spec (TOML).
 pub const GUEST_MACHINE: &str = include_str!("../validate/guest-4n.toml");
+
+/// The built-in guests, by name, with their machine specs: `guest-4n`
+/// (4 nodes x 1 vCPU, the default) and `guest-2n2c` (2 nodes x 2 vCPUs,
+/// a core/LLC level inside each node).
+pub const GUESTS: &[(&str, &str)] = &[
+    ("guest-4n", GUEST_MACHINE),
+    ("guest-2n2c", include_str!("../validate/guest-2n2c.toml")),
+];
 
 /// The share of a thread's memory on its node that counts as converged.
 pub const LOCAL: f64 = 0.9;
@@ -133,19 +191,28 @@ pub struct Options {
 
 /// The guest machine of `--machine`, or the built-in one.
 pub fn machine(name: Option<&str>) -> Result<Machine, String> {
-    match name {
-        Some(n) => crate::runner::load_machine(n),
-        None => numalab_topology::spec::parse_machine(GUEST_MACHINE, "guest-4n")
-            .map_err(|e| e.to_string()),
+    let name = name.unwrap_or("guest-4n");
+    match GUESTS.iter().find(|(n, _)| *n == name) {
+        Some((n, spec)) => {
+            numalab_topology::spec::parse_machine(spec, n).map_err(|e| e.to_string())
+        }
+        None => crate::runner::load_machine(name),
     }
 }
 
-/// The scenarios named (all when none is), refusing unknown names.
-pub fn pick(names: &[String]) -> Result<Vec<Scenario>, String> {
+/// The scenarios named (when none is, those written for `guest`, or for
+/// the default guest when `guest` is not a built-in one), refusing
+/// unknown names.
+pub fn pick(names: &[String], guest: &str) -> Result<Vec<Scenario>, String> {
     if names.is_empty() {
+        let guest = if GUESTS.iter().any(|(n, _)| *n == guest) {
+            guest
+        } else {
+            GUESTS[0].0
+        };
         return Ok(SCENARIOS
             .iter()
-            .filter(|s| !s.on_request)
+            .filter(|s| !s.on_request && s.guest == guest)
             .copied()
             .collect());
     }
@@ -728,7 +795,17 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
 /// options every `numalab validate` shares (stock or `--kernel-patch`).
 pub fn choose(o: &Options) -> Result<(Machine, Vec<Scenario>), Failure> {
     let m = machine(o.machine.as_deref())?;
-    let scenarios = pick(&o.scenarios)?;
+    let scenarios = pick(&o.scenarios, &m.name)?;
+    if let Some(s) = scenarios
+        .iter()
+        .find(|s| GUESTS.iter().any(|(n, _)| *n == m.name) && s.guest != m.name)
+    {
+        return Err(format!(
+            "--scenario {}: written for {}, not {}: add --machine {}",
+            s.name, s.guest, m.name, s.guest
+        )
+        .into());
+    }
     if o.check && o.model_only {
         return Err(
             "--check asserts facts of the kernel's records: not with --model-only"
@@ -1119,10 +1196,24 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         assert_eq!(m.latency_ns[0][1], m.latency_ns[0][0], "uniform latency");
         numalab_real::vm::qemu::check_vm_machine(&m).expect("the guest fits a VM");
         for s in SCENARIOS {
-            let w = resolve(s, &m, 1, 1.0).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            let g = machine(Some(s.guest)).expect("a built-in guest");
+            numalab_real::vm::qemu::check_vm_machine(&g).expect("the guest fits a VM");
+            let w = resolve(s, &g, 1, 1.0).unwrap_or_else(|e| panic!("{}: {e}", s.name));
             assert!(!measured_threads(&w).is_empty(), "{}", s.name);
         }
-        let e = pick(&["nope".to_string()]).unwrap_err();
+        // Ten or more scenarios on two guest shapes; each guest's default
+        // list is its own.
+        assert!(SCENARIOS.iter().filter(|s| !s.on_request).count() >= 10);
+        for (g, _) in GUESTS {
+            let picked = pick(&[], g).unwrap();
+            assert!(
+                !picked.is_empty() && picked.iter().all(|s| s.guest == *g),
+                "{g}"
+            );
+        }
+        let two = machine(Some("guest-2n2c")).unwrap();
+        assert_eq!((two.nr_nodes(), two.nr_cpus()), (2, 4));
+        let e = pick(&["nope".to_string()], "guest-4n").unwrap_err();
         assert!(
             e.contains("pinned-4k, pinned-thp, unpinned, numa02-like"),
             "{e}"
@@ -1141,7 +1232,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         // the model half of the pipeline, not that speed.
         let mut m = guest();
         m.kernel.cost_scale = 1.0;
-        let s = pick(&["pinned-4k".to_string()]).unwrap()[0];
+        let s = pick(&["pinned-4k".to_string()], "guest-4n").unwrap()[0];
         let w = resolve(&s, &m, 1, 0.25).unwrap();
         // Model and real runs name tasks alike: no renaming needed.
         let rec = run_model(&w, &m, 1, 0.25, &[]).unwrap();

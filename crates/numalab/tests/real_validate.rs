@@ -55,6 +55,10 @@ fn refusals_are_one_line_with_exit_code_2() {
     );
     fails_with(&["validate", "--model-only", "--check"], &["--check"]);
     fails_with(
+        &["validate", "--model-only", "--scenario", "oversub"],
+        &["oversub", "guest-2n2c", "--machine"],
+    );
+    fails_with(
         &[
             "validate",
             "--guest-json",

@@ -2,10 +2,14 @@
 //!
 //! Each node becomes a `memory-backend-ram` object and a `-numa node` with
 //! its CPUs; the SLIT becomes `-numa dist` entries (every ordered pair, so
-//! asymmetric matrices survive). Every vCPU is its own socket
-//! (`-smp N,sockets=N,cores=1,threads=1`), which keeps the guest's
-//! scheduler domains NUMA-only and avoids "llc-sibling not on the same
-//! node" warnings. Acceleration is TCG with one host thread per vCPU (KVM
+//! asymmetric matrices survive). A machine without SMT whose packages
+//! each lie in one node, with CPUs numbered package by package, keeps its
+//! packages as sockets of cores (`-smp N,sockets=P,cores=N/P,threads=1`:
+//! the guest then has a core/LLC level inside each node, where fork and
+//! wakeup placement choose between the node's CPUs); any other machine
+//! gets one socket per vCPU (`-smp N,sockets=N,cores=1,threads=1`), which
+//! keeps the guest's scheduler domains NUMA-only and avoids
+//! "llc-sibling not on the same node" warnings. Acceleration is TCG with one host thread per vCPU (KVM
 //! is not usable on the hosts this was built for), with no network device.
 //!
 //! Limits (refused with a clear error): at most [`MAX_VCPUS`] vCPUs,
@@ -111,6 +115,28 @@ pub fn check_vm_machine(m: &Machine) -> Result<(), String> {
 }
 
 /// `cpus=` options for QEMU: one per contiguous range (`cpus=0-1,cpus=4`).
+/// `-smp`'s sockets and cores per socket for `m` (see the module doc).
+fn smp_shape(m: &Machine) -> (usize, usize) {
+    let n = m.nr_cpus();
+    let packages = m.cpus.iter().map(|c| c.package).max().map_or(1, |p| p + 1);
+    let per = n / packages.max(1);
+    let structured = packages > 0
+        && per * packages == n
+        && m.cpus.iter().all(|c| c.smt == 0)
+        && m.cpus.iter().enumerate().all(|(i, c)| {
+            c.package == i / per
+                && m.cpus
+                    .iter()
+                    .filter(|o| o.package == c.package)
+                    .all(|o| o.node == c.node)
+        });
+    if structured {
+        (packages, per)
+    } else {
+        (n, 1)
+    }
+}
+
 fn cpus_opts(set: &CpuSet) -> String {
     set.to_string()
         .split(',')
@@ -131,6 +157,7 @@ pub fn qemu_args(
 ) -> Result<Vec<String>, String> {
     check_vm_machine(m)?;
     let n = m.nr_cpus();
+    let (sockets, cores) = smp_shape(m);
     let mut a: Vec<String> = vec![
         "-machine".into(),
         "q35".into(),
@@ -141,7 +168,7 @@ pub fn qemu_args(
         "-m".into(),
         format!("{}M", m.total_mem_bytes() / MIB),
         "-smp".into(),
-        format!("{n},sockets={n},cores=1,threads=1"),
+        format!("{n},sockets={sockets},cores={cores},threads=1"),
     ];
     for node in &m.nodes {
         a.push("-object".into());
@@ -202,6 +229,29 @@ mod tests {
     use super::*;
     use crate::smoke::small_machine;
     use std::path::PathBuf;
+
+    #[test]
+    fn a_node_of_several_cpus_is_one_socket_of_cores() {
+        let m = small_machine(2, 2, 1 << 30, 20);
+        assert_eq!(smp_shape(&m), (2, 2));
+        let a = qemu_args(
+            &m,
+            &PathBuf::from("/k/vmlinuz"),
+            &PathBuf::from("/w/initrd"),
+            None,
+            "console=ttyS0",
+        )
+        .unwrap();
+        let s = a.join(" ");
+        assert!(s.contains("-smp 4,sockets=2,cores=2,threads=1"), "{s}");
+        assert!(s.contains("-numa node,nodeid=1,cpus=2-3,memdev=m1"), "{s}");
+        // A package across two nodes stays flat.
+        let mut m = small_machine(2, 2, 1 << 30, 20);
+        for c in &mut m.cpus {
+            c.package = 0;
+        }
+        assert_eq!(smp_shape(&m), (4, 1));
+    }
 
     #[test]
     fn four_node_guest_command_line() {
