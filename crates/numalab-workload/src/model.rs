@@ -35,6 +35,35 @@ pub enum PolicyMode {
     Local,
 }
 
+impl PolicyMode {
+    /// Every mode, in the order the language lists them.
+    pub const ALL: [PolicyMode; 6] = [
+        PolicyMode::Default,
+        PolicyMode::Bind,
+        PolicyMode::Preferred,
+        PolicyMode::PreferredMany,
+        PolicyMode::Interleave,
+        PolicyMode::Local,
+    ];
+
+    /// The word a spec uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            PolicyMode::Default => "default",
+            PolicyMode::Bind => "bind",
+            PolicyMode::Preferred => "preferred",
+            PolicyMode::PreferredMany => "preferred-many",
+            PolicyMode::Interleave => "interleave",
+            PolicyMode::Local => "local",
+        }
+    }
+
+    /// The mode a spec word names.
+    pub fn from_word(w: &str) -> Option<PolicyMode> {
+        PolicyMode::ALL.into_iter().find(|m| m.word() == w)
+    }
+}
+
 /// A memory policy request, before the kernel model validates it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PolicySpec {
