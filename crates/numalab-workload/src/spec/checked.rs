@@ -8,7 +8,7 @@
 use super::error::{Result, WorkloadError};
 use super::parse::Num;
 use crate::expr;
-use crate::model::{Distribution, NumaBalancingCtl, PolicyMode, Score};
+use crate::model::{CgroupFileWrite, Distribution, NumaBalancingCtl, PolicyMode, Score};
 use std::collections::BTreeMap;
 
 /// A memory policy as written in a spec.
@@ -95,10 +95,8 @@ pub enum PhaseSpec {
     CgroupWrite {
         /// Cgroup path.
         cgroup: String,
-        /// File name.
-        file: String,
-        /// Value.
-        value: String,
+        /// The file and its typed value.
+        write: CgroupFileWrite,
     },
     /// `{ repeat = COUNT, request, body }`.
     Repeat {

@@ -6,6 +6,7 @@
 //! (resolve and the kernel model check that).
 
 use super::Checker;
+use crate::model::CgroupFileWrite;
 use crate::spec::checked::PhaseSpec;
 use crate::spec::error::Result;
 use crate::spec::parse::{RawCgroup, Text};
@@ -45,17 +46,13 @@ impl Checker<'_> {
                 ),
             ));
         }
-        let value = match decl.value {
-            CgroupValue::Flag => {
-                let on = CgroupValue::check_flag(value).map_err(|e| self.err(field, e))?;
-                if on { "1" } else { "0" }.to_string()
-            }
-            CgroupValue::CpuList | CgroupValue::NodeList => value.trim().to_string(),
-        };
+        // Typed here, once: the engine applies the value without parsing it.
+        let write = CgroupFileWrite::parse(file, value)
+            .ok_or_else(|| self.err(field, format!("the model cannot write {file} during a run")))?
+            .map_err(|e| self.err(field, e))?;
         Ok(PhaseSpec::CgroupWrite {
             cgroup: cgroup.to_string(),
-            file: file.to_string(),
-            value,
+            write,
         })
     }
 

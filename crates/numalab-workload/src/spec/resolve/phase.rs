@@ -192,15 +192,10 @@ impl Resolver<'_> {
                 PhaseSpec::SetNumaBalancing(c) => {
                     out.push(Phase::SetNumaBalancing(*c));
                 }
-                PhaseSpec::CgroupWrite {
-                    cgroup,
-                    file,
-                    value,
-                } => {
+                PhaseSpec::CgroupWrite { cgroup, write } => {
                     out.push(Phase::CgroupWrite {
                         cgroup: cgroup.clone(),
-                        file: file.clone(),
-                        value: value.clone(),
+                        write: *write,
                     });
                 }
                 PhaseSpec::Repeat {
