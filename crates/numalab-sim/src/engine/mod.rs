@@ -25,13 +25,14 @@ pub mod exec;
 mod fast_forward;
 mod fault;
 mod latency;
+mod mpol;
 mod numa;
 pub mod record;
 mod sharing;
 mod stall;
 
 use crate::kernel::ids::TiVec;
-use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
+use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy, MpolRequest};
 use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
@@ -367,7 +368,7 @@ impl Sim {
 
     fn mpol(&self, s: &PolicySpec) -> Result<MemPolicy, String> {
         let il = self.k.knobs.get(knob::INTERLEAVE_NUMA_BALANCING);
-        mpol_new(s, self.k.m.nr_nodes(), il).map_err(|e| e.0)
+        mpol_new(&MpolRequest::from(s), self.k.m.nr_nodes(), il).map_err(|e| e.0)
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
