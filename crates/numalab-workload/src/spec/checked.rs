@@ -1,5 +1,5 @@
 //! The checked spec: what [`super::check`] makes of the syntax tree and
-//! what [`super::resolve`] reads. Every name is known to exist, every
+//! what [`mod@super::resolve`] reads. Every name is known to exist, every
 //! expression and set parses, every value the language bounds is in range,
 //! and one phase type ([`PhaseSpec`]) holds exactly one verb. Left out: what
 //! depends on the machine, the seed or the scale (counts, sizes, node and

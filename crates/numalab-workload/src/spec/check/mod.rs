@@ -7,7 +7,7 @@
 //! fills defaults. The first problem is the error, naming its field.
 //! Phases are checked in [`phase`], cgroups and their files in [`cgroup`].
 //! Left out: anything that needs the machine, seed or scale (that is
-//! [`super::resolve`]), and the kernel's own legality rules for policies and
+//! [`mod@super::resolve`]), and the kernel's own legality rules for policies and
 //! affinities, which the kernel model applies when the call is made.
 
 mod cgroup;
