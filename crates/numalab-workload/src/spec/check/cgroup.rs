@@ -56,6 +56,7 @@ impl Checker<'_> {
         })
     }
 
+    /// A cgroup path below the root: `/`-separated names, no `.` or `..`.
     pub(super) fn cgroup_path(&self, path: &str, field: &str) -> Result<()> {
         let Some(rest) = path.strip_prefix('/') else {
             return Err(self.err(field, format!("'{path}' must start with '/'")));

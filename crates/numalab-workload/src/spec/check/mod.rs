@@ -34,6 +34,7 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// A field error naming `field`.
     fn err(&self, field: impl Into<String>, message: impl Into<String>) -> WorkloadError {
         WorkloadError::Field {
             origin: self.origin.to_string(),
@@ -51,6 +52,7 @@ impl Checker<'_> {
             .map_err(|m| self.err(field, m))
     }
 
+    /// `n` is an integer or an expression that parses.
     fn num(&self, n: &Num, field: &str) -> Result<()> {
         if let Num::Expr(s) = n {
             expr::parse(s).map_err(|m| self.err(field, format!("in \"{s}\": {m}")))?;
@@ -58,14 +60,17 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// `s` is a CPU set the language can write.
     fn cpuset(&self, s: &str, field: &str) -> Result<()> {
         expr::check_cpuset(s).map_err(|m| self.err(field, m))
     }
 
+    /// `s` is a node list the language can write.
     fn nodes(&self, s: &str, field: &str) -> Result<()> {
         expr::check_nodes(s).map_err(|m| self.err(field, m))
     }
 
+    /// `s` is a name: letters, digits, `_`, `-`, `.`.
     fn name(&self, s: &str, field: &str) -> Result<()> {
         if s.is_empty()
             || !s
@@ -80,6 +85,7 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// The whole spec: top-level keys, parameters, cgroups, processes.
     fn spec(&self, raw: RawSpec) -> Result<WorkloadSpec> {
         let name = match raw.name {
             Some(n) => {

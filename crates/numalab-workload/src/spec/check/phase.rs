@@ -14,6 +14,8 @@ use crate::spec::limits::BUILTIN_VARS;
 use crate::spec::parse::{NameOr, Num, RawDist, RawPhase, RawPolicy, VERBS};
 
 impl Checker<'_> {
+    /// A memory policy: a known mode, nodes exactly when the mode takes
+    /// them; `default` without the flag is [`PolicyValue::Default`].
     pub(super) fn policy(&self, p: RawPolicy, field: &str) -> Result<PolicyValue> {
         let (mode, nodes, numa_balancing, mode_field) = match p {
             NameOr::Name(s) => (s, None, false, field.to_string()),
@@ -57,6 +59,7 @@ impl Checker<'_> {
         })
     }
 
+    /// A random phase's distribution, its parameters in range.
     pub(super) fn distribution(&self, d: RawDist, field: &str) -> Result<Distribution> {
         match d {
             NameOr::Name(s) if s == "uniform" => Ok(Distribution::Uniform),
@@ -101,6 +104,8 @@ impl Checker<'_> {
         }
     }
 
+    /// A stream or random phase's byte range: a slice, or offset/len, or
+    /// the whole region; the keys are taken out of `ph`.
     pub(super) fn range(&self, ph: &mut RawPhase, field: &str) -> Result<RangeSpec> {
         let slice = ph.slice.take();
         let offset = ph.offset.take();
@@ -134,6 +139,8 @@ impl Checker<'_> {
         }
     }
 
+    /// A list of phases, `field` naming the list; `loops` are the loop
+    /// variables in scope.
     pub(super) fn phases(
         &self,
         raw: Vec<RawPhase>,
@@ -147,6 +154,7 @@ impl Checker<'_> {
             .collect()
     }
 
+    /// `name` must be one of the process's `regions`.
     pub(super) fn region_name(&self, name: &str, regions: &[String], field: &str) -> Result<()> {
         if !regions.iter().any(|r| r == name) {
             return Err(self.err(
@@ -164,6 +172,8 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// One phase: exactly one verb, only the modifiers it takes, each value
+    /// checked and defaults filled in.
     pub(super) fn phase(
         &self,
         mut ph: RawPhase,

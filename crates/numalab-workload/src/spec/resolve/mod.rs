@@ -48,6 +48,7 @@ struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
+    /// A field error, with where the resolution is (process, thread, loop).
     fn err(&self, field: impl Into<String>, message: impl Into<String>) -> WorkloadError {
         let mut message = message.into();
         if !self.at.is_empty() {
@@ -60,6 +61,7 @@ impl Resolver<'_> {
         }
     }
 
+    /// The value of `n`, an expression evaluated in `env` with unit `kind`.
     fn num(&self, n: &Num, env: &Env, kind: Kind, field: &str) -> Result<i64> {
         match n {
             Num::Int(v) => Ok(*v),
@@ -85,6 +87,7 @@ impl Resolver<'_> {
         Ok(v)
     }
 
+    /// Counts `units` of expanded work against [`MAX_PHASES`].
     fn charge(&mut self, units: u64, field: &str) -> Result<()> {
         self.work += units;
         if self.work > MAX_PHASES {
@@ -98,6 +101,7 @@ impl Resolver<'_> {
         Ok(())
     }
 
+    /// A policy with its node list evaluated; `None` for MPOL_DEFAULT.
     fn policy(&self, pv: &PolicyValue, env: &Env, field: &str) -> Result<Option<PolicySpec>> {
         let PolicyValue::Policy {
             mode,
@@ -132,11 +136,13 @@ impl Resolver<'_> {
         }))
     }
 
+    /// A CPU set evaluated for the machine; `None` for all CPUs.
     fn cpuset(&self, s: &str, env: &Env, field: &str) -> Result<Option<CpuSet>> {
         expr::eval_cpuset(s, env, self.machine)
             .map_err(|m| self.err(field, format!("\"{s}\": {m}")))
     }
 
+    /// The index of region `name` in the process being resolved.
     fn region(&self, name: &str, regions: &[(String, RegionSize)], field: &str) -> Result<usize> {
         regions
             .iter()
