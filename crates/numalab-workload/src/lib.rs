@@ -3,7 +3,7 @@
 //! A workload spec is TOML ([`spec`]) naming processes, threads, cgroups,
 //! affinities, memory regions with policies, and phases. Counts and bindings
 //! may be integer expressions over the machine (`ncpus`, `nnodes`, ...,
-//! [`expr`]), so one spec fits every machine. [`spec::resolve`] turns a spec
+//! [`expr`]), so one spec fits every machine. [`spec::resolve()`] turns a spec
 //! plus a [`numalab_topology::Machine`], a seed and a scale into a concrete
 //! [`model::Workload`]. Presets ([`presets`]) are specs shipped with numalab:
 //! the autonumabench tests with their HARD_BIND / INVERSE_BIND forms, and an

@@ -5,7 +5,9 @@
 //! affinity is a CPU set and every stream names its exact byte range. The
 //! engine reads only this type, so it never evaluates expressions.
 
+use numalab_knobs::cgroup::CgroupValue;
 use numalab_topology::{CpuSet, NodeId};
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,6 +35,35 @@ pub enum PolicyMode {
     Interleave,
     /// MPOL_LOCAL: the faulting CPU's node (same as default for allocation).
     Local,
+}
+
+impl PolicyMode {
+    /// Every mode, in the order the language lists them.
+    pub const ALL: [PolicyMode; 6] = [
+        PolicyMode::Default,
+        PolicyMode::Bind,
+        PolicyMode::Preferred,
+        PolicyMode::PreferredMany,
+        PolicyMode::Interleave,
+        PolicyMode::Local,
+    ];
+
+    /// The word a spec uses.
+    pub fn word(self) -> &'static str {
+        match self {
+            PolicyMode::Default => "default",
+            PolicyMode::Bind => "bind",
+            PolicyMode::Preferred => "preferred",
+            PolicyMode::PreferredMany => "preferred-many",
+            PolicyMode::Interleave => "interleave",
+            PolicyMode::Local => "local",
+        }
+    }
+
+    /// The mode a spec word names.
+    pub fn from_word(w: &str) -> Option<PolicyMode> {
+        PolicyMode::ALL.into_iter().find(|m| m.word() == w)
+    }
 }
 
 /// A memory policy request, before the kernel model validates it.
@@ -102,6 +133,62 @@ impl NumaBalancingCtl {
     }
 }
 
+/// A write to a cgroup file that a phase may make while tasks run (a file
+/// the knob registry, `numalab_knobs::cgroup::CGROUP_FILES`, marks
+/// `during_run`), the value typed by the file. The workload check builds it
+/// once from `CGROUP:FILE=VALUE`; the engine applies it as is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupFileWrite {
+    /// `cpu.numa_load_balance` (proposal 4, not mainline): whether NUMA
+    /// balancing may act on the cgroup's tasks in `kernel.numa_balancing=4`.
+    NumaLoadBalance(bool),
+}
+
+impl CgroupFileWrite {
+    /// The typed write of `value` to `file` when `file` is one a phase may
+    /// write during a run; `None` for any other file (a cpuset file, an
+    /// undeclared one). `Some(Err)` says what is wrong with the value.
+    pub fn parse(file: &str, value: &str) -> Option<Result<CgroupFileWrite, String>> {
+        match file {
+            "cpu.numa_load_balance" => {
+                Some(CgroupValue::check_flag(value).map(CgroupFileWrite::NumaLoadBalance))
+            }
+            _ => None,
+        }
+    }
+
+    /// The file's kernel name.
+    pub fn file(self) -> &'static str {
+        match self {
+            CgroupFileWrite::NumaLoadBalance(_) => "cpu.numa_load_balance",
+        }
+    }
+
+    /// The value as the file takes it (`0` or `1` for a flag).
+    pub fn value(self) -> &'static str {
+        match self {
+            CgroupFileWrite::NumaLoadBalance(on) => {
+                if on {
+                    "1"
+                } else {
+                    "0"
+                }
+            }
+        }
+    }
+}
+
+/// Serialized as `{ "file": NAME, "value": TEXT }`, the form a real run's
+/// record has always shown.
+impl Serialize for CgroupFileWrite {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("file", self.file())?;
+        m.serialize_entry("value", self.value())?;
+        m.end()
+    }
+}
+
 /// One step of a thread's life.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Phase {
@@ -162,10 +249,10 @@ pub enum Phase {
     CgroupWrite {
         /// Cgroup path (`/` or a workload cgroup).
         cgroup: String,
-        /// File name.
-        file: String,
-        /// Value written.
-        value: String,
+        /// The file and its value, typed when the spec was checked
+        /// (serialized as `file` and `value` beside `cgroup`).
+        #[serde(flatten)]
+        write: CgroupFileWrite,
     },
     /// Repeat `body` `times` times. When `request` is set, each completed
     /// iteration counts as one request toward the workload's throughput score.
@@ -267,4 +354,32 @@ pub struct Workload {
     /// Stop the run after this many ns of virtual time even if threads are
     /// still running (for throughput workloads); `None` runs to completion.
     pub duration_ns: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CgroupFileWrite;
+    use numalab_knobs::cgroup::CGROUP_FILES;
+
+    /// Every file the registry lets a phase write has a typed write, named
+    /// as the registry names it; no other file has one.
+    #[test]
+    fn typed_cgroup_writes_cover_the_registrys_run_time_files() {
+        for f in CGROUP_FILES {
+            let sample = if f.during_run { "1" } else { "0-1" };
+            match CgroupFileWrite::parse(f.name, sample) {
+                Some(Ok(w)) => {
+                    assert!(f.during_run, "{} is set up front", f.name);
+                    assert_eq!(w.file(), f.name);
+                    assert_eq!(w.value(), "1");
+                }
+                Some(Err(e)) => panic!("{}: {e}", f.name),
+                None => assert!(!f.during_run, "{} has no typed write", f.name),
+            }
+        }
+        assert!(matches!(
+            CgroupFileWrite::parse("cpu.numa_load_balance", "2"),
+            Some(Err(_))
+        ));
+    }
 }

@@ -8,7 +8,8 @@
 //! writes of cpuset files during a run (the workload language refuses
 //! them: a phase may write only files the registry marks `during_run`).
 
-use super::{apply_cgroup_file, Sim};
+use super::cgroup_files::apply_cgroup_write;
+use super::Sim;
 use crate::kernel::numa::cgroup::PrNumaBalancing;
 use crate::kernel::TaskId;
 use numalab_workload::{NumaBalancingCtl, Phase};
@@ -30,12 +31,8 @@ impl Sim {
             Phase::SetNumaBalancing(c) => {
                 self.k.prctl_set_numa_balancing(t, (*c).into());
             }
-            Phase::CgroupWrite {
-                cgroup,
-                file,
-                value,
-            } => {
-                apply_cgroup_file(&mut self.k, cgroup, file, value)
+            Phase::CgroupWrite { cgroup, write } => {
+                apply_cgroup_write(&mut self.k, cgroup, *write)
                     .map_err(|e| format!("thread {}: cgroup write: {e}", self.k.tasks[t].name))?;
             }
             _ => {}

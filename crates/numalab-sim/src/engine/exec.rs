@@ -18,10 +18,11 @@
 
 use super::Sim;
 use crate::kernel::ids::NodeMaskExt;
+use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::{CpuId, MmId, NodeId, TaskId, VmaId};
 use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
-use numalab_workload::{Distribution, Phase, PolicyMode};
+use numalab_workload::{Distribution, Phase};
 use rand::Rng;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
@@ -305,13 +306,13 @@ impl Sim {
             let pol = self.k.vma_policy(t, vma);
             let local = self.k.cpu_node(cpu);
             match pol.mode {
-                PolicyMode::Interleave => {
+                MpolMode::Interleave => {
                     let k = pol.nodes.len().max(1) as f64;
                     for n in pol.nodes.iter() {
                         mix[n] += absent / k;
                     }
                 }
-                PolicyMode::Bind | PolicyMode::Preferred | PolicyMode::PreferredMany
+                MpolMode::Bind | MpolMode::Preferred | MpolMode::PreferredMany
                     if !pol.nodes.has(local) =>
                 {
                     mix[pol.nodes.first().unwrap_or(local.index())] += absent;

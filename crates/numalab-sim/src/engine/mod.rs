@@ -19,25 +19,28 @@
 mod async_scan;
 mod background;
 pub mod budget;
+mod cgroup_files;
 mod clone;
 mod control;
 pub mod exec;
 mod fast_forward;
 mod fault;
 mod latency;
+mod mpol;
 mod numa;
 pub mod record;
 mod sharing;
 mod stall;
 
 use crate::kernel::ids::TiVec;
-use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
+use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy, MpolRequest};
 use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 use crate::physics::{loaded_latency, max_min_fair, Fluid, Switches};
 use budget::StepBudget;
+use cgroup_files::apply_cgroup_file;
 use exec::{Op, Stop, ThreadExec};
 use numalab_record::RunRecord;
 use numalab_topology::{CpuSet, Machine, NodeMask};
@@ -226,11 +229,11 @@ impl Sim {
                 .mkdir(&cg.path, cg.cpuset_cpus.clone(), mems)
                 .map_err(SimError::Refused)?;
             for (file, value) in &cg.files {
-                apply_cgroup_file(&mut k, &cg.path, file, value)?;
+                apply_cgroup_file(&mut k, &cg.path, file, value).map_err(SimError::Refused)?;
             }
         }
         for f in k.knobs.cgroup_files.clone() {
-            apply_cgroup_file(&mut k, &f.cgroup, &f.file, &f.value)?;
+            apply_cgroup_file(&mut k, &f.cgroup, &f.file, &f.value).map_err(SimError::Refused)?;
         }
         let total: u64 = w
             .processes
@@ -378,7 +381,7 @@ impl Sim {
 
     fn mpol(&self, s: &PolicySpec) -> Result<MemPolicy, String> {
         let il = self.k.knobs.get(knob::INTERLEAVE_NUMA_BALANCING);
-        mpol_new(s, self.k.m.nr_nodes(), il).map_err(|e| e.0)
+        mpol_new(&MpolRequest::from(s), self.k.m.nr_nodes(), il).map_err(|e| e.0)
     }
 
     /// Creates thread `ti` of process `pi` now (`clone` + `wake_up_new_task`).
@@ -943,50 +946,6 @@ fn nodemask(v: &[usize], nn: usize) -> Result<NodeMask, String> {
         m.insert(n);
     }
     Ok(m)
-}
-
-fn apply_cgroup_file(k: &mut Kernel, path: &str, file: &str, value: &str) -> Result<(), SimError> {
-    let id = k.cgroups.find(path).ok_or_else(|| {
-        SimError::Refused(format!(
-            "--set {path}:{file}: cgroup {path} does not exist in the workload"
-        ))
-    })?;
-    match file {
-        "cpuset.cpus" => {
-            let c = CpuSet::parse_list(value)
-                .map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
-            if c.last().is_some_and(|x| x >= k.m.nr_cpus()) {
-                return Err(SimError::Refused(format!(
-                    "--set {path}:{file}: CPU {} does not exist",
-                    c.last().unwrap_or(0)
-                )));
-            }
-            k.cgroups.all[id].cpus = Some(c.clone());
-            k.cgroups.all[id].effective_cpus = c;
-        }
-        "cpuset.mems" => {
-            let m = NodeMask::parse_list(value)
-                .map_err(|e| SimError::Refused(format!("--set {path}:{file}: {e}")))?;
-            if m.iter().any(|n| n >= k.m.nr_nodes()) {
-                return Err(SimError::Refused(format!(
-                    "--set {path}:{file}: node does not exist"
-                )));
-            }
-            k.cgroups.all[id].mems = Some(m);
-            k.cgroups.all[id].effective_mems = m;
-        }
-        "cpu.numa_load_balance" => {
-            let on = numalab_knobs::cgroup::CgroupValue::check_flag(value)
-                .map_err(|e| SimError::Refused(format!("{path}:{file}={value}: {e}")))?;
-            k.numa_balance_write(id, on);
-        }
-        _ => {
-            k.cgroups.all[id]
-                .files
-                .insert(file.to_string(), value.to_string());
-        }
-    }
-    Ok(())
 }
 
 /// Convenience: resolve nothing, just run a resolved workload.

@@ -415,8 +415,7 @@ phases = [
         ph[2],
         Phase::CgroupWrite {
             cgroup: "/a/b".into(),
-            file: "cpu.numa_load_balance".into(),
-            value: "1".into(),
+            write: numalab_workload::CgroupFileWrite::NumaLoadBalance(true),
         }
     );
     let Phase::Repeat { body, .. } = &ph[3] else {

@@ -29,10 +29,10 @@
 use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
 use super::PAGE_SHIFT;
+use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::stats::Vm;
 use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
-use numalab_workload::PolicyMode;
 
 /// The threads faulting one page at once.
 #[derive(Clone, Copy, Debug, Default)]
@@ -169,7 +169,7 @@ impl Kernel {
         let psize = v.page_size();
         // Interleave: VMA policies interleave by page offset
         // (`interleave_nid`), task policies by the task's cursor (`il_prev`).
-        let il_index = if pol.mode == PolicyMode::Interleave {
+        let il_index = if pol.mode == MpolMode::Interleave {
             if v.policy.is_some() {
                 idx as u64
             } else {
@@ -195,7 +195,7 @@ impl Kernel {
         // zone_statistics()
         if Some(nid) == intended {
             self.vmstat.add(Vm::NumaHit, nr);
-            if pol.mode == PolicyMode::Interleave {
+            if pol.mode == MpolMode::Interleave {
                 self.vmstat.add(Vm::NumaInterleave, nr);
             }
         } else {

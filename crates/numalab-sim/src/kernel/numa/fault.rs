@@ -39,13 +39,13 @@ use super::{
     TNF_FAULT_LOCAL, TNF_MIGRATED, TNF_MIGRATE_FAIL, VMA_PID_HASH_BITS, WATERMARK_SCALE_FACTOR,
 };
 use crate::kernel::ids::NodeMaskExt;
+use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_knobs::knob::InterleaveNumaBalancing;
-use numalab_workload::PolicyMode;
 
 /// Integer square root (`int_sqrt`).
 fn int_sqrt(x: u64) -> u64 {
@@ -456,10 +456,10 @@ mod tests {
     use super::super::tests::fx;
     use super::super::*;
     use crate::kernel::mm::mempolicy::MemPolicy;
+    use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
     use crate::kernel::stats::Vm;
     use crate::kernel::{CgroupId, MmId, TaskId};
     use numalab_topology::NodeMask;
-    use numalab_workload::PolicyMode;
 
     /// tiny-2n (CPUs 0-1 on node 0, 2-3 on node 1); one task on CPU 0 and
     /// 16 pages on node 1.

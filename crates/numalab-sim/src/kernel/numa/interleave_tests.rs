@@ -7,11 +7,11 @@
 use super::tests::fx;
 use super::*;
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
+use crate::kernel::mm::mempolicy::{MpolMode as PolicyMode, MpolRequest as PolicySpec};
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{MmId, TaskId};
 use numalab_knobs::knob::InterleaveNumaBalancing as Il;
-use numalab_workload::{PolicyMode, PolicySpec};
 
 fn flagged_spec(nodes: &[usize]) -> PolicySpec {
     PolicySpec {

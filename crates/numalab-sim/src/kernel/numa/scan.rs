@@ -551,11 +551,11 @@ impl Kernel {
 mod tests {
     use super::super::tests::fx;
     use crate::kernel::mm::mempolicy::MemPolicy;
+    use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
     use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
     use crate::kernel::{CgroupId, MmId, TaskId};
     use numalab_topology::NodeMask;
-    use numalab_workload::PolicyMode;
 
     /// A two-thread process with `mb` MB on node 0, threads on CPUs 0 and 2,
     /// at a time when its first scan is due.
