@@ -45,7 +45,8 @@ mod settings;
 pub mod spelling;
 
 pub use def::{
-    BoolKnob, Choice, ChoiceKnob, Def, Knob, Location, Name, NameKnob, Type, UintKnob, Unit, Value,
+    is_name, BoolKnob, Choice, ChoiceKnob, Def, Knob, Location, Name, NameKnob, Type, UintKnob,
+    Unit, Value,
 };
 pub use knob::SchedBalanceSerialize;
 pub use settings::{CgroupFileSetting, Knobs};

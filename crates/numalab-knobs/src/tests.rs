@@ -315,6 +315,9 @@ fn a_name_knob_keeps_the_name_given_and_refuses_a_malformed_one() {
     // Any well-formed name passes here: the model checks it against its
     // registry, which this crate cannot see.
     let e = Knobs::from_sets(&["numalab.policy=no such"]).unwrap_err();
-    assert!(e.contains("numalab.policy") && e.contains("not a name"), "{e}");
+    assert!(
+        e.contains("numalab.policy") && e.contains("not a name"),
+        "{e}"
+    );
     assert!(Knobs::from_sets(&["numalab.policy="]).is_err());
 }
