@@ -127,6 +127,7 @@ macro_rules! policies {
 // The registry: one line per policy.
 policies! {
     mainline::MAINLINE,
+    two_touch::TWO_TOUCH,
 }
 
 /// The policy named `name`, or one error naming it and listing the
