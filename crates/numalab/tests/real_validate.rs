@@ -122,3 +122,14 @@ fn model_only_validate_prints_the_table_and_writes_the_model_json() {
     assert!(out.contains("1.00"), "{out}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn real_and_vm_runs_refuse_a_model_policy_before_anything_runs() {
+    for head in [&["real", "run"][..], &["vm", "run", "-m", "tiny-2n"][..]] {
+        let tail = ["-w", "numa02", "--set", "numalab.policy=two-touch"];
+        fails_with(
+            &[head, &tail[..]].concat(),
+            &["numalab.policy=two-touch", "only in the model"],
+        );
+    }
+}
