@@ -38,6 +38,8 @@ fn knob_value(ty: Type, hostile: bool, rng: &mut Pcg64Mcg) -> String {
             Type::Uint { min, max } => rng.gen_range(min..=max).to_string(),
             Type::Bool => rng.gen_range(0..2).to_string(),
             Type::Choice { words } => words.choose(rng).copied().unwrap_or("").to_string(),
+            // The registry of names is the model's; its default is valid.
+            Type::Name { default } => default.to_string(),
         };
     }
     if rng.gen_ratio(1, 4) {
@@ -65,6 +67,11 @@ fn knob_value(ty: Type, hostile: bool, rng: &mut Pcg64Mcg) -> String {
                 words.choose(rng).copied().unwrap_or("").to_string()
             }
         }
+        Type::Name { default } => [default, "nonsense", "bad name"]
+            .choose(rng)
+            .copied()
+            .unwrap_or(default)
+            .to_string(),
     }
 }
 

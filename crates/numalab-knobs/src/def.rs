@@ -5,8 +5,11 @@
 //! A knob's value is stored as a raw `u64`: the integer of a uint knob,
 //! 0/1 for a bool, the word's index for a choice. The handle's type
 //! parameter turns it back into a typed value on read, so a read never
-//! parses a string. Left out: signed, string and list-valued knobs (none
-//! is declared yet; cgroup files, which hold lists, are in
+//! parses a string. A name knob ([`Type::Name`], e.g. `numalab.policy`)
+//! is the exception: its value is a name another layer checks against a
+//! registry this crate cannot see, so [`crate::Knobs`] keeps its text and
+//! [`crate::Knobs::name`] reads it. Left out: signed and list-valued knobs
+//! (none is declared yet; cgroup files, which hold lists, are in
 //! [`crate::cgroup`]).
 
 use std::fmt;
@@ -29,6 +32,22 @@ pub enum Type {
         /// The words, in the order of the typed enum's variants.
         words: &'static [&'static str],
     },
+    /// A name (ASCII letters, digits, `-`, `_`) that the layer using it
+    /// checks against its own registry (the model's policies for
+    /// `numalab.policy`); the raw value is unused.
+    Name {
+        /// The default name.
+        default: &'static str,
+    },
+}
+
+/// Whether `value` is spelled as a name knob's value: non-empty ASCII
+/// letters, digits, `-` and `_`.
+pub fn is_name(value: &str) -> bool {
+    !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
 }
 
 impl fmt::Display for Type {
@@ -37,6 +56,7 @@ impl fmt::Display for Type {
             Type::Uint { min, max } => write!(f, "uint [{min}, {max}]"),
             Type::Bool => write!(f, "bool 0|1"),
             Type::Choice { words } => write!(f, "one of {}", words.join("|")),
+            Type::Name { .. } => write!(f, "name [A-Za-z0-9_-]"),
         }
     }
 }
@@ -159,14 +179,26 @@ impl Def {
                 .position(|w| *w == value)
                 .map(|i| i as u64)
                 .ok_or_else(|| format!("'{value}' is not one of {}", words.join(", "))),
+            Type::Name { .. } => {
+                if is_name(value) {
+                    Ok(0)
+                } else {
+                    Err(format!(
+                        "'{value}' is not a name (letters, digits, '-' and '_')"
+                    ))
+                }
+            }
         }
     }
 
-    /// The text of raw value `raw`, as the Run record shows it.
+    /// The text of raw value `raw`, as the Run record shows it. A name
+    /// knob has no raw value: this is its default ([`crate::Knobs::name`]
+    /// has the name in force).
     pub fn show(&self, raw: u64) -> String {
         match self.ty {
             Type::Uint { .. } | Type::Bool => raw.to_string(),
             Type::Choice { words } => words[raw as usize].to_string(),
+            Type::Name { default } => default.to_string(),
         }
     }
 
@@ -187,6 +219,7 @@ impl Def {
             Type::Uint { min, max } => min <= self.default_raw && self.default_raw <= max,
             Type::Bool => self.default_raw <= 1,
             Type::Choice { words } => (self.default_raw as usize) < words.len(),
+            Type::Name { .. } => self.default_raw == 0,
         }
     }
 }
@@ -266,6 +299,14 @@ pub type BoolKnob = Knob<bool>;
 /// A knob whose value is one of the words of enum `T`.
 pub type ChoiceKnob<T> = Knob<T>;
 
+/// The value type of a name knob. It is not a [`Value`]: a name is read
+/// with [`crate::Knobs::name`], not [`crate::Knobs::get`].
+#[derive(Clone, Copy, Debug)]
+pub struct Name;
+
+/// A knob whose value is a name ([`Type::Name`]).
+pub type NameKnob = Knob<Name>;
+
 /// Declares an enum whose variants are the words of a choice knob.
 macro_rules! choice {
     (
@@ -303,17 +344,21 @@ pub(crate) use choice;
 
 /// Declares every knob: one block per knob gives a typed handle constant
 /// and an entry of `ALL`. The kind (`uint(MIN, MAX)`, `bool`,
-/// `choice(Enum)`) fixes both the handle's type and the declared range,
+/// `choice(Enum)`, `name`: a string default) fixes both the handle's type and the declared range,
 /// so they cannot disagree; a default outside the range fails to compile.
 macro_rules! declare {
     (@handle uint $($rest:tt)*) => { $crate::def::UintKnob };
     (@handle bool) => { $crate::def::BoolKnob };
     (@handle choice $t:ty) => { $crate::def::ChoiceKnob<$t> };
-    (@type uint $min:expr, $max:expr) => { $crate::def::Type::Uint { min: $min, max: $max } };
-    (@type bool) => { $crate::def::Type::Bool };
-    (@type choice $t:ty) => {
+    (@handle name) => { $crate::def::NameKnob };
+    (@type $d:expr; uint $min:expr, $max:expr) => { $crate::def::Type::Uint { min: $min, max: $max } };
+    (@type $d:expr; bool) => { $crate::def::Type::Bool };
+    (@type $d:expr; choice $t:ty) => {
         $crate::def::Type::Choice { words: <$t as $crate::def::Choice>::WORDS }
     };
+    (@type $d:expr; name) => { $crate::def::Type::Name { default: $d } };
+    (@raw $d:expr; name) => { 0 };
+    (@raw $d:expr; $($kind:tt)*) => { $d as u64 };
     (
         $(
             $(#[$m:meta])*
@@ -338,8 +383,8 @@ macro_rules! declare {
                     idx: Id::$konst as usize,
                     name: $name,
                     aliases: &[$($alias),*],
-                    ty: $crate::def::declare!(@type $kind $($($arg)*)?),
-                    default_raw: $default as u64,
+                    ty: $crate::def::declare!(@type $default; $kind $($($arg)*)?),
+                    default_raw: $crate::def::declare!(@raw $default; $kind $($($arg)*)?),
                     unit: $crate::def::Unit::$unit,
                     location: $loc,
                     source: $source,

@@ -401,6 +401,20 @@ declare! {
         source: "2013 series patch \"sched: Increase NUMA PTE scanning when a new preferred node is selected\" (v1 8/8) and its v3.13 successors \"sched: numa: Remove the numa_balancing_scan_period_reset sysctl\" and \"sched/numa: Adjust scan rate in task_numa_placement\"; today fair.c update_task_scan_period, update_scan_period. Off: 3.9 fair.c task_numa_fault (+jiffies_to_msecs(10) per unmigrated fault) and task_numa_work (numa_next_reset, sysctl_numa_balancing_scan_period_reset = 100*600 ms)",
         description: "1: the scan period adapts once per pass to the local/remote and private/shared fault ratios (and restarts when a task leaves its preferred node); 0 (3.9): a fault that migrated nothing adds 10 jiffies to the period (up to scan_period_max) and every 60 s the mm's next scan resets the period to scan_period_min",
     }
+
+    // Issue 31: the policy extension point (numalab-sim kernel/numa/policy).
+    /// The NUMA balancing policy: the ops table the model's decisions go
+    /// through. The names are the model's registry's, checked when the
+    /// kernel is built (this crate cannot see that registry).
+    POLICY: name {
+        name: "numalab.policy",
+        aliases: [],
+        default: "mainline",
+        unit: None,
+        location: Location::Lab,
+        source: "numalab kernel/numa/policy (POLICIES), after sched_ext's struct sched_ext_ops: scan pacing (task_scan_min/max/start, update_task_scan_period), mpol_misplaced, should_numa_migrate_memory, task_numa_placement, task_numa_migrate, task_numa_compare; see docs/policies.md",
+        description: "the NUMA balancing policy by name (`numalab list policies`): mainline (the kernel's code, the default; proposals 1, 3 and 4 are its switches) or a policy from the registry, each replacing some of mainline's decisions; a real kernel runs only mainline",
+    }
 }
 
 /// The declaration answering to `key`: a name or an alias, a location in

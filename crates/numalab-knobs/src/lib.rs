@@ -44,7 +44,10 @@ pub mod rules;
 mod settings;
 pub mod spelling;
 
-pub use def::{BoolKnob, Choice, ChoiceKnob, Def, Knob, Location, Type, UintKnob, Unit, Value};
+pub use def::{
+    is_name, BoolKnob, Choice, ChoiceKnob, Def, Knob, Location, Name, NameKnob, Type, UintKnob,
+    Unit, Value,
+};
 pub use knob::SchedBalanceSerialize;
 pub use settings::{CgroupFileSetting, Knobs};
 

@@ -7,7 +7,7 @@
 //! not ignored (a real run passes them through; see numalab-real).
 
 use crate::cgroup::{cgroup_file, CGROUP_FILES};
-use crate::def::{Knob, Value};
+use crate::def::{Def, Knob, NameKnob, Type, Value};
 use crate::knob::{resolve, ALL};
 use crate::rules;
 use crate::spelling::nearest_of;
@@ -29,6 +29,9 @@ pub struct CgroupFileSetting {
 pub struct Knobs {
     /// Raw value of every declared knob, indexed like [`ALL`].
     values: [u64; ALL.len()],
+    /// The names given to name knobs ([`Type::Name`]), by knob index;
+    /// a knob not here has its default.
+    names: BTreeMap<usize, String>,
     /// Cgroup file settings, in the order given.
     pub cgroup_files: Vec<CgroupFileSetting>,
 }
@@ -41,6 +44,7 @@ impl Default for Knobs {
         }
         Knobs {
             values,
+            names: BTreeMap::new(),
             cgroup_files: Vec::new(),
         }
     }
@@ -98,6 +102,9 @@ impl Knobs {
             return Err(e);
         }
         self.values[def.idx] = raw;
+        if let Type::Name { .. } = def.ty {
+            self.names.insert(def.idx, value.to_string());
+        }
         Ok(())
     }
 
@@ -111,12 +118,31 @@ impl Knobs {
         T::from_raw(self.values[k.def().idx])
     }
 
+    /// The name in force of name knob `k` (checked by the layer that
+    /// knows the names, e.g. the model's policy registry).
+    pub fn name(&self, k: NameKnob) -> &str {
+        let d = k.def();
+        match (self.names.get(&d.idx), d.ty) {
+            (Some(n), _) => n,
+            (None, Type::Name { default }) => default,
+            (None, _) => "",
+        }
+    }
+
+    /// The text of declared knob `d`'s value in force.
+    pub fn show(&self, d: &Def) -> String {
+        match self.names.get(&d.idx) {
+            Some(n) => n.clone(),
+            None => d.show(self.values[d.idx]),
+        }
+    }
+
     /// Every knob in force, by canonical name, and every cgroup file
     /// setting as `CGROUP:FILE`, for the Run record.
     pub fn settings(&self) -> BTreeMap<String, String> {
         let mut m: BTreeMap<String, String> = ALL
             .iter()
-            .map(|d| (d.name.to_string(), d.show(self.values[d.idx])))
+            .map(|d| (d.name.to_string(), self.show(d)))
             .collect();
         for c in &self.cgroup_files {
             m.insert(format!("{}:{}", c.cgroup, c.file), c.value.clone());

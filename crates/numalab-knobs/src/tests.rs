@@ -303,3 +303,21 @@ fn near_misses_are_refused_with_a_suggestion() {
     assert!(e.ends_with("did you mean cpu.numa_load_balance?"), "{e}");
     assert_eq!(k, Knobs::default());
 }
+
+#[test]
+fn a_name_knob_keeps_the_name_given_and_refuses_a_malformed_one() {
+    let k = Knobs::default();
+    assert_eq!(k.name(knob::POLICY), "mainline");
+    assert_eq!(k.settings()["numalab.policy"], "mainline");
+    let k = Knobs::from_sets(&["numalab.policy=two-touch"]).unwrap();
+    assert_eq!(k.name(knob::POLICY), "two-touch");
+    assert_eq!(k.settings()["numalab.policy"], "two-touch");
+    // Any well-formed name passes here: the model checks it against its
+    // registry, which this crate cannot see.
+    let e = Knobs::from_sets(&["numalab.policy=no such"]).unwrap_err();
+    assert!(
+        e.contains("numalab.policy") && e.contains("not a name"),
+        "{e}"
+    );
+    assert!(Knobs::from_sets(&["numalab.policy="]).is_err());
+}

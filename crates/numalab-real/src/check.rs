@@ -357,6 +357,11 @@ pub fn plan(
                 )?;
                 plan.file_knobs.push((key.clone(), path.clone(), v.clone()));
             }
+            // A real kernel runs its own NUMA balancing: mainline's policy
+            // asks for nothing, any other is the model's alone.
+            Knob::Lab { key } if key == numalab_knobs::knob::POLICY.def().name => {
+                crate::knobs::refuse_model_policy(key, v)?;
+            }
             Knob::Lab { key } => {
                 if key != "numalab.sample_interval_ms" {
                     return Err(format!(
@@ -656,6 +661,27 @@ mod tests {
         )
         .unwrap_err()
         .contains("CONFIG_HZ"));
+        // The model's policies: only mainline, which a real kernel runs.
+        let policy = |v: &str| {
+            plan(
+                &workload(),
+                &facts(),
+                &[(lab("numalab.policy"), v.into())],
+                false,
+            )
+        };
+        assert!(policy("mainline").is_ok());
+        let e = policy("two-touch").unwrap_err();
+        assert!(
+            e.contains("numalab.policy=two-touch") && e.contains("only in the model"),
+            "{e}"
+        );
+        assert!(crate::knobs::parse_set("numalab.policy=mainline").is_ok());
+        let e = crate::knobs::parse_set("numalab.policy=two-touch").unwrap_err();
+        assert!(
+            e.contains("refused") && e.contains("only in the model"),
+            "{e}"
+        );
     }
 
     #[test]

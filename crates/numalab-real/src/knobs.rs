@@ -12,8 +12,10 @@
 //! - a debugfs tunable → its file under /sys/kernel/debug, or, on a kernel
 //!   without it whose pre-5.13 sysctl exists, that sysctl;
 //! - a lab or kernel-config knob → [`Knob::Lab`] (`numalab.sample_interval_ms`
-//!   sets the sampling interval; `CONFIG_HZ` and the other lab knobs are
-//!   refused by the checks, a real kernel fixes them).
+//!   sets the sampling interval; `numalab.policy=mainline` asks for what a
+//!   real kernel runs anyway, any other policy is refused by [`parse_set`];
+//!   `CONFIG_HZ` and the other lab knobs are refused by the checks, a real
+//!   kernel fixes them).
 //!
 //! A real run also passes through, unchecked, kernel files the model does
 //! not have (the value is the kernel's to refuse):
@@ -96,7 +98,23 @@ pub fn parse_set(arg: &str) -> Result<(String, String), String> {
     if v.contains('\n') {
         return Err(format!("--set '{arg}': value has a newline"));
     }
+    refuse_model_policy(k, v.trim())?;
     Ok((k.to_string(), v.trim().to_string()))
+}
+
+/// Refuses `numalab.policy` (any spelling) with a value other than
+/// `mainline`: a real kernel runs its own NUMA balancing, the model's other
+/// policies exist only in the model. Checked by [`parse_set`], so `real
+/// run` and `vm run` refuse before anything is written or booted.
+pub fn refuse_model_policy(key: &str, value: &str) -> Result<(), String> {
+    let policy = knob::POLICY.def();
+    match knob::lookup(key) {
+        Some(d) if d.name == policy.name && value != policy.default_text() => Err(format!(
+            "refused: --set {}={value}: a real kernel runs its own NUMA balancing (mainline); the model's other policies (numalab list policies) exist only in the model",
+            policy.name
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn clean_rel(rel: &str, key: &str) -> Result<PathBuf, String> {

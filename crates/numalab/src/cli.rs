@@ -84,9 +84,9 @@ enum Cmd {
         #[arg(long, value_name = "FROM..TO")]
         window: Option<String>,
     },
-    /// List presets and knobs.
+    /// List presets, knobs and NUMA balancing policies.
     List {
-        /// machines, workloads, reproductions or knobs.
+        /// machines, workloads, reproductions, knobs or policies.
         what: String,
     },
     /// Print the JSON Schema of the Run or RunSet format.
@@ -872,13 +872,17 @@ fn list(what: &str) -> Result<(), String> {
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect(),
         "knobs" => return out::print(&list_knobs()),
+        "policies" => numalab_sim::kernel::numa::policy::POLICIES
+            .iter()
+            .map(|p| (p.name.to_string(), p.description.to_string()))
+            .collect(),
         "reproductions" => reproduce::all()
             .into_iter()
             .map(|r| (r.name.to_string(), r.description.to_string()))
             .collect(),
         other => {
             return Err(format!(
-                "list {other}: expected one of machines, workloads, reproductions, knobs"
+                "list {other}: expected one of machines, workloads, reproductions, knobs, policies"
             ))
         }
     };

@@ -726,3 +726,32 @@ fn a_real_or_guest_trace_refuses_an_event_it_would_leave_out() {
         fails_with(&[head, &tail[..]].concat(), &["--trace-events", "nosuch"]);
     }
 }
+
+#[test]
+fn a_policy_is_chosen_by_name_from_the_registry() {
+    let o = numalab(&["list", "policies"]);
+    assert!(o.status.success());
+    let list = String::from_utf8_lossy(&o.stdout);
+    let names: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names.first(), Some(&"mainline"), "{list}");
+    let mut a = TINY_RUN.to_vec();
+    a.extend(["--set", "numalab.policy=carrefour"]);
+    let mut needles = vec!["numalab.policy=carrefour", "unknown NUMA balancing policy"];
+    needles.extend(&names);
+    fails_with(&a, &needles);
+    // Every listed policy runs.
+    for p in &names {
+        let set = format!("numalab.policy={p}");
+        let mut a = TINY_RUN.to_vec();
+        a.extend(["--no-progress", "--set", &set]);
+        let o = numalab(&a);
+        assert!(
+            o.status.success(),
+            "{p}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}

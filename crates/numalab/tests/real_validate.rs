@@ -187,3 +187,14 @@ fn a_figure_outside_the_band_that_is_not_declared_fails_the_gate() {
     assert!(out.contains("outside, known (this test)"), "{out}");
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn real_and_vm_runs_refuse_a_model_policy_before_anything_runs() {
+    for head in [&["real", "run"][..], &["vm", "run", "-m", "tiny-2n"][..]] {
+        let tail = ["-w", "numa02", "--set", "numalab.policy=two-touch"];
+        fails_with(
+            &[head, &tail[..]].concat(),
+            &["numalab.policy=two-touch", "only in the model"],
+        );
+    }
+}

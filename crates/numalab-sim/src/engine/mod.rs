@@ -211,7 +211,7 @@ impl Sim {
         knobs: Knobs,
         opts: RunOptions,
     ) -> Result<Sim, SimError> {
-        let mut k = Kernel::new(machine, knobs);
+        let mut k = Kernel::new(machine, knobs).map_err(SimError::Refused)?;
         k.balance.serialize.seed = opts.seed;
         if opts.trace {
             k.trace = Some(Box::default());

@@ -116,6 +116,9 @@ pub struct Kernel {
     pub locks: locking::Locks,
     /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
     pub numa_async: numa::async_scan::AsyncScan,
+    /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
+    /// callbacks make the decisions (kernel/numa/policy).
+    pub numa_ops: &'static numa::policy::NumaPolicyOps,
     /// Derived topology, fixed at boot.
     topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
@@ -141,7 +144,10 @@ impl AllowedCpus<'_> {
 
 impl Kernel {
     /// A booted kernel on machine `m` with knobs `knobs`, no tasks yet.
-    pub fn new(m: Machine, knobs: Knobs) -> Kernel {
+    /// Fails when `numalab.policy` names no registered policy (the error
+    /// lists the known ones).
+    pub fn new(m: Machine, knobs: Knobs) -> Result<Kernel, String> {
+        let numa_ops = numa::policy::find(knobs.name(knob::POLICY))?;
         let topo = Topology::new(&m);
         let hz = knobs.get(knob::CONFIG_HZ).max(1);
         let rq = topo
@@ -161,9 +167,10 @@ impl Kernel {
         let variant =
             sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
         let locks = locking::Locks::new(&m, &knobs);
-        Kernel {
+        Ok(Kernel {
             locks,
             numa_async: Default::default(),
+            numa_ops,
             topo,
             balance: sched::balance::BalanceState::new(variant),
             nr_overloaded: 0,
@@ -180,7 +187,7 @@ impl Kernel {
             trace: None,
             idle_kernel_ns: 0.0,
             m,
-        }
+        })
     }
 
     /// Adds `task` to the task table (`copy_process`'s part that makes a

@@ -61,7 +61,7 @@ impl Kernel {
     /// Whether NUMA balancing acts on task `t` at the gates: its per-task
     /// control when set, else [`Kernel::tg_numa_balance_enabled`]. Callers
     /// have checked the `sched_numa_balancing` key (mode 1 or 4).
-    pub fn task_numa_balance_enabled(&self, t: TaskId) -> bool {
+    pub fn mainline_task_numa_balance_enabled(&self, t: TaskId) -> bool {
         match self.tasks[t].numa.prctl {
             PrNumaBalancing::Enabled => {
                 self.numa_balancing_mode() & (NUMA_BALANCING_NORMAL | NUMA_BALANCING_CGROUP) != 0

@@ -179,7 +179,7 @@ impl Kernel {
     /// first, private one). As intended that is None here; as posted it is
     /// node 1 ([`NUMA_TASK_MIG_AS_POSTED`]), which only the 4 KiB path
     /// skips. Plain INTERLEAVE has no MOF and answers None.
-    pub fn mpol_misplaced(
+    pub fn mainline_mpol_misplaced(
         &mut self,
         t: TaskId,
         cpu: CpuId,
@@ -249,7 +249,7 @@ impl Kernel {
     /// page whose previous fault came from another node; private faults
     /// migrate; shared ones follow the group's CPU and memory use with 3/4
     /// hysteresis. Left out: memory tiering's hotness test.
-    pub fn should_numa_migrate_memory(
+    pub fn mainline_should_numa_migrate_memory(
         &mut self,
         t: TaskId,
         vma: VmaId,

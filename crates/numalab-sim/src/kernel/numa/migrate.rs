@@ -125,7 +125,7 @@ impl Kernel {
     /// `numa_migrate_preferred` (fair.c): sets the retry time
     /// (`min(1 s, scan period / 16)`) and, when the task is off its
     /// preferred node, asks for `task_numa_migrate` (done at the next tick).
-    pub fn numa_migrate_preferred(&mut self, t: TaskId) {
+    pub fn mainline_numa_migrate_preferred(&mut self, t: TaskId) {
         let n = &self.tasks[t].numa;
         let Some(pref) = n.preferred_nid else {
             return;
@@ -222,7 +222,7 @@ impl Kernel {
     /// `task_numa_compare` (fair.c): would moving `env.p` to `env.dst_cpu`,
     /// or swapping it with the task running there, improve NUMA locality
     /// without hurting the load balance? Returns true to stop the search.
-    pub fn task_numa_compare(
+    pub fn mainline_task_numa_compare(
         &mut self,
         env: &mut TaskNumaEnv,
         taskimp: i64,
@@ -382,7 +382,7 @@ impl Kernel {
     /// (and, when none is found or the group spans several active nodes,
     /// on the others) and move or swap task `t` there. The distance used
     /// for other nodes is the previous candidate's, as in the kernel.
-    pub fn task_numa_migrate(&mut self, t: TaskId) {
+    pub fn mainline_task_numa_migrate(&mut self, t: TaskId) {
         let src_cpu = self.tasks[t].cpu;
         let src_nid = self.cpu_node(src_cpu);
         let Some(sd) = lowest_numa_domain(&self.topo.sd[src_cpu]) else {

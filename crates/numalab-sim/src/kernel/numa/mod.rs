@@ -14,7 +14,10 @@
 //!   `update_task_scan_period`, numa groups, task and group weights;
 //! - [`migrate`]: `numa_migrate_preferred`, `task_numa_migrate`,
 //!   `task_numa_find_cpu`, `task_numa_compare`, `migrate_task_to`,
-//!   `migrate_swap`.
+//!   `migrate_swap`;
+//! - [`policy`]: the ops table the decisions above go through
+//!   (`numalab.policy`); mainline's are the functions of these files,
+//!   named `mainline_*`.
 //!
 //! The load balancer's NUMA pieces (`fbq_classify_*`,
 //! `migrate_degrades_locality`) live in `sched/balance.rs`, the rq counters
@@ -56,6 +59,7 @@ pub mod fault;
 mod interleave_tests;
 pub mod migrate;
 pub mod placement;
+pub mod policy;
 pub mod scan;
 pub mod series2013;
 #[cfg(test)]

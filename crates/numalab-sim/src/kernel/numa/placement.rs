@@ -56,17 +56,7 @@ impl Kernel {
             n.total_faults = 0;
             n.faults_locality = [0; 3];
         }
-        // First accesses are private; otherwise private iff the same pid.
-        // Without classification (3.9) every fault is the task's own.
-        let private = if cpupid_unset(last_cpupid) || !self.numa_fault_classify_on() {
-            1
-        } else {
-            let mut p = usize::from(cpupid_match_pid(self.tasks[t].pid, last_cpupid));
-            if p == 0 && flags & TNF_NO_GROUP == 0 {
-                self.task_numa_group(t, last_cpupid, flags, &mut p);
-            }
-            p
-        };
+        let private = usize::from(self.task_numa_fault_private(t, last_cpupid, flags));
         // A shared fault wholly inside the group's active nodes is local.
         if private == 0 && !local {
             if let Some(g) = self.numa_group(t) {
@@ -96,6 +86,29 @@ impl Kernel {
         n.faults[faults_idx(nn, NUMA_MEMBUF, mem_node, private)] += pages as i64;
         n.faults[faults_idx(nn, NUMA_CPUBUF, cpu_node, private)] += pages as i64;
         n.faults_locality[usize::from(local)] += pages;
+    }
+
+    /// The private/shared classification of `task_numa_fault` (fair.c), the
+    /// mainline policy's `task_numa_fault_private`: a first access is
+    /// private; otherwise private iff the page's last pid is the task's,
+    /// a shared fault possibly joining the other task's numa group
+    /// (`task_numa_group`, which may count it private after all). Without
+    /// classification (`numalab.numa_fault_classify=0`, 3.9) every fault
+    /// is the task's own.
+    pub fn mainline_task_numa_fault_private(
+        &mut self,
+        t: TaskId,
+        last_cpupid: u32,
+        flags: u32,
+    ) -> bool {
+        if cpupid_unset(last_cpupid) || !self.numa_fault_classify_on() {
+            return true;
+        }
+        let mut p = usize::from(cpupid_match_pid(self.tasks[t].pid, last_cpupid));
+        if p == 0 && flags & TNF_NO_GROUP == 0 {
+            self.task_numa_group(t, last_cpupid, flags, &mut p);
+        }
+        p != 0
     }
 
     /// `numa_get_avg_runtime` (fair.c): CPU time and wall time since the
@@ -129,7 +142,7 @@ impl Kernel {
     /// window's faults (CPU faults weighted by the share of time the task
     /// ran), updates the group, chooses the preferred node (most MEM
     /// faults, the group's if grouped), and adapts the scan period.
-    pub fn task_numa_placement(&mut self, t: TaskId) {
+    pub fn mainline_task_numa_placement(&mut self, t: TaskId) {
         let mm = self.tasks[t].mm;
         let seq = self.mms[mm].numa.scan_seq;
         if self.tasks[t].numa.scan_seq == seq {
@@ -215,7 +228,7 @@ impl Kernel {
     /// locality counters: a failed migration thus slows scanning for
     /// good, as in the kernel); mostly private faults slow scanning down;
     /// mostly local ones too; otherwise scanning speeds up.
-    pub fn update_task_scan_period(&mut self, t: TaskId, shared: i64, private: i64) {
+    pub fn mainline_update_task_scan_period(&mut self, t: TaskId, shared: i64, private: i64) {
         let loc = self.tasks[t].numa.faults_locality;
         let (remote, local) = (loc[0] as i64, loc[1] as i64);
         let period = self.tasks[t].numa.scan_period as i64;

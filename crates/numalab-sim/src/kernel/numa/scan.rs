@@ -62,7 +62,7 @@ impl Kernel {
     /// `task_scan_min` (fair.c), ms: `scan_period_min` spread over the
     /// scan windows, floored so no more than `MAX_SCAN_WINDOW` MB/s are
     /// scanned.
-    pub fn task_scan_min(&self, t: TaskId) -> u64 {
+    pub fn mainline_task_scan_min(&self, t: TaskId) -> u64 {
         let scan_size = self.knobs.get(knob::SCAN_SIZE_MB).max(1);
         let windows = if scan_size < MAX_SCAN_WINDOW_MB {
             MAX_SCAN_WINDOW_MB / scan_size
@@ -89,7 +89,7 @@ impl Kernel {
 
     /// `task_scan_start` (fair.c), ms: the minimum, scaled up for a task in
     /// a group that shares much of its memory.
-    pub fn task_scan_start(&self, t: TaskId) -> u64 {
+    pub fn mainline_task_scan_start(&self, t: TaskId) -> u64 {
         let smin = self.task_scan_min(t);
         let period = self.group_scaled_period(t, smin).unwrap_or(smin);
         smin.max(period)
@@ -97,7 +97,7 @@ impl Kernel {
 
     /// `task_scan_max` (fair.c), ms: `scan_period_max` spread over the scan
     /// windows, scaled up with the group's shared faults.
-    pub fn task_scan_max(&self, t: TaskId) -> u64 {
+    pub fn mainline_task_scan_max(&self, t: TaskId) -> u64 {
         let smin = self.task_scan_min(t);
         let mut smax = self.knobs.get(knob::SCAN_PERIOD_MAX_MS) / self.task_nr_scan_windows(t);
         if let Some(p) = self.group_scaled_period(t, smax) {

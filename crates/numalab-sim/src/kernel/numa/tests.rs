@@ -32,7 +32,7 @@ pub(crate) mod fx {
     pub fn kernel(machine: &str, sets: &[&str]) -> Kernel {
         let m = numalab_topology::presets::load(machine).expect("machine preset");
         let knobs = Knobs::from_sets(sets).expect("knobs");
-        Kernel::new(m, knobs)
+        Kernel::new(m, knobs).expect("known policy")
     }
 
     /// A new address space with one VMA of `bytes` (THP or 4 KiB pages)

@@ -1210,7 +1210,7 @@ mod tests {
         knobs
             .set(&format!("numalab.sched_balance_serialize={variant}"))
             .expect("knob");
-        let mut k = Kernel::new(m, knobs);
+        let mut k = Kernel::new(m, knobs).expect("mainline policy");
         k.mms.push(Mm {
             id: MmId::new(0),
             tgid: 100,

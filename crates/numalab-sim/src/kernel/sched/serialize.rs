@@ -349,7 +349,7 @@ mod tests {
         knobs
             .set(&format!("numalab.sched_balance_serialize={variant}"))
             .expect("knob");
-        Kernel::new(m, knobs)
+        Kernel::new(m, knobs).expect("mainline policy")
     }
 
     #[test]
