@@ -136,6 +136,35 @@ fn the_model_stays_within_the_kernels_band_or_a_declared_miss_over_the_saved_boo
     let out = String::from_utf8_lossy(&o.stdout);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    // The second guest shape, its own scenarios and boots.
+    let two = concat!(env!("CARGO_MANIFEST_DIR"), "/validate/kernel/guest-2n2c");
+    let args = [
+        "--no-progress",
+        "validate",
+        "--machine",
+        "guest-2n2c",
+        "--boots",
+        two,
+        "--check",
+    ];
+    let o2 = numalab(&args);
+    let out2 = String::from_utf8_lossy(&o2.stdout);
+    assert_eq!(o2.status.code(), Some(0), "{out2}");
+    for s in [
+        "fork-under-load",
+        "oversub",
+        "sleepy",
+        "low-memory",
+        "numa01-like",
+        "unpinned-thp",
+    ] {
+        assert!(
+            out2.contains(&format!(
+                "-- {s}: model against the kernel's band over 3 boots"
+            )),
+            "{out2}"
+        );
+    }
     for s in ["pinned-4k", "pinned-thp", "unpinned", "numa02-like"] {
         assert!(
             out.contains(&format!(
