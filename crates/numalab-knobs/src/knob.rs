@@ -29,6 +29,20 @@ choice! {
     }
 }
 
+choice! {
+    /// Which tasks' load reaches the root runqueue through a task group
+    /// (CONFIG_FAIR_GROUP_SCHED): the words of [`TASK_GROUP`].
+    pub enum TaskGroup {
+        /// Every task in the root group (the model before).
+        None = "none",
+        /// Each non-root cgroup is a task group.
+        Cgroups = "cgroups",
+        /// Also the workload's root cgroup is a group below the root,
+        /// where only kernel threads run (systemd, numalab real run).
+        Session = "session",
+    }
+}
+
 declare! {
     /// `sysctl_numa_balancing_mode`.
     NUMA_BALANCING: uint(0, 4) {
@@ -166,6 +180,18 @@ declare! {
         location: Location::Lab,
         source: "kernel/sched/pelt.c ___update_load_sum/___update_load_avg; fair.c update_sg_lb_stats, group_classify, calculate_imbalance, detach_tasks, find_idlest_group, select_idle_cpu (SIS_UTIL), update_numa_stats, task_h_load",
         description: "1: the balancer, fork/wakeup placement and NUMA task placement read PELT load_avg/runnable_avg/util_avg (1024 us periods, y^32 = 1/2); 0: they read runnable-task counts (load = 1024 per runnable task), the model before PELT",
+    }
+
+    /// Task groups: a cgroup's tasks weigh on the root runqueue through
+    /// a group entity.
+    TASK_GROUP: choice(TaskGroup) {
+        name: "numalab.task_group",
+        aliases: [],
+        default: TaskGroup::None,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c calc_group_shares(), update_tg_load_avg(), task_h_load(); CONFIG_FAIR_GROUP_SCHED=y in Debian's and every distribution's kernel; systemd puts user sessions in user.slice, numalab real run its workload in its own cgroup, while kernel threads stay in the root",
+        description: "none: every task in the root group (the model before); cgroups: each non-root cgroup is a task group whose 1024 shares are split over the CPUs by its load there, so its tasks weigh that share on the root runqueue and in task_h_load (kernel/sched/group.rs); session: also the workload's root cgroup is such a group, below the root where only kernel threads run. Off by default until its effect on the reproductions is judged; validate uses session",
     }
 
     /// A process's main thread creates its other threads one at a time.

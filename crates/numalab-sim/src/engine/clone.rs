@@ -31,7 +31,6 @@
 //! threads created by `start_after` (their creator is the exiting thread;
 //! they start at once as before).
 
-use super::exec::Stop;
 use super::Sim;
 use crate::kernel::{CpuId, TaskId};
 use crate::SimError;
@@ -70,6 +69,17 @@ impl Creator {
     }
 }
 
+/// What a task does about thread creation between its phases.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CloneStep {
+    /// It charged a creation's cost: run on to pay it.
+    Charged,
+    /// It sleeps on its creator's `mmap_lock`.
+    Block,
+    /// It creates thread `j` of its process now.
+    Create(usize),
+}
+
 /// The creation a main thread still has to do.
 #[derive(Clone, Debug, Default)]
 pub struct Creating {
@@ -93,15 +103,12 @@ impl Creating {
 }
 
 impl Sim {
-    /// What task `t`, between phases, does about thread creation: `None`
-    /// when it has nothing to create and waits for no creator; `Some(None)`
-    /// when it charged a creation's cost (run on to pay it); `Some(stop)`
-    /// when it must stop (to create a thread, or to sleep on the creator's
-    /// `mmap_lock`).
-    pub(crate) fn clone_step(&mut self, t: TaskId) -> Option<Option<Stop>> {
+    /// What task `t`, between phases, does about thread creation (`None`
+    /// when it has nothing to create and waits for no creator).
+    pub(crate) fn clone_step(&mut self, t: TaskId) -> Option<CloneStep> {
         let ex = &mut self.exec[t];
         if ex.waits_for_creator {
-            return Some(Some(Stop::Block));
+            return Some(CloneStep::Block);
         }
         let c = ex.creating.as_mut()?;
         let Some(&j) = c.pending.last() else {
@@ -111,10 +118,10 @@ impl Sim {
         if !c.charged {
             c.charged = true;
             self.k.charge_sys(t, crate::physics::costs::CLONE_THREAD_NS);
-            return Some(None);
+            return Some(CloneStep::Charged);
         }
         c.charged = false;
-        Some(Some(Stop::Clone(j)))
+        Some(CloneStep::Create(j))
     }
 
     /// Task `t` on `cpu` creates thread `j` of its process now; after the

@@ -16,6 +16,7 @@
 //! share)), which keeps first-touch and hinting-fault counts right without
 //! sampling millions of accesses.
 
+use super::clone::CloneStep;
 use super::Sim;
 use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::mempolicy::MpolMode;
@@ -497,8 +498,9 @@ impl Sim {
             let op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
             if matches!(op, Op::Idle) {
                 match self.clone_step(t) {
-                    Some(Some(stop)) => break stop,
-                    Some(None) => continue,
+                    Some(CloneStep::Block) => break Stop::Block,
+                    Some(CloneStep::Create(j)) => break Stop::Clone(j),
+                    Some(CloneStep::Charged) => continue,
                     None => {}
                 }
                 // A kworker (proposal 2) runs its queued items, not phases.

@@ -114,6 +114,8 @@ pub struct Kernel {
     pub balance: sched::balance::BalanceState,
     /// Fault-path locks, on the contended-line model (kernel/locking/).
     pub locks: locking::Locks,
+    /// Task groups' load (kernel/sched/group.rs).
+    pub tg: sched::group::TaskGroups,
     /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
     pub numa_async: numa::async_scan::AsyncScan,
     /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
@@ -170,6 +172,7 @@ impl Kernel {
         Ok(Kernel {
             locks,
             numa_async: Default::default(),
+            tg: Default::default(),
             numa_ops,
             topo,
             balance: sched::balance::BalanceState::new(variant),

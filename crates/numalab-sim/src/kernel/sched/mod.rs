@@ -15,6 +15,7 @@
 pub mod background;
 pub mod balance;
 pub mod fair;
+pub mod group;
 pub mod lb_stats;
 pub mod owed;
 pub mod pelt;

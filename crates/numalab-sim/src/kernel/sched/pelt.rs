@@ -22,8 +22,10 @@
 //! The sums are kept in `f64` with exact powers of `y` instead of the
 //! kernel's 32-entry integer table (`runnable_avg_yN_inv`), so
 //! `LOAD_AVG_MAX` is 1024 / (1 - y) = 47 788 here, not the truncated
-//! 47 742. Every task is a nice-0 CFS task of the root group, so
-//! `task_h_load` is the task's own `load_avg` and load equals runnable.
+//! 47 742. Every task is a nice-0 CFS task; with `numalab.task_group`
+//! other than `none`, a cgroup's tasks reach the root through a task group
+//! (kernel/sched/group.rs), else `task_h_load` is the task's own
+//! `load_avg` and load equals runnable.
 //!
 //! With `numalab.pelt=0` the balancer reads runnable counts instead
 //! (`cpu_load` = 1024 x nr_running, `cpu_util_cfs` 1024 while anything
@@ -32,7 +34,8 @@
 //!
 //! Left out: frequency and capacity invariance (`rq_clock_pelt` runs at
 //! wall speed: every CPU has capacity 1024), `util_est`, uclamp, RT/DL/IRQ
-//! pressure, group entities (`task_h_load` through a hierarchy) and the
+//! pressure, nested task groups and the group entity's own smoothing
+//! (kernel/sched/group.rs), and the
 //! `removed` deferral (a dead or migrating task's load leaves at once).
 
 use crate::kernel::sysctl::knob;
@@ -188,7 +191,7 @@ impl SchedAvg {
 
     /// `enqueue_load_avg` and friends: adds an entity's averages to this
     /// (runqueue) signal, its sums scaled by this signal's divider.
-    fn add(&mut self, se: &SchedAvg) {
+    pub(super) fn add(&mut self, se: &SchedAvg) {
         let div = self.divider() / SCHED_CAPACITY_SCALE;
         self.load_avg += se.load_avg;
         self.runnable_avg += se.runnable_avg;
@@ -200,7 +203,7 @@ impl SchedAvg {
 
     /// `dequeue_load_avg` and friends: removes an entity's averages,
     /// never going below zero (`sub_positive`).
-    fn sub(&mut self, se: &SchedAvg) {
+    pub(super) fn sub(&mut self, se: &SchedAvg) {
         let div = self.divider() / SCHED_CAPACITY_SCALE;
         self.load_avg = (self.load_avg - se.load_avg).max(0.0);
         self.runnable_avg = (self.runnable_avg - se.runnable_avg).max(0.0);
@@ -225,6 +228,9 @@ impl Kernel {
         let running = rq.curr.is_some();
         let now = self.now;
         self.rq[cpu].avg.update(now, nr, nr, running);
+        if !self.tg.active.is_empty() {
+            self.update_groups_on(cpu);
+        }
     }
 
     /// `__update_load_avg_se` (with the runqueue first, as
@@ -259,6 +265,7 @@ impl Kernel {
             self.update_cfs_rq_load_avg(old);
             let se = self.tasks[t].avg;
             self.rq[old].avg.sub(&se);
+            self.group_attach(t, old, false);
         }
         if new {
             self.init_entity_runnable_average(t, cpu);
@@ -275,6 +282,7 @@ impl Kernel {
         se.util_sum = se.util_avg * div;
         let se = *se;
         self.rq[cpu].avg.add(&se);
+        self.group_attach(t, cpu, true);
         self.tasks[t].pelt_cpu = Some(cpu);
     }
 
@@ -305,6 +313,7 @@ impl Kernel {
             self.update_cfs_rq_load_avg(cpu);
             let se = self.tasks[t].avg;
             self.rq[cpu].avg.sub(&se);
+            self.group_attach(t, cpu, false);
         }
     }
 
@@ -320,11 +329,16 @@ impl Kernel {
         }
     }
 
-    /// `cpu_load`: the runqueue's load (PELT `load_avg`, or 1024 per
-    /// runnable task with `numalab.pelt=0`).
+    /// `cpu_load`: the runqueue's load (PELT `load_avg`, with task groups'
+    /// loads replaced by their entities' weights, kernel/sched/group.rs; or
+    /// 1024 per runnable task with `numalab.pelt=0`).
     pub fn cpu_load(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
-            self.rq[cpu].avg.load_avg.round() as i64
+            let mut load = self.rq[cpu].avg.load_avg;
+            if !self.tg.active.is_empty() {
+                load = (load + self.group_load_delta(cpu)).max(0.0);
+            }
+            load.round() as i64
         } else {
             self.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
         }
@@ -357,11 +371,17 @@ impl Kernel {
         SCHED_CAPACITY_SCALE as i64
     }
 
-    /// `task_h_load`: the task's load (its own `load_avg`, every task in
-    /// the root group; at least 1), or 1024 with `numalab.pelt=0`.
+    /// `task_h_load`: the task's load (its own `load_avg`, scaled through
+    /// its task group when it has one, kernel/sched/group.rs; at least 1),
+    /// or 1024 with `numalab.pelt=0`.
     pub fn task_h_load(&self, t: TaskId) -> i64 {
         if self.pelt_enabled() {
-            (self.tasks[t].avg.load_avg.round() as i64).max(1)
+            let f = if self.tg.active.is_empty() {
+                1.0
+            } else {
+                self.group_h_factor(t)
+            };
+            ((self.tasks[t].avg.load_avg * f).round() as i64).max(1)
         } else {
             SCHED_CAPACITY_SCALE as i64
         }

@@ -1,0 +1,207 @@
+//! Task groups (CONFIG_FAIR_GROUP_SCHED), first order: what a cgroup's
+//! tasks weigh on the root runqueue that the balancer reads.
+//!
+//! A cgroup with CPU control is a task group: its tasks queue on the
+//! group's own runqueue on each CPU, and the root runqueue sees one group
+//! entity per CPU whose weight is the group's shares (1024 for the default
+//! `cpu.weight` 100) split over the CPUs in proportion to the group's load
+//! on each (`calc_group_shares`: `shares * load / tg->load_avg`, `load`
+//! the larger of the group runqueue's `load.weight` and `load_avg`). So
+//! the root load of a CPU holding two of a group's eight busy tasks is
+//! about 256, not 2048, and a task's load as the balancer moves it
+//! (`task_h_load`) is its own load scaled by the same ratio: 128. Kernel
+//! threads stay in the root group at full weight, so their load, running
+//! or blocked (a kworker that ran a little while ago), counts for as much
+//! as a quarter of a CPU's group load, and the balancer moves the
+//! group's tasks from CPUs whose counts are equal (docs/real.md M3).
+//!
+//! Each group keeps a PELT signal per CPU driven by its runnable tasks
+//! there, with its tasks' contributions attached and detached as they
+//! move (as the root runqueue's, kernel/sched/pelt.rs), and their sum
+//! (`tg->load_avg`). Lab switch `numalab.task_group`: `none` (every task in
+//! the root group: the model before), `cgroups` (each non-root cgroup is
+//! a task group), `session` (also the workload's root cgroup is a group of
+//! its own below the root where only kernel threads run: a systemd session
+//! or `numalab real run`'s cgroup).
+//!
+//! Left out: the group entity's own PELT smoothing (its weight reaches the
+//! root load at once), nested groups (every group is a child of the root),
+//! `cpu.weight` other than 100, `MIN_SHARES` and the 1/64 threshold of
+//! `update_tg_load_avg`.
+
+use super::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
+use crate::kernel::ids::TiVec;
+use crate::kernel::sysctl::knob;
+use crate::kernel::{CgroupId, CpuId, Kernel, TaskId};
+use numalab_knobs::knob::TaskGroup;
+
+/// One task group's load.
+#[derive(Clone, Debug, Default)]
+pub struct GroupLoad {
+    /// Its runqueue's signals on each CPU.
+    pub per_cpu: TiVec<CpuId, SchedAvg>,
+    /// `tg->load_avg`: the sum of `per_cpu`'s `load_avg`.
+    pub load_avg: f64,
+}
+
+/// The task groups, by cgroup (`None` for a cgroup that is not one, or has
+/// had no task).
+#[derive(Clone, Debug, Default)]
+pub struct TaskGroups {
+    /// By cgroup id.
+    pub by_cgroup: Vec<Option<GroupLoad>>,
+    /// Cgroups that are groups, for the root load's sum.
+    pub active: Vec<CgroupId>,
+}
+
+impl Kernel {
+    /// The task group task `t`'s load goes through, if any.
+    pub fn task_group(&self, t: TaskId) -> Option<CgroupId> {
+        let task = &self.tasks[t];
+        if task.kthread {
+            return None;
+        }
+        match self.knobs.get(knob::TASK_GROUP) {
+            TaskGroup::None => None,
+            TaskGroup::Cgroups => (task.cgroup.index() != 0).then_some(task.cgroup),
+            TaskGroup::Session => Some(task.cgroup),
+        }
+    }
+
+    fn group_mut(&mut self, g: CgroupId) -> &mut GroupLoad {
+        let i = g.index();
+        if self.tg.by_cgroup.len() <= i {
+            self.tg.by_cgroup.resize(i + 1, None);
+        }
+        if self.tg.by_cgroup[i].is_none() {
+            let n = self.m.nr_cpus();
+            self.tg.by_cgroup[i] = Some(GroupLoad {
+                per_cpu: vec![SchedAvg::default(); n].into(),
+                load_avg: 0.0,
+            });
+            self.tg.active.push(g);
+        }
+        self.tg.by_cgroup[i].as_mut().expect("just made")
+    }
+
+    /// Brings group `g`'s signal on `cpu` to now (`update_cfs_rq_load_avg`
+    /// of the group runqueue), keeping `tg->load_avg` in step.
+    pub(crate) fn update_group_load_avg(&mut self, g: CgroupId, cpu: CpuId) {
+        let rq = &self.rq[cpu];
+        let mine = |t: &TaskId| self.tasks[*t].cgroup == g && !self.tasks[*t].kthread;
+        let nr = rq.queue.iter().filter(|t| mine(t)).count()
+            + rq.curr.iter().filter(|t| mine(t)).count();
+        let running = rq.curr.is_some_and(|t| mine(&t));
+        let now = self.now;
+        let grp = self.group_mut(g);
+        let before = grp.per_cpu[cpu].load_avg;
+        grp.per_cpu[cpu].update(now, nr as f64, nr as f64, running);
+        grp.load_avg += grp.per_cpu[cpu].load_avg - before;
+    }
+
+    /// Brings every group's signal on `cpu` to now.
+    pub(crate) fn update_groups_on(&mut self, cpu: CpuId) {
+        for i in 0..self.tg.active.len() {
+            let g = self.tg.active[i];
+            self.update_group_load_avg(g, cpu);
+        }
+    }
+
+    /// Attaches (`add`) or detaches task `t`'s load on `cpu` to or from its
+    /// group's runqueue there.
+    pub(crate) fn group_attach(&mut self, t: TaskId, cpu: CpuId, add: bool) {
+        let Some(g) = self.task_group(t) else {
+            return;
+        };
+        self.update_group_load_avg(g, cpu);
+        let se = self.tasks[t].avg;
+        let grp = self.group_mut(g);
+        let before = grp.per_cpu[cpu].load_avg;
+        if add {
+            grp.per_cpu[cpu].add(&se);
+        } else {
+            grp.per_cpu[cpu].sub(&se);
+        }
+        grp.load_avg += grp.per_cpu[cpu].load_avg - before;
+    }
+
+    /// What the task groups change in `cpu`'s root load: each group's load
+    /// there replaced by its entity's weight (`calc_group_shares`).
+    pub(crate) fn group_load_delta(&self, cpu: CpuId) -> f64 {
+        let mut d = 0.0;
+        for &g in &self.tg.active {
+            let Some(grp) = &self.tg.by_cgroup[g.index()] else {
+                continue;
+            };
+            let rq = &self.rq[cpu];
+            let nr = rq
+                .queue
+                .iter()
+                .chain(rq.curr.iter())
+                .filter(|&&t| self.tasks[t].cgroup == g && !self.tasks[t].kthread)
+                .count() as f64;
+            let avg = grp.per_cpu[cpu].load_avg;
+            let load = avg.max(nr * SCHED_CAPACITY_SCALE);
+            let tg_weight = grp.load_avg - avg + load;
+            if tg_weight <= 0.0 {
+                continue;
+            }
+            let shares = (SCHED_CAPACITY_SCALE * load / tg_weight).min(SCHED_CAPACITY_SCALE);
+            d += shares - avg;
+        }
+        d
+    }
+
+    /// `task_h_load`'s group factor for task `t`: its group entity's
+    /// weight over its group runqueue's load on its CPU (1 outside groups).
+    pub(crate) fn group_h_factor(&self, t: TaskId) -> f64 {
+        let Some(g) = self.task_group(t) else {
+            return 1.0;
+        };
+        let Some(Some(grp)) = self.tg.by_cgroup.get(g.index()) else {
+            return 1.0;
+        };
+        let cpu = self.tasks[t].pelt_cpu.unwrap_or(self.tasks[t].cpu);
+        let avg = grp.per_cpu[cpu].load_avg;
+        if avg <= 0.0 || grp.load_avg <= 0.0 {
+            return 1.0;
+        }
+        (SCHED_CAPACITY_SCALE / grp.load_avg).min(SCHED_CAPACITY_SCALE / avg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernel::numa::tests::fx;
+    use crate::kernel::CpuId;
+
+    /// Eight busy tasks of one process, two per CPU of tiny-2n's four, run
+    /// for `ms`; then the root load of CPU 0 and task 0's `task_h_load`.
+    fn two_per_cpu(group: &str, ms: u64) -> (i64, i64) {
+        let mut k = fx::kernel("tiny-2n", &[&format!("numalab.task_group={group}")]);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let tasks: Vec<_> = (0..8)
+            .map(|i| fx::add_task(&mut k, mm, CpuId::new(i % 4)))
+            .collect();
+        for _ in 0..ms {
+            k.now += 1_000_000;
+            k.pelt_tick();
+        }
+        (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
+    }
+
+    #[test]
+    fn a_groups_tasks_weigh_its_shares_spread_over_the_cpus() {
+        // Root group: two full tasks, 2048; each task 1024.
+        let (load, h) = two_per_cpu("none", 300);
+        assert!((1900..=2100).contains(&load), "{load}");
+        assert!((950..=1050).contains(&h), "{h}");
+        // A session group of 1024 shares over 4 CPUs: 256 each, and a
+        // task's share of it 128.
+        let (load, h) = two_per_cpu("session", 300);
+        assert!((230..=280).contains(&load), "{load}");
+        assert!((115..=140).contains(&h), "{h}");
+        // Tasks of the root cgroup are in no group under `cgroups`.
+        assert_eq!(two_per_cpu("cgroups", 300), two_per_cpu("none", 300));
+    }
+}
