@@ -651,7 +651,7 @@ mod tests {
 
     #[test]
     fn scale_free_figures_are_shares_and_ratios() {
-        assert!(Metric::LabPct("x").is_scale_free());
+        assert!(Metric::LabPct(numalab_record::lab::CPU_BUSY_SHARE).is_scale_free());
         assert!(Metric::RatioVs("a", &Metric::Elapsed).is_scale_free());
         assert!(!Metric::Elapsed.is_scale_free());
         assert!(!Metric::MemoryStat("/", "numa_hint_faults").is_scale_free());

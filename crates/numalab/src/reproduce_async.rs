@@ -12,6 +12,7 @@
 
 use crate::reproduce_decl::{Config, Metric, Published, Reproduction};
 use crate::verdict::Tolerance;
+use numalab_record::lab;
 
 /// A published (`Some`) or model-only (`None`) figure.
 fn fig(config: &'static str, metric: Metric, value: Option<f64>) -> Published {
@@ -76,19 +77,19 @@ pub fn async_numa_scan() -> Reproduction {
         configs: CONFIGS,
         latency_cgroup: Some("/"),
         published: || {
-            let out = "access_latency_outliers";
+            let out = lab::ACCESS_LATENCY_OUTLIERS;
             vec![
                 fig("sync", Metric::Lab(out), Some(20000.0)),
                 fig("async", Metric::Lab(out), Some(0.0)),
                 fig("async-backcharge", Metric::Lab(out), None),
-                fig("sync", Metric::Lab("accesses_per_s"), None),
-                fig("async", Metric::RatioVs("sync", &Metric::Lab("accesses_per_s")), None),
-                fig("sync", Metric::Lab("numa_scans"), None),
-                fig("sync", Metric::Lab("numa_scan_s"), None),
-                fig("async", Metric::Lab("scan_async_worker_s"), None),
-                fig("async", Metric::Lab("scan_async_hidden_s"), None),
-                fig("async", Metric::Lab("scan_async_delay_max_ms"), None),
-                fig("async", Metric::Lab("scan_async_outside_cpuset"), None),
+                fig("sync", Metric::Lab(lab::ACCESSES_PER_S), None),
+                fig("async", Metric::RatioVs("sync", &Metric::Lab(lab::ACCESSES_PER_S)), None),
+                fig("sync", Metric::Lab(lab::NUMA_SCANS), None),
+                fig("sync", Metric::Lab(lab::NUMA_SCAN_S), None),
+                fig("async", Metric::Lab(lab::SCAN_ASYNC_WORKER_S), None),
+                fig("async", Metric::Lab(lab::SCAN_ASYNC_HIDDEN_S), None),
+                fig("async", Metric::Lab(lab::SCAN_ASYNC_DELAY_MAX_MS), None),
+                fig("async", Metric::Lab(lab::SCAN_ASYNC_OUTSIDE_CPUSET), None),
             ]
         },
     }
@@ -111,18 +112,18 @@ pub fn async_numa_scan_busy() -> Reproduction {
             let batch_user = &Metric::CgroupUser("/batch");
             let mut v = Vec::new();
             for c in ["sync", "async", "async-backcharge"] {
-                v.push(fig(c, Metric::Lab("access_latency_outliers"), None));
+                v.push(fig(c, Metric::Lab(lab::ACCESS_LATENCY_OUTLIERS), None));
                 v.push(fig(c, Metric::CgroupUser("/batch"), None));
                 v.push(fig(c, Metric::CgroupSys("/pmbench"), None));
-                v.push(fig(c, Metric::Lab("numa_scan_s"), None));
+                v.push(fig(c, Metric::Lab(lab::NUMA_SCAN_S), None));
             }
             for c in ["async", "async-backcharge"] {
                 v.push(fig(c, Metric::RatioVs("sync", batch_user), None));
-                v.push(fig(c, Metric::Lab("scan_async_worker_s"), None));
-                v.push(fig(c, Metric::Lab("scan_async_hidden_s"), None));
-                v.push(fig(c, Metric::Lab("scan_async_outside_cpuset"), None));
-                v.push(fig(c, Metric::LabPct("scan_async_outside_cpuset_share"), None));
-                v.push(fig(c, Metric::Lab("scan_async_delay_max_ms"), None));
+                v.push(fig(c, Metric::Lab(lab::SCAN_ASYNC_WORKER_S), None));
+                v.push(fig(c, Metric::Lab(lab::SCAN_ASYNC_HIDDEN_S), None));
+                v.push(fig(c, Metric::Lab(lab::SCAN_ASYNC_OUTSIDE_CPUSET), None));
+                v.push(fig(c, Metric::LabPct(lab::SCAN_ASYNC_OUTSIDE_CPUSET_SHARE), None));
+                v.push(fig(c, Metric::Lab(lab::SCAN_ASYNC_DELAY_MAX_MS), None));
             }
             v
         },

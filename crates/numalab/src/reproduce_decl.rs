@@ -7,7 +7,7 @@
 //! (verdict.rs).
 
 use crate::verdict::Tolerance;
-use numalab_record::{RunRecord, RunSet};
+use numalab_record::{LabFigure, RunRecord, RunSet};
 
 /// A figure a posting published.
 #[derive(Clone, Debug)]
@@ -22,7 +22,7 @@ pub enum Metric {
     Score,
     /// A figure of the Run record's `lab` map that is a share (0-1),
     /// printed in percent.
-    LabPct(&'static str),
+    LabPct(LabFigure),
     /// Change of the mean score against configuration `base`, in percent.
     ScoreChangePct(&'static str),
     /// Seconds until the last process of a cgroup (the path, or a cgroup
@@ -38,7 +38,7 @@ pub enum Metric {
     /// share (0-1), printed in percent (e.g. `local_bytes_share`).
     SeriesMeanPct(&'static str),
     /// A figure of the Run record's `lab` map as it is (proposal 2).
-    Lab(&'static str),
+    Lab(LabFigure),
     /// A cgroup's user CPU seconds (hierarchical).
     CgroupUser(&'static str),
     /// A cgroup's system CPU seconds (hierarchical).
@@ -60,7 +60,7 @@ impl Metric {
             Metric::User => "user (s)".into(),
             Metric::Sys => "system (s)".into(),
             Metric::Score => "score".into(),
-            Metric::LabPct(k) => format!("{k} (%)"),
+            Metric::LabPct(k) => format!("{} (%)", k.key),
             Metric::ScoreChangePct(base) => format!("score change vs {base} (%)"),
             Metric::CgroupElapsed(cg) => format!("{cg} elapsed (s)"),
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
@@ -69,7 +69,7 @@ impl Metric {
             Metric::Vmstat(item) => item.to_string(),
             Metric::PeakScore => "peak score".into(),
             Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
-            Metric::Lab(k) => (*k).to_string(),
+            Metric::Lab(k) => k.key.to_string(),
             Metric::CgroupUser(cg) => format!("{cg} user (s)"),
             Metric::CgroupSys(cg) => format!("{cg} system (s)"),
             Metric::SeriesMeanPct(col) => format!("{col}, mean of samples (%)"),
@@ -113,7 +113,7 @@ impl Metric {
             Metric::User => Some(r.user_s),
             Metric::Sys => Some(r.sys_s),
             Metric::Score => Some(r.score.as_ref().map_or(f64::NAN, |s| s.value)),
-            Metric::LabPct(k) => Some(r.lab.get(*k).map_or(f64::NAN, |v| v * 100.0)),
+            Metric::LabPct(k) => Some(r.lab.get(k).map_or(f64::NAN, |v| v * 100.0)),
             Metric::CgroupElapsed(cg) => Some(
                 r.processes
                     .iter()
@@ -124,7 +124,7 @@ impl Metric {
             Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
             Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
             Metric::SeriesMeanPct(col) => Some(series_mean(r, col) * 100.0),
-            Metric::Lab(k) => Some(r.lab.get(*k).copied().unwrap_or(f64::NAN)),
+            Metric::Lab(k) => Some(r.lab.get(k).unwrap_or(f64::NAN)),
             Metric::CgroupUser(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.user_s)),
             Metric::CgroupSys(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.sys_s)),
             Metric::Vmstat(item) => Some(r.vmstat.get(*item).map_or(f64::NAN, |&v| v as f64)),
@@ -192,10 +192,7 @@ fn series_mean(r: &RunRecord, col: &str) -> f64 {
 
 /// The name of the workload run `r` ran (its spec's `name`).
 pub(crate) fn workload_name(r: &RunRecord) -> &str {
-    r.workload
-        .get("name")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
+    r.workload_name().unwrap_or("")
 }
 
 /// Counter `item` of cgroup `cg`'s memory.stat in run `r` (NaN if absent).

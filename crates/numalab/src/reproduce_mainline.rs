@@ -7,6 +7,7 @@
 use crate::reproduce_decl::{Config, Metric, Published, Reproduction};
 use crate::reproduce_decl::{APPROXIMATE, SAME_MACHINE_SPREAD};
 use crate::verdict::Tolerance;
+use numalab_record::lab;
 
 /// Proposal 4's baseline: NUMA balancing off vs on.
 pub fn numa_balancing_threadlocal() -> Reproduction {
@@ -92,7 +93,7 @@ pub fn numa_balance_serialize() -> Reproduction {
         ],
         latency_cgroup: None,
         published: || {
-            let share = "sched_balance_running_contention_share";
+            let share = lab::SCHED_BALANCE_RUNNING_CONTENTION_SHARE;
             vec![
                 Published::figure("legacy", Metric::LabPct(share), 7.8, PROFILE_SHARE)
                     .known_miss(SERIALIZE_CONTENTION),
