@@ -6,31 +6,6 @@ use numalab_record::column::Column;
 use numalab_record::TimeSeries;
 use std::collections::BTreeMap;
 
-/// The node of each CPU, by CPU id, from a record's `machine` (its `cpus`
-/// list of `{id, node}`); empty when the record does not say.
-pub fn node_of_cpus(machine: &serde_json::Value) -> Vec<i64> {
-    let mut v = Vec::new();
-    for c in machine
-        .get("cpus")
-        .and_then(|c| c.as_array())
-        .into_iter()
-        .flatten()
-    {
-        let (Some(id), Some(node)) = (
-            c.get("id").and_then(|x| x.as_u64()),
-            c.get("node").and_then(|x| x.as_i64()),
-        ) else {
-            continue;
-        };
-        let id = id as usize;
-        if v.len() <= id {
-            v.resize(id + 1, -1);
-        }
-        v[id] = node;
-    }
-    v
-}
-
 /// One process's resident bytes per node over time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcessMemory {

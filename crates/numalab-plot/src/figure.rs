@@ -5,7 +5,7 @@
 //! Left out: choosing file names and formats (lib.rs does).
 
 use crate::bars::{draw_bars, Metric, Spread, METRICS};
-use crate::data::{node_of_cpus, ProcessMemory, Series};
+use crate::data::{ProcessMemory, Series};
 use crate::draw::{draw_lines, Res};
 use crate::heat::draw_heat;
 use crate::latency::{draw_latency, histogram, missing_reason, Bands};
@@ -107,11 +107,7 @@ impl Figure {
 
 /// A record's machine name (`?` when it has none).
 fn machine_name(r: &RunRecord) -> String {
-    r.machine
-        .get("name")
-        .and_then(|n| n.as_str())
-        .unwrap_or("?")
-        .to_string()
+    r.machine_name().unwrap_or("?").to_string()
 }
 
 /// Counts as plot values.
@@ -131,7 +127,7 @@ pub(crate) fn run_figures(rec: &RunRecord) -> (Vec<(String, Figure)>, Vec<Skippe
             "no time series in the record: no memory, local-share, activity or task-nodes figure",
         )),
         Some(ts) => {
-            let s = Series::new(ts, &node_of_cpus(&rec.machine));
+            let s = Series::new(ts, &rec.cpu_nodes());
             let mem = s.process_memory();
             if mem.is_empty() {
                 skipped.push(Skipped::new("memory", "no region columns"));

@@ -39,7 +39,7 @@ mod latency;
 mod names;
 mod timeseries;
 
-pub use data::{node_of_cpus, ProcessMemory, Series};
+pub use data::{ProcessMemory, Series};
 pub use figure::Skipped;
 pub use names::{run_stem, sanitize};
 use numalab_record::{RunRecord, RunSet};

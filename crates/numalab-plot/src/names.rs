@@ -24,11 +24,7 @@ pub fn sanitize(s: &str) -> String {
 /// The stem of a run's figure files, `LABEL-WORKLOAD-seedN` (sanitized),
 /// `label` being its RunSet's (the column's) label.
 pub fn run_stem(label: &str, rec: &RunRecord) -> String {
-    let workload = rec
-        .workload
-        .get("name")
-        .and_then(|n| n.as_str())
-        .unwrap_or("workload");
+    let workload = rec.workload_name().unwrap_or("workload");
     sanitize(&format!("{label}-{workload}-seed{}", rec.seed))
 }
 

@@ -128,7 +128,7 @@ fn each_figure_draws_content() {
         ["memory", "local-share", "activity", "task-nodes", "latency"]
     );
     assert!(skipped.is_empty(), "{skipped:?}");
-    let s = Series::new(r.timeseries.as_ref().unwrap(), &node_of_cpus(&r.machine));
+    let s = Series::new(r.timeseries.as_ref().unwrap(), &r.cpu_nodes());
     let act = s.activity();
     assert_eq!(act.len(), 3);
     // Each task changes node once, seen at sample 11 (off CPU at 5, 10,

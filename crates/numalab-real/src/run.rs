@@ -50,9 +50,9 @@ use crate::sys::{self, SignalGuard};
 use crate::worker::{self, ChildCtx, SharedPage, ThreadReport};
 use crate::{RealError, RealOptions};
 use numalab_record::counters::{
-    is_recorded_memory_stat, is_recorded_vmstat, lab_trace, MEMSTAT_SERIES, TRACE_EVENTS,
-    VMSTAT_SERIES,
+    is_recorded_memory_stat, is_recorded_vmstat, MEMSTAT_SERIES, TRACE_EVENTS, VMSTAT_SERIES,
 };
+use numalab_record::lab::{self, Lab};
 use numalab_record::{
     CgroupFigures, Column, NodeFigures, ProcessFigures, RunKind, RunRecord, Score as RecScore,
     TaskFigures, TimeSeries, FORMAT_NAME, FORMAT_VERSION,
@@ -829,12 +829,12 @@ fn build_record(r: &RunCtx, my_pid: i32, c: Collected) -> RunRecord {
         "numalab.sample_interval_ms".into(),
         c.interval.as_millis().to_string(),
     );
-    let mut lab = BTreeMap::new();
-    lab.insert("real.wall_s".to_string(), c.wall_s);
-    lab.insert("real.samples".to_string(), c.rows.len() as f64);
-    lab.insert("real.bytes_by_node_estimated".to_string(), 1.0);
+    let mut lab = Lab::new();
+    lab.set(lab::REAL_WALL_S, c.wall_s);
+    lab.set(lab::REAL_SAMPLES, c.rows.len() as f64);
+    lab.set(lab::REAL_BYTES_BY_NODE_ESTIMATED, 1.0);
     for (k, v) in sample::deltas(c.tr0, &c.fin.tr1) {
-        lab.insert(lab_trace(&k), v as f64);
+        lab.set(lab::TRACE.key(&k), v as f64);
     }
     let score = match workload.score {
         Score::Throughput => Some(RecScore::throughput(requests, elapsed_s)),

@@ -362,7 +362,7 @@ mod tests {
                 })
                 .collect(),
             nodes: vec![],
-            lab: BTreeMap::new(),
+            lab: numalab_record::Lab::new(),
             timeseries: Some(TimeSeries {
                 interval_s: 1.0,
                 columns,

@@ -1,7 +1,7 @@
 //! The counters a Run record carries: which /proc/vmstat and memory.stat
 //! counters are recorded, which are sampled into the time series, which
-//! scheduler tracepoints are counted, and the `lab` key of a tracepoint
-//! count.
+//! scheduler tracepoints are counted (their `lab` keys are
+//! [`crate::lab::TRACE`]).
 //!
 //! Declared once here for the model and the real runner. Where the two
 //! lists differ, the doc comment of the list says why. Left out: the
@@ -50,11 +50,6 @@ pub const MEMSTAT_SERIES: [&str; 3] = [
 /// the model from its trace in `numalab validate`), by their tracefs
 /// names in the `sched` system.
 pub const TRACE_EVENTS: [&str; 3] = ["sched_move_numa", "sched_swap_numa", "sched_stick_numa"];
-
-/// The `lab` key of a tracepoint's count over the run: `trace.EVENT`.
-pub fn lab_trace(event: &str) -> String {
-    format!("trace.{event}")
-}
 
 /// True for the /proc/vmstat counters a record's `vmstat` holds: NUMA
 /// balancing, NUMA allocation, migration, promotion/demotion, fault and
@@ -110,6 +105,5 @@ mod tests {
         assert!(MEMSTAT_SERIES.iter().all(|c| is_recorded_memory_stat(c)));
         assert!(!is_recorded_vmstat("nr_free_pages"));
         assert!(!is_recorded_memory_stat("anon"));
-        assert_eq!(lab_trace("sched_swap_numa"), "trace.sched_swap_numa");
     }
 }

@@ -12,15 +12,19 @@
 //!
 //! This crate owns the format: the types here, the names of time-series
 //! columns and tasks ([`column`]), the counter lists ([`counters`]), the
+//! `lab` figures ([`lab`]), the
 //! score ([`Score::throughput`]) and the JSON Schema of both documents
 //! ([`run_schema`], [`runset_schema`], printed by `numalab schema`),
 //! generated from the types. `machine` and `workload` are the resolved
-//! specs as JSON and stay "any" in the schema: their crates own them.
+//! specs as JSON and stay "any" in the schema: their crates own them
+//! (the few fields other crates read are read in [`specs`]).
 
 pub mod atomic;
 pub mod column;
 pub mod counters;
 pub mod ftrace;
+pub mod lab;
+pub mod specs;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -28,6 +32,7 @@ use std::collections::BTreeMap;
 
 pub use atomic::{write_atomic, write_atomic_with};
 pub use column::{task_name, Column};
+pub use lab::{Lab, LabFamily, LabFigure, LabKey};
 
 /// Version of the Run JSON format written by this build.
 pub const FORMAT_VERSION: u32 = 1;
@@ -268,7 +273,8 @@ pub struct RunRecord {
     pub nodes: Vec<NodeFigures>,
     /// Scheduler and lab figures that have no /proc name (e.g. the share of
     /// cycles spent contending for `sched_balance_running`).
-    pub lab: BTreeMap<String, f64>,
+    // Declared in [`lab`]; this doc is the schema's description.
+    pub lab: Lab,
     /// Time series sampled during the run, if any.
     pub timeseries: Option<TimeSeries>,
 }
@@ -323,21 +329,6 @@ impl RunRecord {
     /// A vmstat counter, 0 when absent.
     pub fn vm(&self, name: &str) -> u64 {
         self.vmstat.get(name).copied().unwrap_or(0)
-    }
-
-    /// Name of the test this record measured, for mmtests rows
-    /// (e.g. `NUMA01_THREADLOCAL`): the workload's `test`, else its `name`
-    /// upper-cased.
-    pub fn test_name(&self) -> String {
-        if let Some(t) = self.workload.get("test").and_then(|t| t.as_str()) {
-            return t.to_string();
-        }
-        self.workload
-            .get("name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("UNKNOWN")
-            .to_uppercase()
-            .replace('-', "_")
     }
 }
 
@@ -463,7 +454,7 @@ mod tests {
             processes,
             tasks,
             nodes: vec![],
-            lab: BTreeMap::new(),
+            lab: Lab::new(),
             timeseries: None,
         }
     }

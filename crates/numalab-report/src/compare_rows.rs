@@ -26,22 +26,9 @@ pub struct CompareRows {
     keys: Vec<Vec<String>>,
 }
 
-/// A workload name in test-name style: upper case, `-` as `_`.
-fn workload_test_name(r: &RunRecord) -> String {
-    r.workload
-        .get("name")
-        .and_then(|n| n.as_str())
-        .unwrap_or("UNKNOWN")
-        .to_uppercase()
-        .replace('-', "_")
-}
-
 /// The workload's own name (what tells two workloads of one test apart).
 fn workload_name(r: &RunRecord) -> &str {
-    r.workload
-        .get("name")
-        .and_then(|n| n.as_str())
-        .unwrap_or("")
+    r.workload_name().unwrap_or("")
 }
 
 /// The autonumabench tests in the order mmtests reports them.
@@ -96,7 +83,7 @@ impl CompareRows {
                     .map(|r| {
                         let t = r.test_name();
                         if split.contains(&t) {
-                            workload_test_name(r)
+                            r.workload_test_name()
                         } else {
                             t
                         }

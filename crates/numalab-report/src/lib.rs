@@ -66,7 +66,7 @@ pub(crate) mod testutil {
             processes: Vec::new(),
             tasks: Vec::new(),
             nodes: Vec::new(),
-            lab: BTreeMap::new(),
+            lab: numalab_record::Lab::new(),
             timeseries: None,
         }
     }

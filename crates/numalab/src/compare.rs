@@ -12,11 +12,7 @@ use numalab_record::{RunRecord, RunSet};
 
 /// The machine's name of a run (`?` when the record has none).
 fn machine(r: &RunRecord) -> String {
-    r.machine
-        .get("name")
-        .and_then(|n| n.as_str())
-        .unwrap_or("?")
-        .to_string()
+    r.machine_name().unwrap_or("?").to_string()
 }
 
 /// What makes the runs of `sets` (read from `files`, one name per set) not

@@ -118,24 +118,25 @@ fn cgroups_with_numa_counters(sets: &[RunSet]) -> Vec<String> {
 /// Each distinct machine of the runs as tables, with the columns that
 /// ran on it.
 fn machine_blocks(sets: &[RunSet]) -> Vec<Block> {
-    let mut seen: Vec<(&serde_json::Value, Vec<&str>)> = Vec::new();
+    // The first run of each distinct machine stands for it.
+    let mut seen: Vec<(&numalab_record::RunRecord, Vec<&str>)> = Vec::new();
     for s in sets {
         for r in &s.runs {
-            match seen.iter_mut().find(|(m, _)| *m == &r.machine) {
+            match seen.iter_mut().find(|(m, _)| m.machine == r.machine) {
                 Some((_, labels)) => {
                     if !labels.contains(&s.name.as_str()) {
                         labels.push(&s.name);
                     }
                 }
-                None => seen.push((&r.machine, vec![&s.name])),
+                None => seen.push((r, vec![&s.name])),
             }
         }
     }
     let mut out = Vec::new();
     for (m, labels) in seen {
-        let name = m.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+        let name = m.machine_name().unwrap_or("?");
         out.extend(html::json_blocks(
-            m,
+            &m.machine,
             &format!("machine {name} (columns {})", labels.join(", ")),
         ));
     }

@@ -1,13 +1,13 @@
 //! What a reproduction declares: its machine, workloads and
 //! configurations, and the figures its posting published, each with the
 //! metric that reads it from the modeled runs and the tolerance it is
-//! judged with. The declarations themselves are in the reproduce_*.rs
-//! files (one per proposal) and reproduce_mainline.rs; reproductions.rs
-//! lists them; reproduce.rs runs and judges them. Left out: judging
-//! (verdict.rs).
+//! judged with. The declarations themselves are data, one TOML file per
+//! proposal in `crates/numalab/reproductions/`; reproductions.rs reads
+//! them into these types ([`Metric::parse`] reads a metric's expression);
+//! reproduce.rs runs and judges them. Left out: judging (verdict.rs).
 
 use crate::verdict::Tolerance;
-use numalab_record::{RunRecord, RunSet};
+use numalab_record::{lab, LabFigure, RunRecord, RunSet};
 
 /// A figure a posting published.
 #[derive(Clone, Debug)]
@@ -22,7 +22,7 @@ pub enum Metric {
     Score,
     /// A figure of the Run record's `lab` map that is a share (0-1),
     /// printed in percent.
-    LabPct(&'static str),
+    LabPct(LabFigure),
     /// Change of the mean score against configuration `base`, in percent.
     ScoreChangePct(&'static str),
     /// Seconds until the last process of a cgroup (the path, or a cgroup
@@ -38,7 +38,7 @@ pub enum Metric {
     /// share (0-1), printed in percent (e.g. `local_bytes_share`).
     SeriesMeanPct(&'static str),
     /// A figure of the Run record's `lab` map as it is (proposal 2).
-    Lab(&'static str),
+    Lab(LabFigure),
     /// A cgroup's user CPU seconds (hierarchical).
     CgroupUser(&'static str),
     /// A cgroup's system CPU seconds (hierarchical).
@@ -60,7 +60,7 @@ impl Metric {
             Metric::User => "user (s)".into(),
             Metric::Sys => "system (s)".into(),
             Metric::Score => "score".into(),
-            Metric::LabPct(k) => format!("{k} (%)"),
+            Metric::LabPct(k) => format!("{} (%)", k.key),
             Metric::ScoreChangePct(base) => format!("score change vs {base} (%)"),
             Metric::CgroupElapsed(cg) => format!("{cg} elapsed (s)"),
             Metric::MemoryStat(cg, item) => format!("{cg} {item}"),
@@ -69,7 +69,7 @@ impl Metric {
             Metric::Vmstat(item) => item.to_string(),
             Metric::PeakScore => "peak score".into(),
             Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
-            Metric::Lab(k) => (*k).to_string(),
+            Metric::Lab(k) => k.key.to_string(),
             Metric::CgroupUser(cg) => format!("{cg} user (s)"),
             Metric::CgroupSys(cg) => format!("{cg} system (s)"),
             Metric::SeriesMeanPct(col) => format!("{col}, mean of samples (%)"),
@@ -113,7 +113,7 @@ impl Metric {
             Metric::User => Some(r.user_s),
             Metric::Sys => Some(r.sys_s),
             Metric::Score => Some(r.score.as_ref().map_or(f64::NAN, |s| s.value)),
-            Metric::LabPct(k) => Some(r.lab.get(*k).map_or(f64::NAN, |v| v * 100.0)),
+            Metric::LabPct(k) => Some(r.lab.get(k).map_or(f64::NAN, |v| v * 100.0)),
             Metric::CgroupElapsed(cg) => Some(
                 r.processes
                     .iter()
@@ -124,7 +124,7 @@ impl Metric {
             Metric::MemoryStat(cg, item) => Some(stat(r, cg, item)),
             Metric::StatRatio(cg, a, b) => Some(stat(r, cg, a) / stat(r, cg, b)),
             Metric::SeriesMeanPct(col) => Some(series_mean(r, col) * 100.0),
-            Metric::Lab(k) => Some(r.lab.get(*k).copied().unwrap_or(f64::NAN)),
+            Metric::Lab(k) => Some(r.lab.get(k).unwrap_or(f64::NAN)),
             Metric::CgroupUser(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.user_s)),
             Metric::CgroupSys(cg) => Some(r.cgroups.get(*cg).map_or(f64::NAN, |c| c.sys_s)),
             Metric::Vmstat(item) => Some(r.vmstat.get(*item).map_or(f64::NAN, |&v| v as f64)),
@@ -169,6 +169,139 @@ impl Metric {
     }
 }
 
+/// One term of a metric expression: a bare word or a call with its
+/// arguments.
+enum Term<'a> {
+    /// A word (`elapsed`, a configuration label, a cgroup path, a key).
+    Word(&'a str),
+    /// `name(arg, ...)`.
+    Call(&'a str, Vec<Term<'a>>),
+}
+
+/// Reads one term of `s` from its start; returns it and the rest.
+fn term(s: &str) -> Result<(Term<'_>, &str), String> {
+    let s = s.trim_start();
+    let end = s.find(['(', ')', ',']).unwrap_or(s.len());
+    let word = s[..end].trim();
+    if word.is_empty() {
+        return Err(format!("expected a name at '{s}'"));
+    }
+    let rest = &s[end..];
+    let Some(mut rest) = rest.strip_prefix('(') else {
+        return Ok((Term::Word(word), rest));
+    };
+    let mut args = Vec::new();
+    loop {
+        let (t, r) = term(rest)?;
+        args.push(t);
+        let r = r.trim_start();
+        if let Some(r) = r.strip_prefix(',') {
+            rest = r;
+        } else if let Some(r) = r.strip_prefix(')') {
+            return Ok((Term::Call(word, args), r));
+        } else {
+            return Err(format!("expected ',' or ')' at '{r}'"));
+        }
+    }
+}
+
+/// The words of a call's arguments, exactly `n` of them.
+fn words<'a>(name: &str, args: &[Term<'a>], n: usize) -> Result<Vec<&'a str>, String> {
+    let w: Vec<&str> = args
+        .iter()
+        .filter_map(|a| match a {
+            Term::Word(w) => Some(*w),
+            Term::Call(..) => None,
+        })
+        .collect();
+    if w.len() != n || args.len() != n {
+        return Err(format!("{name}() takes {n} name(s)"));
+    }
+    Ok(w)
+}
+
+/// A string of the declarations, kept for the life of the process: the
+/// declarations are read once ([`crate::reproductions::all`]) and hold
+/// `'static` strings like the figures they replaced.
+fn keep(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+impl Metric {
+    /// Reads a metric expression, as a reproduction file writes it:
+    /// `elapsed`, `user`, `sys`, `score`, `peak_score`, `lab(KEY)`,
+    /// `lab_pct(KEY)` (KEY a declared lab figure,
+    /// [`numalab_record::lab`]), `score_change_pct(BASE)`,
+    /// `cgroup_elapsed(CG)`, `cgroup_user(CG)`, `cgroup_sys(CG)`,
+    /// `memory_stat(CG, ITEM)`, `stat_ratio(CG, A, B)`, `vmstat(ITEM)`,
+    /// `series_mean_pct(COLUMN)`, `ratio_vs(BASE, METRIC)`,
+    /// `of_workload(WORKLOAD, METRIC)`.
+    pub fn parse(expr: &str) -> Result<Metric, String> {
+        let (t, rest) = term(expr).map_err(|e| format!("metric '{expr}': {e}"))?;
+        if !rest.trim().is_empty() {
+            return Err(format!("metric '{expr}': unexpected '{}'", rest.trim()));
+        }
+        Metric::of_term(&t).map_err(|e| format!("metric '{expr}': {e}"))
+    }
+
+    fn of_term(t: &Term) -> Result<Metric, String> {
+        let (name, args) = match t {
+            Term::Word(w) => (*w, &[][..]),
+            Term::Call(n, a) => (*n, &a[..]),
+        };
+        let lab_figure = |key: &str| {
+            lab::ALL
+                .iter()
+                .find(|f| f.key == key)
+                .copied()
+                .ok_or_else(|| format!("'{key}' is not a declared lab figure"))
+        };
+        // The inner metric of ratio_vs and of_workload.
+        let nested = |args: &[Term]| -> Result<(&'static str, &'static Metric), String> {
+            match args {
+                [Term::Word(w), m] => Ok((keep(w), Box::leak(Box::new(Metric::of_term(m)?)))),
+                _ => Err(format!("{name}() takes a name and a metric")),
+            }
+        };
+        let m = match name {
+            "elapsed" | "user" | "sys" | "score" | "peak_score" if !args.is_empty() => {
+                return Err(format!("{name} takes no arguments"))
+            }
+            "elapsed" => Metric::Elapsed,
+            "user" => Metric::User,
+            "sys" => Metric::Sys,
+            "score" => Metric::Score,
+            "peak_score" => Metric::PeakScore,
+            "lab" => Metric::Lab(lab_figure(words(name, args, 1)?[0])?),
+            "lab_pct" => Metric::LabPct(lab_figure(words(name, args, 1)?[0])?),
+            "score_change_pct" => Metric::ScoreChangePct(keep(words(name, args, 1)?[0])),
+            "cgroup_elapsed" => Metric::CgroupElapsed(keep(words(name, args, 1)?[0])),
+            "cgroup_user" => Metric::CgroupUser(keep(words(name, args, 1)?[0])),
+            "cgroup_sys" => Metric::CgroupSys(keep(words(name, args, 1)?[0])),
+            "vmstat" => Metric::Vmstat(keep(words(name, args, 1)?[0])),
+            "series_mean_pct" => Metric::SeriesMeanPct(keep(words(name, args, 1)?[0])),
+            "memory_stat" => {
+                let w = words(name, args, 2)?;
+                Metric::MemoryStat(keep(w[0]), keep(w[1]))
+            }
+            "stat_ratio" => {
+                let w = words(name, args, 3)?;
+                Metric::StatRatio(keep(w[0]), keep(w[1]), keep(w[2]))
+            }
+            "ratio_vs" => {
+                let (base, m) = nested(args)?;
+                Metric::RatioVs(base, m)
+            }
+            "of_workload" => {
+                let (w, m) = nested(args)?;
+                Metric::OfWorkload(w, m)
+            }
+            other => return Err(format!("unknown metric '{other}'")),
+        };
+        Ok(m)
+    }
+}
+
 /// The mean of time-series column `col` over run `r`'s samples (NaN
 /// without a series or the column).
 fn series_mean(r: &RunRecord, col: &str) -> f64 {
@@ -192,10 +325,7 @@ fn series_mean(r: &RunRecord, col: &str) -> f64 {
 
 /// The name of the workload run `r` ran (its spec's `name`).
 pub(crate) fn workload_name(r: &RunRecord) -> &str {
-    r.workload
-        .get("name")
-        .and_then(|v| v.as_str())
-        .unwrap_or("")
+    r.workload_name().unwrap_or("")
 }
 
 /// Counter `item` of cgroup `cg`'s memory.stat in run `r` (NaN if absent).
@@ -223,42 +353,6 @@ pub struct Published {
     /// A miss the model is known to make: the mechanism behind it and
     /// where it is documented. `--check` does not fail on it.
     pub known_miss: Option<&'static str>,
-}
-
-impl Published {
-    /// A published figure judged with `tolerance`.
-    pub fn figure(
-        config: &'static str,
-        metric: Metric,
-        value: f64,
-        tolerance: Tolerance,
-    ) -> Published {
-        Published {
-            config,
-            metric,
-            value: Some(value),
-            tolerance: Some(tolerance),
-            known_miss: None,
-        }
-    }
-
-    /// A figure the model gives and the posting did not publish.
-    pub fn model_only(config: &'static str, metric: Metric) -> Published {
-        Published {
-            config,
-            metric,
-            value: None,
-            tolerance: None,
-            known_miss: None,
-        }
-    }
-
-    /// Declares that the model misses this figure, with the mechanism
-    /// behind the miss and where it is documented.
-    pub fn known_miss(mut self, why: &'static str) -> Published {
-        self.known_miss = Some(why);
-        self
-    }
 }
 
 /// A configuration: a label and its knobs.
@@ -300,37 +394,13 @@ pub struct Reproduction {
     pub iterations: u32,
     /// Configurations, base first.
     pub configs: &'static [Config],
-    /// Published numbers.
-    pub published: fn() -> Vec<Published>,
+    /// Published numbers (and model-only figures), in table order.
+    pub published: Vec<Published>,
     /// A cgroup whose access-latency histogram (the first run's of each
     /// configuration) is printed after the tables, for a posting that
     /// published latencies.
     pub latency_cgroup: Option<&'static str>,
 }
-
-/// Two postings of NUMA01_THREADLOCAL on the same 4-node machine gave
-/// 114 s and 127.1 s with balancing on: 11 % apart.
-pub const SAME_MACHINE_SPREAD: Tolerance = Tolerance::Rel(
-    0.1,
-    "two postings of the same benchmark on the same machine differ by 11 % (114 s vs 127.1 s)",
-);
-
-/// A counter of one run: the posting gives no spread, and scan-driven
-/// counters move with scan timing.
-pub const ONE_RUN_COUNTER: Tolerance = Tolerance::Rel(
-    0.25,
-    "a counter of one run, no spread published; scan-driven counters move with scan timing",
-);
-
-/// A count of a few hundred events or less in one run.
-pub const FEW_EVENTS: Tolerance = Tolerance::Rel(
-    0.5,
-    "a few hundred task moves in one run: each is one placement decision",
-);
-
-/// A figure the posting gives as "about".
-pub const APPROXIMATE: Tolerance =
-    Tolerance::Rel(0.15, "published as an approximate figure (\"~16300 s\")");
 
 /// The mean of `xs` (0 for none).
 fn mean(xs: impl Iterator<Item = f64>) -> f64 {

@@ -1,22 +1,383 @@
-//! The list of reproductions `numalab reproduce` knows, in the order
+//! The reproductions `numalab reproduce` knows, read from their
+//! declarations: one TOML file per proposal in
+//! `crates/numalab/reproductions/` (built into the binary), in the order
 //! `list reproductions` and `reproduce all` show them. A new reproduction
-//! is a declaration (reproduce_decl.rs) in its proposal's file and one line
-//! here. Left out: running them (reproduce.rs).
+//! is a `[[reproduction]]` table in its proposal's file; a new proposal is
+//! a file and one line in [`FILES`].
+//!
+//! A file declares each reproduction's machine, workloads,
+//! configurations and figures; a figure names its metric by an expression
+//! ([`Metric::parse`]), its published value (a number, or `"A / B"` for a
+//! ratio of two published numbers), its tolerance and its known miss by
+//! name. Tolerances (`[tolerance.NAME]`) and known misses (`[miss]`) are
+//! found in the file, then in `common.toml`, which holds those several
+//! proposals share. Left out: running and judging (reproduce.rs,
+//! verdict.rs).
 
-use crate::reproduce_decl::Reproduction;
+use crate::reproduce_decl::{Config, Metric, Published, Reproduction};
+use crate::verdict::Tolerance;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
-/// All reproductions.
+/// The proposals' files, in the order their reproductions are listed.
+const FILES: [(&str, &str); 5] = [
+    (
+        "mainline.toml",
+        include_str!("../reproductions/mainline.toml"),
+    ),
+    ("cgroup.toml", include_str!("../reproductions/cgroup.toml")),
+    (
+        "interleave.toml",
+        include_str!("../reproductions/interleave.toml"),
+    ),
+    ("async.toml", include_str!("../reproductions/async.toml")),
+    ("sched.toml", include_str!("../reproductions/sched.toml")),
+];
+
+/// What several proposals share.
+const COMMON: (&str, &str) = ("common.toml", include_str!("../reproductions/common.toml"));
+
+/// One file: its reproductions, and the tolerances and known misses its
+/// figures name.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    reproduction: Vec<ReproductionDecl>,
+    #[serde(default)]
+    tolerance: BTreeMap<String, ToleranceDecl>,
+    #[serde(default)]
+    miss: BTreeMap<String, String>,
+}
+
+/// A `[[reproduction]]` table ([`Reproduction`]'s fields).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReproductionDecl {
+    name: String,
+    description: String,
+    source: String,
+    machine: String,
+    workloads: Vec<String>,
+    cgroup: Option<String>,
+    iterations: u32,
+    latency_cgroup: Option<String>,
+    configs: Vec<ConfigDecl>,
+    figures: Vec<FigureDecl>,
+}
+
+/// A configuration ([`Config`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigDecl {
+    label: String,
+    sets: Vec<String>,
+    needs_scan: bool,
+}
+
+/// A figure ([`Published`]): a published one has `published` and
+/// `tolerance`, a model-only one neither.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FigureDecl {
+    config: String,
+    metric: String,
+    published: Option<Value>,
+    tolerance: Option<String>,
+    known_miss: Option<String>,
+}
+
+/// A published value: a number, or `"A / B"`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Value {
+    Number(f64),
+    Ratio(String),
+}
+
+/// A `[tolerance.NAME]` table: exactly one of `rel`, `abs`, `at_least`,
+/// and why.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToleranceDecl {
+    rel: Option<f64>,
+    abs: Option<f64>,
+    at_least: Option<bool>,
+    why: String,
+}
+
+/// A string of the declarations, kept for the life of the process (read
+/// once, see [`all`]).
+fn keep(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+impl Value {
+    fn value(&self) -> Result<f64, String> {
+        match self {
+            Value::Number(v) => Ok(*v),
+            Value::Ratio(s) => {
+                let num = |x: &str| {
+                    x.trim()
+                        .parse::<f64>()
+                        .map_err(|_| format!("published \"{s}\": '{}' is not a number", x.trim()))
+                };
+                let (a, b) = s
+                    .split_once('/')
+                    .ok_or_else(|| format!("published \"{s}\": a number or \"A / B\""))?;
+                Ok(num(a)? / num(b)?)
+            }
+        }
+    }
+}
+
+impl ToleranceDecl {
+    fn tolerance(&self, name: &str) -> Result<Tolerance, String> {
+        let why = keep(self.why.clone());
+        match (self.rel, self.abs, self.at_least) {
+            (Some(f), None, None) => Ok(Tolerance::Rel(f, why)),
+            (None, Some(d), None) => Ok(Tolerance::Abs(d, why)),
+            (None, None, Some(true)) => Ok(Tolerance::AtLeast(why)),
+            _ => Err(format!(
+                "tolerance {name}: give exactly one of rel, abs, at_least = true"
+            )),
+        }
+    }
+}
+
+/// Reads file `name` (text `text`).
+fn parse(name: &str, text: &str) -> Result<File, String> {
+    toml::from_str(text).map_err(|e| format!("reproductions/{name}: {e}"))
+}
+
+/// The reproductions of one file, names resolved in it, then in `common`.
+fn declarations(file: &File, common: &File) -> Result<Vec<Reproduction>, String> {
+    let tolerance = |name: &str| -> Result<Tolerance, String> {
+        file.tolerance
+            .get(name)
+            .or_else(|| common.tolerance.get(name))
+            .ok_or_else(|| format!("no tolerance '{name}'"))?
+            .tolerance(name)
+    };
+    let miss = |name: &str| -> Result<&'static str, String> {
+        file.miss
+            .get(name)
+            .or_else(|| common.miss.get(name))
+            .map(|s| keep(s.clone()))
+            .ok_or_else(|| format!("no known miss '{name}'"))
+    };
+    let mut out = Vec::new();
+    for r in &file.reproduction {
+        let mut published = Vec::new();
+        for (i, f) in r.figures.iter().enumerate() {
+            let at = |e: String| format!("reproduction {}, figure {}: {e}", r.name, i + 1);
+            if !r.configs.iter().any(|c| c.label == f.config) {
+                return Err(at(format!("no configuration '{}'", f.config)));
+            }
+            let (value, tol) = match (&f.published, &f.tolerance) {
+                (Some(v), Some(t)) => (
+                    Some(v.value().map_err(at)?),
+                    Some(tolerance(t).map_err(at)?),
+                ),
+                (None, None) => (None, None),
+                _ => return Err(at("a published value needs a tolerance, and only it".into())),
+            };
+            published.push(Published {
+                config: keep(f.config.clone()),
+                metric: Metric::parse(&f.metric).map_err(at)?,
+                value,
+                tolerance: tol,
+                known_miss: f.known_miss.as_deref().map(miss).transpose().map_err(at)?,
+            });
+        }
+        let strs = |v: &[String]| -> &'static [&'static str] {
+            Box::leak(v.iter().map(|s| keep(s.clone())).collect())
+        };
+        let configs: Vec<Config> = r
+            .configs
+            .iter()
+            .map(|c| Config {
+                label: keep(c.label.clone()),
+                sets: strs(&c.sets),
+                needs_scan: c.needs_scan,
+            })
+            .collect();
+        out.push(Reproduction {
+            name: keep(r.name.clone()),
+            description: keep(r.description.clone()),
+            source: keep(r.source.clone()),
+            machine: keep(r.machine.clone()),
+            workloads: strs(&r.workloads),
+            cgroup: r.cgroup.clone().map(keep),
+            iterations: r.iterations,
+            configs: Box::leak(configs.into_boxed_slice()),
+            published,
+            latency_cgroup: r.latency_cgroup.clone().map(keep),
+        });
+    }
+    Ok(out)
+}
+
+/// Every reproduction of [`FILES`], or what is wrong with a file.
+fn load() -> Result<Vec<Reproduction>, String> {
+    let common = parse(COMMON.0, COMMON.1)?;
+    if !common.reproduction.is_empty() {
+        return Err("reproductions/common.toml: holds no reproduction".into());
+    }
+    let mut all = Vec::new();
+    for (name, text) in FILES {
+        let file = parse(name, text)?;
+        all.extend(declarations(&file, &common).map_err(|e| format!("reproductions/{name}: {e}"))?);
+    }
+    Ok(all)
+}
+
+/// All reproductions, read once per process. The files are built in and
+/// a test reads every one, so a file that does not read is a defect of
+/// the build, not of the user's input.
 pub fn all() -> Vec<Reproduction> {
-    vec![
-        crate::reproduce_mainline::numa_balancing_threadlocal(),
-        crate::reproduce_mainline::numa_balance_serialize(),
-        crate::reproduce_cgroup::per_cgroup_numa_balancing(),
-        crate::reproduce_cgroup::per_cgroup_mixed(),
-        crate::reproduce_interleave::interleave_task_migration(),
-        crate::reproduce_interleave::interleave_task_migration_example(),
-        crate::reproduce_async::async_numa_scan(),
-        crate::reproduce_async::async_numa_scan_busy(),
-        crate::reproduce_sched::sched_numa_integration(),
-        crate::reproduce_sched::mainline_ablation(),
-    ]
+    static ALL: OnceLock<Vec<Reproduction>> = OnceLock::new();
+    ALL.get_or_init(|| load().unwrap_or_else(|e| panic!("built-in {e}")))
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use numalab_knobs::knob;
+
+    #[test]
+    fn every_file_reads_and_names_are_unique() {
+        let all = load().unwrap();
+        assert_eq!(all.len(), 10);
+        let mut names: Vec<&str> = all.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+        for r in &all {
+            for w in r.workloads {
+                let w = w
+                    .split_once(':')
+                    .filter(|(l, _)| r.configs.iter().any(|c| c.label == *l))
+                    .map_or(*w, |(_, w)| w);
+                numalab_workload::presets::load(w).unwrap_or_else(|e| panic!("{w}: {e}"));
+            }
+            for c in r.configs {
+                crate::runner::knobs(c.sets).unwrap_or_else(|e| panic!("{}: {e}", r.name));
+            }
+        }
+    }
+
+    /// A one-reproduction file with figure `figure` and the tables `more`.
+    fn file(figure: &str, more: &str) -> String {
+        format!(
+            "[[reproduction]]\nname = \"x\"\ndescription = \"d\"\nsource = \"s\"\nmachine = \"tiny-2n\"\n\
+             workloads = [\"numa01\"]\niterations = 1\n\
+             configs = [{{ label = \"a\", sets = [], needs_scan = false }}]\n\
+             figures = [{figure}]\n{more}"
+        )
+    }
+
+    fn read(text: &str) -> Result<Vec<Reproduction>, String> {
+        declarations(&parse("t.toml", text)?, &parse(COMMON.0, COMMON.1)?)
+    }
+
+    #[test]
+    fn a_figure_reads_its_metric_value_tolerance_and_miss() {
+        let r = read(&file(
+            "{ config = \"a\", metric = \"ratio_vs(a, lab(numa_scan_s))\", published = \"1 / 4\", tolerance = \"t\", known_miss = \"threadlocal-system-time\" }",
+            "[tolerance.t]\nabs = 0.5\nwhy = \"w\"\n",
+        ))
+        .unwrap();
+        let p = &r[0].published[0];
+        assert_eq!(p.metric.name(), "numa_scan_s / a's");
+        assert_eq!(p.value, Some(0.25));
+        assert_eq!(p.tolerance.map(|t| t.label()), Some("±0.5".to_string()));
+        assert!(p.known_miss.is_some_and(|m| m.contains("system time")));
+    }
+
+    #[test]
+    fn a_bad_figure_is_refused_with_its_place_and_reason() {
+        let err = |figure: &str| read(&file(figure, "")).unwrap_err();
+        let e = err("{ config = \"a\", metric = \"lab(no_such)\" }");
+        assert!(
+            e.contains("figure 1") && e.contains("'no_such' is not a declared lab figure"),
+            "{e}"
+        );
+        let e = err("{ config = \"b\", metric = \"elapsed\" }");
+        assert!(e.contains("no configuration 'b'"), "{e}");
+        let e = err("{ config = \"a\", metric = \"elapsed\", published = 1.0 }");
+        assert!(e.contains("needs a tolerance"), "{e}");
+        let e =
+            err("{ config = \"a\", metric = \"elapsed\", published = 1.0, tolerance = \"nope\" }");
+        assert!(e.contains("no tolerance 'nope'"), "{e}");
+        let e = err("{ config = \"a\", metric = \"elapsed\", colour = 1 }");
+        assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn metric_expressions_parse_and_print_their_names() {
+        for (expr, name) in [
+            ("elapsed", "elapsed (s)"),
+            ("lab_pct(cpu_busy_share)", "cpu_busy_share (%)"),
+            (
+                "memory_stat(/mytest, numa_hint_faults)",
+                "/mytest numa_hint_faults",
+            ),
+            ("stat_ratio(/, a, b)", "/ a / b"),
+            (
+                "of_workload(specjbb, ratio_vs(base, vmstat(numa_pte_updates)))",
+                "specjbb: numa_pte_updates / base's",
+            ),
+        ] {
+            assert_eq!(Metric::parse(expr).unwrap().name(), name);
+        }
+        for bad in [
+            "",
+            "elapsed(x)",
+            "vmstat(a, b)",
+            "ratio_vs(a)",
+            "nope",
+            "lab(x",
+            "score) x",
+        ] {
+            assert!(Metric::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    const SWITCHES: [numalab_knobs::BoolKnob; 4] = [
+        knob::NUMA_PREFERRED_NODE,
+        knob::NUMA_MIGRATE_ON_SELECT,
+        knob::NUMA_FAULT_CLASSIFY,
+        knob::NUMA_SCAN_ADAPT,
+    ];
+
+    fn find(name: &str) -> Reproduction {
+        all().into_iter().find(|r| r.name == name).unwrap()
+    }
+
+    #[test]
+    fn the_baseline_turns_every_switch_off_and_the_series_none() {
+        let r = find("sched-numa-integration");
+        let base = crate::runner::knobs(r.configs[0].sets).expect("baseline knobs");
+        let series = crate::runner::knobs(r.configs[1].sets).expect("series knobs");
+        for k in SWITCHES {
+            assert!(!base.get(k), "{} on in the baseline", k.def().name);
+            assert!(series.get(k), "{} off in the series", k.def().name);
+        }
+    }
+
+    #[test]
+    fn each_ablation_config_turns_off_exactly_one_switch_except_the_ends() {
+        let off: Vec<usize> = find("mainline-ablation")
+            .configs
+            .iter()
+            .map(|c| {
+                let k = crate::runner::knobs(c.sets).expect("knobs");
+                SWITCHES.iter().filter(|&&s| !k.get(s)).count()
+            })
+            .collect();
+        assert_eq!(off, vec![0, 1, 1, 1, 1, 4]);
+    }
 }

@@ -9,6 +9,7 @@
 
 use crate::progress::Progress;
 use numalab_knobs::knob;
+use numalab_record::lab;
 use numalab_record::RunRecord;
 use numalab_sim::kernel::TraceFilter;
 use numalab_sim::{Knobs, RunOptions};
@@ -200,7 +201,7 @@ pub fn balancing_never_acted(rec: &RunRecord) -> Option<String> {
     let delay: f64 = setting(knob::SCAN_DELAY_MS.def().name)
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000.0);
-    let passes = rec.lab.get("numa_scans").copied().unwrap_or(0.0);
+    let passes = rec.lab.get(lab::NUMA_SCANS).unwrap_or(0.0);
     let end = rec.elapsed_s;
     let why = if end * 1000.0 < delay {
         format!("the run ended at {end:.2} s, before scan_delay_ms ({delay:.0} ms) let the first scan start")
@@ -263,11 +264,7 @@ pub fn no_scan_notice(rec: &RunRecord) -> Option<NoScanNotice> {
     } else {
         (String::new(), false)
     };
-    let name = rec
-        .workload
-        .get("name")
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
+    let name = rec.workload_name().unwrap_or("");
     Some(NoScanNotice {
         key: no_scan_key(name),
         text: format!(

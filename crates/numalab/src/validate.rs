@@ -28,7 +28,8 @@
 use crate::failure::Failure;
 use crate::out;
 use crate::real::{self, RunArgs, VmArgs};
-use numalab_record::counters::{lab_trace, TRACE_EVENTS};
+use numalab_record::counters::TRACE_EVENTS;
+use numalab_record::lab;
 use numalab_record::{Column, RunRecord};
 use numalab_topology::Machine;
 use numalab_workload::model::{Phase, Workload};
@@ -254,7 +255,7 @@ pub const REAL_RUN_KNOBS: &[&str] = &["numalab.serial_clone=1"];
 /// `m` plus the real run's own coordinator ([`real_run_sampler`]). The
 /// trace's `sched_move_numa`/`sched_swap_numa`/`sched_stick_numa` counts
 /// go into `lab` under the names a real run uses (`trace.EVENT`,
-/// [`numalab_record::counters::lab_trace`]).
+/// [`numalab_record::lab::TRACE`]).
 pub fn run_model(
     w: &Workload,
     m: &Machine,
@@ -285,7 +286,7 @@ pub fn run_model(
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
         let n = trace.iter().filter(|e| e.name == ev).count();
-        rec.lab.insert(lab_trace(ev), n as f64);
+        rec.lab.set(lab::TRACE.key(ev), n as f64);
     }
     Ok(rec)
 }
@@ -479,7 +480,7 @@ pub fn memcg(r: &RunRecord, name: &str) -> Option<f64> {
 }
 
 fn trace_count(r: &RunRecord, ev: &str) -> Option<f64> {
-    r.lab.get(&lab_trace(ev)).copied()
+    r.lab.get(lab::TRACE.key(ev))
 }
 
 /// The counters compared: (row label, value in a record).
@@ -976,7 +977,15 @@ mod tests {
 
     /// A record of the 2-thread workload below: `rows` are (t, cpu of a,
     /// bytes of ra on node 0 and 1).
-    fn record(vm: &[(&str, u64)], lab: &[(&str, f64)], rows: &[(f64, f64, f64, f64)]) -> RunRecord {
+    fn record(
+        vm: &[(&str, u64)],
+        traces: &[(&str, f64)],
+        rows: &[(f64, f64, f64, f64)],
+    ) -> RunRecord {
+        let mut counts = numalab_record::Lab::new();
+        for (ev, n) in traces {
+            counts.set(lab::TRACE.key(ev), *n);
+        }
         let mut columns = vec!["t_s".to_string()];
         for r in ["ra", "rb"] {
             for n in 0..4 {
@@ -1019,7 +1028,7 @@ mod tests {
             processes: vec![],
             tasks: vec![],
             nodes: vec![],
-            lab: lab.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            lab: counts,
             timeseries: Some(TimeSeries {
                 interval_s: 1.0,
                 columns,
@@ -1107,10 +1116,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
                 ("numa_hint_faults_local", 600),
                 ("numa_pages_migrated", 300),
             ],
-            &[
-                ("trace.sched_move_numa", 0.0),
-                ("trace.sched_swap_numa", 2.0),
-            ],
+            &[("sched_move_numa", 0.0), ("sched_swap_numa", 2.0)],
             &[(1.0, 1.0, 100.0, 0.0), (2.0, 1.0, 0.0, 100.0)],
         );
         let mut kernel = record(
@@ -1120,10 +1126,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
                 ("numa_hint_faults_local", 250),
                 ("numa_pages_migrated", 300),
             ],
-            &[
-                ("trace.sched_move_numa", 3.0),
-                ("trace.sched_swap_numa", 3.0),
-            ],
+            &[("sched_move_numa", 3.0), ("sched_swap_numa", 3.0)],
             &[(1.0, 1.0, 100.0, 0.0), (2.0, 1.0, 100.0, 0.0)],
         );
         kernel.kind = RunKind::Real;
@@ -1241,7 +1244,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
             .filter(|c| !c.ok && c.name != "real run")
             .collect();
         assert!(failed.is_empty(), "{failed:#?}");
-        assert!(rec.lab.contains_key("trace.sched_swap_numa"));
+        assert!(rec.lab.contains(lab::TRACE.key("sched_swap_numa")));
         let (text, f) = table(s.name, &w, &m, Some(&rec), None);
         assert_eq!(f, Findings::default());
         assert!(text.contains("all threads >= 90% local (s)"), "{text}");

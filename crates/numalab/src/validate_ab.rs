@@ -31,6 +31,7 @@ use crate::validate::{
     table, Options, Scenario,
 };
 use crate::vm_kernel::Stock;
+use numalab_record::lab;
 use numalab_record::RunRecord;
 use numalab_topology::Machine;
 use std::fmt::Write as _;
@@ -105,9 +106,7 @@ pub fn summary(
         ("thp_migration_success", |r| {
             Some(r.vm("thp_migration_success") as f64)
         }),
-        ("console problems", |r| {
-            r.lab.get("vm.console_problems").copied()
-        }),
+        ("console problems", |r| r.lab.get(lab::VM_CONSOLE_PROBLEMS)),
     ];
     for (label, get) in rows {
         let _ = write!(s, "{label:<28}");
@@ -251,7 +250,7 @@ pub fn validate_ab(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Result<(
             }
         }
         for r in [&ks, &kp].into_iter().flatten() {
-            problems += r.lab.get("vm.console_problems").copied().unwrap_or(0.0);
+            problems += r.lab.get(lab::VM_CONSOLE_PROBLEMS).unwrap_or(0.0);
         }
         let mut text = String::new();
         for (label, mr, kr) in [("stock", &ms, &ks), ("patched", &mp, &kp)] {

@@ -30,6 +30,7 @@ pub mod qemu;
 
 use crate::sys::SignalGuard;
 use crate::RealError;
+use numalab_record::lab;
 use numalab_record::RunRecord;
 use numalab_topology::Machine;
 use std::fs;
@@ -524,18 +525,18 @@ fn boot(
     let problems = console_problems(&serial);
     record
         .lab
-        .insert("vm.console_problems".into(), problems.len() as f64);
+        .set(lab::VM_CONSOLE_PROBLEMS, problems.len() as f64);
     record
         .settings
         .insert("vm.machine".into(), machine.name.clone());
     if let Some(b) = boot_s {
         record
             .lab
-            .insert("vm.boot_s".into(), (b * 1000.0).round() / 1000.0);
+            .set(lab::VM_BOOT_S, (b * 1000.0).round() / 1000.0);
     }
     record
         .lab
-        .insert("vm.qemu_s".into(), (qemu_s * 1000.0).round() / 1000.0);
+        .set(lab::VM_QEMU_S, (qemu_s * 1000.0).round() / 1000.0);
     let guest_machine = std::mem::take(&mut record.machine);
     let mut mj = serde_json::to_value(machine).unwrap_or_default();
     if let Some(o) = mj.as_object_mut() {

@@ -29,6 +29,7 @@ mod latency;
 mod mpol;
 mod numa;
 pub mod record;
+mod series;
 mod sharing;
 mod stall;
 
@@ -889,50 +890,7 @@ impl Sim {
             return;
         }
         self.next_sample = now + iv;
-        let nn = self.k.m.nr_nodes();
-        let mut row = vec![now as f64 / 1e9];
-        for i in record::SERIES_VM {
-            row.push(self.k.vmstat.0[i] as f64);
-        }
-        let local = if self.interval_bytes > 0.0 {
-            self.interval_local_bytes / self.interval_bytes
-        } else {
-            0.0
-        };
-        row.push(local);
-        self.interval_bytes = 0.0;
-        self.interval_local_bytes = 0.0;
-        let running = self.k.rq.iter().filter(|r| r.curr.is_some()).count();
-        row.push(running as f64);
-        for node in &self.k.nodes {
-            let used = node.total_pages - node.free_pages;
-            row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
-        }
-        // As a real run samples them: each region's bytes per node
-        // (/proc/PID/numa_maps) and the CPU of each thread (-1 while it
-        // does not exist). Columns in `record.rs`.
-        for (pi, p) in self.procs.iter().enumerate() {
-            let mm = self.k.mms.iter().find(|m| m.tgid == p.pid);
-            for r in 0..self.w.processes[pi].regions.len() {
-                match mm.and_then(|m| m.vmas.get(VmaId::new(r))) {
-                    Some(v) => {
-                        let k = v.page_size() as f64;
-                        row.extend(v.pages_by_node().into_iter().map(|x| x as f64 * k));
-                    }
-                    None => row.extend(std::iter::repeat_n(-1.0, nn)),
-                }
-            }
-        }
-        for p in &self.procs {
-            for t in &p.tasks {
-                row.push(match t {
-                    Some(t) if self.k.tasks[*t].state != TaskState::Dead => {
-                        self.k.tasks[*t].cpu.index() as f64
-                    }
-                    _ => -1.0,
-                });
-            }
-        }
+        let row = series::row(self, now);
         self.samples.push(row);
     }
 }

@@ -5,10 +5,10 @@
 use super::Sim;
 use crate::kernel::stats::{MEMCG_ITEMS, NR_VM_ITEMS, VM_NAMES};
 use crate::kernel::{NodeId, TaskId};
-use numalab_record::counters::MODEL_VMSTAT_SERIES;
+use numalab_record::lab::{self, Lab};
 use numalab_record::{
-    CgroupFigures, Column, NodeFigures, ProcessFigures, RunKind, RunRecord, Score, TaskFigures,
-    TimeSeries, FORMAT_NAME, FORMAT_VERSION,
+    CgroupFigures, NodeFigures, ProcessFigures, RunKind, RunRecord, Score, TaskFigures, TimeSeries,
+    FORMAT_NAME, FORMAT_VERSION,
 };
 use numalab_workload::Score as WScore;
 use std::collections::BTreeMap;
@@ -135,48 +135,48 @@ impl Sim {
             .collect();
         let b = &k.balance.stats;
         let total_cpu_ns = elapsed_ns * k.m.nr_cpus() as f64;
-        let mut lab = BTreeMap::new();
-        lab.insert("lb_count".into(), b.lb_count as f64);
-        lab.insert("lb_balanced".into(), b.lb_balanced as f64);
-        lab.insert("lb_failed".into(), b.lb_failed as f64);
-        lab.insert("lb_gained".into(), b.lb_gained as f64);
-        lab.insert("lb_redo".into(), b.lb_redo as f64);
-        lab.insert("alb_pushed".into(), b.alb_pushed as f64);
-        lab.insert("newidle_pulled".into(), b.newidle_pulled as f64);
+        let mut lab = Lab::new();
+        lab.set(lab::LB_COUNT, b.lb_count as f64);
+        lab.set(lab::LB_BALANCED, b.lb_balanced as f64);
+        lab.set(lab::LB_FAILED, b.lb_failed as f64);
+        lab.set(lab::LB_GAINED, b.lb_gained as f64);
+        lab.set(lab::LB_REDO, b.lb_redo as f64);
+        lab.set(lab::ALB_PUSHED, b.alb_pushed as f64);
+        lab.set(lab::NEWIDLE_PULLED, b.newidle_pulled as f64);
         // SD_SERIALIZE: the sched_balance_running flag, its cache line and
         // the invariant checker (kernel/sched/serialize.rs).
         let sz = &k.balance.serialize.stats;
-        lab.insert("softirqs".into(), b.softirqs as f64);
-        lab.insert("serialize_attempts".into(), sz.attempts as f64);
-        lab.insert("serialize_contended".into(), sz.contended as f64);
-        lab.insert("serialize_releases".into(), sz.releases as f64);
-        lab.insert("serialize_bad_releases".into(), sz.bad_releases as f64);
-        lab.insert("serialize_overlaps".into(), sz.overlaps as f64);
-        lab.insert("serialize_line_transfers".into(), sz.transfers as f64);
-        lab.insert(
-            "serialize_line_transfers_remote".into(),
+        lab.set(lab::SOFTIRQS, b.softirqs as f64);
+        lab.set(lab::SERIALIZE_ATTEMPTS, sz.attempts as f64);
+        lab.set(lab::SERIALIZE_CONTENDED, sz.contended as f64);
+        lab.set(lab::SERIALIZE_RELEASES, sz.releases as f64);
+        lab.set(lab::SERIALIZE_BAD_RELEASES, sz.bad_releases as f64);
+        lab.set(lab::SERIALIZE_OVERLAPS, sz.overlaps as f64);
+        lab.set(lab::SERIALIZE_LINE_TRANSFERS, sz.transfers as f64);
+        lab.set(
+            lab::SERIALIZE_LINE_TRANSFERS_REMOTE,
             sz.transfers_remote as f64,
         );
-        lab.insert(
-            "sched_balance_running_contention_ns".into(),
+        lab.set(
+            lab::SCHED_BALANCE_RUNNING_CONTENTION_NS,
             sz.atomic_ns.round(),
         );
-        lab.insert("sched_balance_running_queue_ns".into(), sz.queue_ns.round());
-        lab.insert(
-            "sched_balance_running_max_cmpxchg_ns".into(),
+        lab.set(lab::SCHED_BALANCE_RUNNING_QUEUE_NS, sz.queue_ns.round());
+        lab.set(
+            lab::SCHED_BALANCE_RUNNING_MAX_CMPXCHG_NS,
             sz.max_atomic_ns.round(),
         );
-        lab.insert(
-            "sched_balance_running_contention_share".into(),
+        lab.set(
+            lab::SCHED_BALANCE_RUNNING_CONTENTION_SHARE,
             if total_cpu_ns > 0.0 {
                 (sz.atomic_ns / total_cpu_ns * 1e9).round() / 1e9
             } else {
                 0.0
             },
         );
-        lab.insert("idle_kernel_s".into(), secs(k.idle_kernel_ns));
-        lab.insert(
-            "cpu_busy_share".into(),
+        lab.set(lab::IDLE_KERNEL_S, secs(k.idle_kernel_ns));
+        lab.set(
+            lab::CPU_BUSY_SHARE,
             if total_cpu_ns > 0.0 {
                 (k.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6).round()
                     / 1e6
@@ -189,41 +189,7 @@ impl Sim {
             WScore::Elapsed => None,
             WScore::Throughput => Some(Score::throughput(self.requests, elapsed_ns / 1e9)),
         };
-        let mut columns = vec![Column::Time.name()];
-        for name in MODEL_VMSTAT_SERIES {
-            columns.push(Column::Vmstat(name).name());
-        }
-        columns.push(Column::LocalBytesShare.name());
-        columns.push(Column::RunningTasks.name());
-        for n in 0..nn {
-            columns.push(Column::NodeUsedGib(n).name());
-        }
-        // The columns a real run has too (see `Sim::sample`).
-        for p in &self.w.processes {
-            for r in &p.regions {
-                for node in 0..nn {
-                    columns.push(
-                        Column::RegionBytes {
-                            process: &p.name,
-                            region: &r.name,
-                            node,
-                        }
-                        .name(),
-                    );
-                }
-            }
-        }
-        for p in &self.w.processes {
-            for t in &p.threads {
-                columns.push(
-                    Column::Cpu {
-                        process: &p.name,
-                        thread: &t.name,
-                    }
-                    .name(),
-                );
-            }
-        }
+        let columns = super::series::columns(&self);
         let iv = k.knobs.get(crate::kernel::sysctl::knob::SAMPLE_INTERVAL_MS);
         let timeseries = (iv > 0).then(|| TimeSeries {
             interval_s: iv as f64 / 1000.0,
@@ -259,72 +225,39 @@ impl Sim {
     }
 }
 
-/// Index in [`VM_NAMES`] of a counter name; a name the model does not
-/// count fails the build where it is used in a constant.
-const fn vm_index(name: &str) -> usize {
-    let mut i = 0;
-    while i < NR_VM_ITEMS {
-        let (a, b) = (VM_NAMES[i].as_bytes(), name.as_bytes());
-        if a.len() == b.len() {
-            let mut j = 0;
-            while j < a.len() && a[j] == b[j] {
-                j += 1;
-            }
-            if j == a.len() {
-                return i;
-            }
-        }
-        i += 1;
-    }
-    panic!("a counter of numalab_record::counters::MODEL_VMSTAT_SERIES is not in VM_NAMES")
-}
-
-/// The model's sampled vmstat counters
-/// ([`numalab_record::counters::MODEL_VMSTAT_SERIES`]) as indices into the
-/// counter array, in column order, resolved at compile time.
-pub(crate) const SERIES_VM: [usize; MODEL_VMSTAT_SERIES.len()] = {
-    let mut out = [0; MODEL_VMSTAT_SERIES.len()];
-    let mut i = 0;
-    while i < out.len() {
-        out[i] = vm_index(MODEL_VMSTAT_SERIES[i]);
-        i += 1;
-    }
-    out
-};
-
 impl Sim {
     /// Proposal 2's lab figures: scan work, the kworkers' share of it and
     /// where they ran (kernel/numa/async_scan.rs), and the access-latency
     /// outliers of the workload's tasks (engine/latency.rs). Only what
     /// happened is added: a run without scans or histograms adds nothing.
-    fn lab_async_scan(&self, lab: &mut BTreeMap<String, f64>, elapsed_ns: f64) {
+    fn lab_async_scan(&self, lab: &mut Lab, elapsed_ns: f64) {
         let k = &self.k;
         let st = &k.numa_async.stats;
         if st.scans > 0 {
-            lab.insert("numa_scans".into(), st.scans as f64);
-            lab.insert("numa_scan_s".into(), secs(st.scan_ns));
+            lab.set(lab::NUMA_SCANS, st.scans as f64);
+            lab.set(lab::NUMA_SCAN_S, secs(st.scan_ns));
         }
         if k.numa_scan_async() {
-            lab.insert("scan_async_queued".into(), st.queued as f64);
-            lab.insert("scan_async_run".into(), st.run as f64);
-            lab.insert("scan_async_cancelled".into(), st.cancelled as f64);
-            lab.insert("scan_async_outside_cpuset".into(), st.outside_cpuset as f64);
-            lab.insert(
-                "scan_async_outside_cpuset_share".into(),
+            lab.set(lab::SCAN_ASYNC_QUEUED, st.queued as f64);
+            lab.set(lab::SCAN_ASYNC_RUN, st.run as f64);
+            lab.set(lab::SCAN_ASYNC_CANCELLED, st.cancelled as f64);
+            lab.set(lab::SCAN_ASYNC_OUTSIDE_CPUSET, st.outside_cpuset as f64);
+            lab.set(
+                lab::SCAN_ASYNC_OUTSIDE_CPUSET_SHARE,
                 if st.run > 0 {
                     (st.outside_cpuset as f64 / st.run as f64 * 1e6).round() / 1e6
                 } else {
                     0.0
                 },
             );
-            lab.insert("scan_async_worker_s".into(), secs(st.worker_ns));
-            lab.insert("scan_async_hidden_s".into(), secs(st.hidden_ns));
-            lab.insert(
-                "scan_async_delay_max_ms".into(),
+            lab.set(lab::SCAN_ASYNC_WORKER_S, secs(st.worker_ns));
+            lab.set(lab::SCAN_ASYNC_HIDDEN_S, secs(st.hidden_ns));
+            lab.set(
+                lab::SCAN_ASYNC_DELAY_MAX_MS,
                 (st.delay_max_ns as f64 / 1e3).round() / 1e3,
             );
-            lab.insert(
-                "scan_async_delay_mean_ms".into(),
+            lab.set(
+                lab::SCAN_ASYNC_DELAY_MEAN_MS,
                 if st.run > 0 {
                     (st.delay_sum_ns / st.run as f64 / 1e3).round() / 1e3
                 } else {
@@ -341,13 +274,10 @@ impl Sim {
             }
         }
         if total > 0.0 {
-            lab.insert("accesses".into(), total.round());
-            lab.insert("access_latency_outliers".into(), over.round());
+            lab.set(lab::ACCESSES, total.round());
+            lab.set(lab::ACCESS_LATENCY_OUTLIERS, over.round());
             if elapsed_ns > 0.0 {
-                lab.insert(
-                    "accesses_per_s".into(),
-                    (total / (elapsed_ns / 1e9)).round(),
-                );
+                lab.set(lab::ACCESSES_PER_S, (total / (elapsed_ns / 1e9)).round());
             }
         }
     }
@@ -356,7 +286,6 @@ impl Sim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::stats::Vm;
     use numalab_record::counters::{is_recorded_memory_stat, is_recorded_vmstat};
 
     #[test]
@@ -367,18 +296,5 @@ mod tests {
         for item in MEMCG_ITEMS {
             assert!(is_recorded_memory_stat(VM_NAMES[item as usize]));
         }
-    }
-
-    #[test]
-    fn the_sampled_counters_resolve_to_their_items() {
-        assert_eq!(
-            SERIES_VM,
-            [
-                Vm::NumaPteUpdates as usize,
-                Vm::NumaHintFaults as usize,
-                Vm::NumaHintFaultsLocal as usize,
-                Vm::NumaPagesMigrated as usize,
-            ]
-        );
     }
 }

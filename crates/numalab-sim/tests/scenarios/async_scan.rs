@@ -1,6 +1,7 @@
 //! Proposal 2 scenario tests: asynchronous NUMA scanning and the
 //! access-latency histograms, whole runs on tiny-2n (4 CPUs).
 
+use numalab_record::lab::{self, LabFigure};
 use numalab_record::RunRecord;
 use numalab_sim::{Knobs, RunOptions, Sim};
 
@@ -48,8 +49,8 @@ fn run_spec(text: &str, sets: &[&str]) -> RunRecord {
         .expect("run")
 }
 
-fn lab(r: &RunRecord, k: &str) -> f64 {
-    r.lab.get(k).copied().unwrap_or(f64::NAN)
+fn lab(r: &RunRecord, k: LabFigure) -> f64 {
+    r.lab.get(k).unwrap_or(f64::NAN)
 }
 
 #[test]
@@ -58,16 +59,16 @@ fn sync_scans_stall_the_threads_and_async_moves_the_stalls_to_a_kworker() {
     let asy = run(&["kernel.numa_balancing_scan_async=1"]);
     // A 128 MiB window of 4 KiB PTEs at 10 ns each: each scan stalls its
     // thread for more than 100 us.
-    assert!(lab(&sync, "numa_scans") >= 3.0, "{:?}", sync.lab);
-    let s_out = lab(&sync, "access_latency_outliers");
-    let a_out = lab(&asy, "access_latency_outliers");
+    assert!(lab(&sync, lab::NUMA_SCANS) >= 3.0, "{:?}", sync.lab);
+    let s_out = lab(&sync, lab::ACCESS_LATENCY_OUTLIERS);
+    let a_out = lab(&asy, lab::ACCESS_LATENCY_OUTLIERS);
     assert!(s_out >= 3.0, "sync outliers {s_out}");
     assert!(a_out < s_out / 3.0, "async {a_out} vs sync {s_out}");
     // The kworker did the scans and its time is in no task of /pm.
-    let worker = lab(&asy, "scan_async_worker_s");
+    let worker = lab(&asy, lab::SCAN_ASYNC_WORKER_S);
     assert!(worker > 0.0);
-    assert_eq!(lab(&asy, "scan_async_hidden_s"), worker);
-    assert!(lab(&asy, "scan_async_run") >= 3.0);
+    assert_eq!(lab(&asy, lab::SCAN_ASYNC_HIDDEN_S), worker);
+    assert!(lab(&asy, lab::SCAN_ASYNC_RUN) >= 3.0);
     assert!(asy.tasks.iter().all(|t| !t.name.starts_with("kworker")));
     let pm_sys = |r: &RunRecord| r.cgroups["/pm"].sys_s;
     assert!(
@@ -77,7 +78,7 @@ fn sync_scans_stall_the_threads_and_async_moves_the_stalls_to_a_kworker() {
         pm_sys(&sync)
     );
     // Async keys only appear when async is on.
-    assert!(!sync.lab.contains_key("scan_async_run"));
+    assert!(!sync.lab.contains(lab::SCAN_ASYNC_RUN));
 }
 
 #[test]
@@ -87,12 +88,16 @@ fn async_does_not_help_when_the_node_has_no_idle_cpu() {
     let both = SPEC.replace("affinity = \"node:i\"", "affinity = \"node:0\"");
     let sync = run_spec(&both, &[]);
     let asy = run_spec(&both, &["kernel.numa_balancing_scan_async=1"]);
-    let s_out = lab(&sync, "access_latency_outliers");
-    let a_out = lab(&asy, "access_latency_outliers");
+    let s_out = lab(&sync, lab::ACCESS_LATENCY_OUTLIERS);
+    let a_out = lab(&asy, lab::ACCESS_LATENCY_OUTLIERS);
     assert!(s_out >= 3.0, "sync {s_out}");
     assert!(a_out >= s_out * 0.5, "async {a_out} vs sync {s_out}");
     // ...and waited for a tick's slice to get there.
-    assert!(lab(&asy, "scan_async_delay_max_ms") >= 1.0, "{:?}", asy.lab);
+    assert!(
+        lab(&asy, lab::SCAN_ASYNC_DELAY_MAX_MS) >= 1.0,
+        "{:?}",
+        asy.lab
+    );
 }
 
 #[test]
@@ -101,9 +106,9 @@ fn backcharge_keeps_the_time_in_the_cgroup_and_on_its_cpus() {
         "kernel.numa_balancing_scan_async=1",
         "numalab.numa_scan_async_backcharge=1",
     ]);
-    assert!(lab(&back, "scan_async_worker_s") > 0.0);
-    assert_eq!(lab(&back, "scan_async_hidden_s"), 0.0);
-    assert_eq!(lab(&back, "scan_async_outside_cpuset"), 0.0);
+    assert!(lab(&back, lab::SCAN_ASYNC_WORKER_S) > 0.0);
+    assert_eq!(lab(&back, lab::SCAN_ASYNC_HIDDEN_S), 0.0);
+    assert_eq!(lab(&back, lab::SCAN_ASYNC_OUTSIDE_CPUSET), 0.0);
 }
 
 #[test]
@@ -112,7 +117,7 @@ fn histograms_split_reads_and_writes_and_count_every_access() {
     let h = r.cgroups["/pm"].access_latency.as_ref().expect("histogram");
     let reads: u64 = h.reads.iter().sum();
     let writes: u64 = h.writes.iter().sum();
-    let total = lab(&r, "accesses");
+    let total = lab(&r, lab::ACCESSES);
     assert!(reads > 0 && writes > 0);
     // Half the accesses are writes.
     let share = writes as f64 / (reads + writes) as f64;
@@ -125,10 +130,10 @@ fn histograms_split_reads_and_writes_and_count_every_access() {
     assert_eq!(h.threshold_us, 100);
     assert_eq!(
         h.reads_over + h.writes_over,
-        lab(&r, "access_latency_outliers") as u64
+        lab(&r, lab::ACCESS_LATENCY_OUTLIERS) as u64
     );
     // Switched off: no histograms, no figures.
     let off = run(&["numalab.access_latency=0"]);
     assert!(off.cgroups["/pm"].access_latency.is_none());
-    assert!(!off.lab.contains_key("accesses"));
+    assert!(!off.lab.contains(lab::ACCESSES));
 }
