@@ -22,7 +22,7 @@
 //! `numa_task_swapped`: shown as not recorded, never judged).
 
 use crate::validate::{first_local, local_shares, measured_threads, memcg};
-use numalab_record::counters::lab_trace;
+use numalab_record::lab::TRACE;
 use numalab_record::RunRecord;
 use numalab_topology::Machine;
 use numalab_workload::model::Workload;
@@ -94,13 +94,13 @@ const FIGURES: &[(&str, Getter)] = &[
     ("numa_task_migrated", |r, _| memcg(r, "numa_task_migrated")),
     ("numa_task_swapped", |r, _| memcg(r, "numa_task_swapped")),
     ("sched_move_numa", |r, _| {
-        r.lab.get(&lab_trace("sched_move_numa")).copied()
+        r.lab.get(TRACE.key("sched_move_numa"))
     }),
     ("sched_swap_numa", |r, _| {
-        r.lab.get(&lab_trace("sched_swap_numa")).copied()
+        r.lab.get(TRACE.key("sched_swap_numa"))
     }),
     ("sched_stick_numa", |r, _| {
-        r.lab.get(&lab_trace("sched_stick_numa")).copied()
+        r.lab.get(TRACE.key("sched_stick_numa"))
     }),
     ("nr_migrations per thread", |r, _| {
         let n = r.tasks.len();
