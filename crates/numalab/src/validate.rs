@@ -16,7 +16,7 @@
 //! and `cpu:P/T`, which model and real runs both write). The table gives
 //! for each such thread its final share (at the last sample at which
 //! every measured thread still ran), the first time it reached
-//! [`LOCAL`] (90 %), and the share over time. Flagged: counters that
+//! [`crate::validate_shares::LOCAL`] (90 %), and the share over time. Flagged: counters that
 //! differ by more than 2x (0 against non-zero included) and threads whose
 //! memory ends mostly local on one side and mostly remote on the other.
 //! docs/real.md names the model mechanism behind each flag seen.
@@ -30,11 +30,16 @@ use crate::out;
 use crate::real::{self, RunArgs, VmArgs};
 use numalab_record::counters::TRACE_EVENTS;
 use numalab_record::lab;
-use numalab_record::{Column, RunRecord};
+use numalab_record::RunRecord;
 use numalab_topology::Machine;
-use numalab_workload::model::{Phase, Workload};
+use numalab_workload::model::Workload;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+pub use crate::validate_shares::{
+    differs_2x, final_share, first_local, last_common_time, local_shares, measured_threads, memcg,
+    placement,
+};
 
 /// A validation scenario.
 #[derive(Clone, Copy, Debug)]
@@ -153,9 +158,6 @@ pub const GUESTS: &[(&str, &str)] = &[
     ("guest-2n2c", include_str!("../validate/guest-2n2c.toml")),
 ];
 
-/// The share of a thread's memory on its node that counts as converged.
-pub const LOCAL: f64 = 0.9;
-
 /// Options of `numalab validate`.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -246,9 +248,12 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
 
 /// The model's knobs for a scenario that `numalab real run` runs in the
 /// guest: its worker's main thread creates the threads that start at once
-/// one after another (`numalab.serial_clone`, off in plain model runs
-/// until its effect on the reproductions is judged; docs/real.md M3).
-pub const REAL_RUN_KNOBS: &[&str] = &["numalab.serial_clone=1"];
+/// one after another (`numalab.serial_clone`), and the workload runs in
+/// its own cgroup, a task group below the root where the kernel threads
+/// and the coordinator run (`numalab.task_group=session`). Both are off in
+/// plain model runs until their effect on the reproductions is judged
+/// (docs/real.md M3).
+pub const REAL_RUN_KNOBS: &[&str] = &["numalab.serial_clone=1", "numalab.task_group=session"];
 
 /// Runs a scenario in the model (knobs [`REAL_RUN_KNOBS`], then `sets`
 /// from `--set`; trace on), on
@@ -332,151 +337,6 @@ pub fn real_run_sampler(w: &Workload, interval_s: f64) -> Vec<numalab_topology::
             runtime_us: sample_us,
         },
     ]
-}
-
-/// A measured thread: process, thread and region names.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
-    /// Process name.
-    pub process: String,
-    /// Thread name.
-    pub thread: String,
-    /// The region it works on.
-    pub region: String,
-}
-
-fn regions_of(phases: &[Phase], out: &mut Vec<usize>) {
-    for p in phases {
-        match p {
-            Phase::Stream { region, .. } | Phase::Random { region, .. }
-                if !out.contains(region) =>
-            {
-                out.push(*region);
-            }
-            Phase::Repeat { body, .. } => regions_of(body, out),
-            _ => {}
-        }
-    }
-}
-
-/// The threads whose phases access exactly one region.
-pub fn measured_threads(w: &Workload) -> Vec<Measured> {
-    let mut out = Vec::new();
-    for p in &w.processes {
-        for t in &p.threads {
-            let mut r = Vec::new();
-            regions_of(&t.phases, &mut r);
-            if let [one] = r[..] {
-                out.push(Measured {
-                    process: p.name.clone(),
-                    thread: t.name.clone(),
-                    region: p.regions[one].name.clone(),
-                });
-            }
-        }
-    }
-    out
-}
-
-/// Local share of each measured thread over time: `(t_s, share)` for every
-/// sample at which the thread ran and its region had pages.
-pub fn local_shares(rec: &RunRecord, m: &Machine, th: &[Measured]) -> Vec<Vec<(f64, f64)>> {
-    let Some(ts) = rec.timeseries.as_ref() else {
-        return vec![Vec::new(); th.len()];
-    };
-    let col = |name: &str| ts.columns.iter().position(|c| c == name);
-    let nn = m.nr_nodes();
-    th.iter()
-        .map(|t| {
-            let cpu = col(&Column::Cpu {
-                process: &t.process,
-                thread: &t.thread,
-            }
-            .name());
-            let reg: Vec<Option<usize>> = (0..nn)
-                .map(|node| {
-                    col(&Column::RegionBytes {
-                        process: &t.process,
-                        region: &t.region,
-                        node,
-                    }
-                    .name())
-                })
-                .collect();
-            let (Some(cpu), true) = (cpu, reg.iter().all(Option::is_some)) else {
-                return Vec::new();
-            };
-            ts.rows
-                .iter()
-                .filter_map(|row| {
-                    let c = *row.get(cpu)?;
-                    if c < 0.0 {
-                        return None;
-                    }
-                    let node = m.cpus.get(c as usize)?.node;
-                    let bytes: Vec<f64> = reg
-                        .iter()
-                        .map(|i| i.and_then(|i| row.get(i).copied()).unwrap_or(-1.0))
-                        .collect();
-                    let total: f64 = bytes.iter().sum();
-                    if bytes.iter().any(|&b| b < 0.0) || total <= 0.0 {
-                        return None;
-                    }
-                    Some((row[0], bytes[node] / total))
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// The last time at which every series has a sample (all measured threads
-/// ran), if any.
-pub fn last_common_time(series: &[Vec<(f64, f64)>]) -> Option<f64> {
-    let first = series.first()?;
-    first
-        .iter()
-        .rev()
-        .map(|(t, _)| *t)
-        .find(|t| series.iter().all(|s| s.iter().any(|(u, _)| u == t)))
-}
-
-/// A thread's final share: at `at` when given (see [`last_common_time`]),
-/// else its last sample.
-pub fn final_share(series: &[(f64, f64)], at: Option<f64>) -> Option<f64> {
-    match at {
-        Some(t) => series.iter().find(|(u, _)| *u == t).map(|(_, s)| *s),
-        None => series.last().map(|(_, s)| *s),
-    }
-}
-
-/// First time a series reaches [`LOCAL`].
-pub fn first_local(series: &[(f64, f64)]) -> Option<f64> {
-    series.iter().find(|(_, s)| *s >= LOCAL).map(|(t, _)| *t)
-}
-
-/// Where a thread's memory ended up: "local" when most of it is on the
-/// thread's node, else "remote".
-pub fn placement(share: Option<f64>) -> &'static str {
-    match share {
-        None => "-",
-        Some(s) if s > 0.5 => "local",
-        Some(_) => "remote",
-    }
-}
-
-/// Do two counts differ by more than 2x? (0 against anything non-zero
-/// does.)
-pub fn differs_2x(a: f64, b: f64) -> bool {
-    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-    hi > 2.0 * lo
-}
-
-/// The run cgroup's memory.stat entry `name`.
-pub fn memcg(r: &RunRecord, name: &str) -> Option<f64> {
-    r.cgroups
-        .get("/")
-        .and_then(|c| c.memory_stat.get(name))
-        .map(|&v| v as f64)
 }
 
 fn trace_count(r: &RunRecord, ev: &str) -> Option<f64> {
@@ -968,7 +828,7 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use numalab_record::{RunKind, TimeSeries, FORMAT_NAME, FORMAT_VERSION};
+    use numalab_record::{Column, RunKind, TimeSeries, FORMAT_NAME, FORMAT_VERSION};
     use std::collections::BTreeMap;
 
     fn guest() -> Machine {

@@ -21,7 +21,7 @@
 //! kernel does not record (6.12 has no `numa_task_migrated` or
 //! `numa_task_swapped`: shown as not recorded, never judged).
 
-use crate::validate::{first_local, local_shares, measured_threads, memcg};
+use crate::validate_shares::{first_local, local_shares, measured_threads, memcg};
 use numalab_record::lab::TRACE;
 use numalab_record::RunRecord;
 use numalab_topology::Machine;
