@@ -113,6 +113,7 @@ fn reproduce_json(
         json_dir: None,
         progress: false,
         plots: None,
+        sets: Vec::new(),
     };
     let outcomes = bad(py.detach(|| reproduce::outcomes(&name, &opts)))?;
     let mut text: String = outcomes.iter().map(|o| o.text.as_str()).collect();

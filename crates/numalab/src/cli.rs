@@ -194,6 +194,11 @@ enum Cmd {
         /// (as `numalab report` does).
         #[arg(long, value_name = "DIR")]
         html: Option<String>,
+        /// A knob set in every configuration after its own, e.g.
+        /// numalab.task_group=cgroups (repeatable): the published figures
+        /// judged under an ablation of the model; the header names it.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
     },
     /// Write one self-contained HTML page (DIR/index.html) of Run/RunSet
     /// files and reproductions: the compare tables, verdicts, figures,
@@ -602,6 +607,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             jobs,
             plots,
             html,
+            set,
         } => {
             let jobs = parallel::jobs(jobs)?;
             let opts = reproduce::Options {
@@ -611,6 +617,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 json_dir,
                 progress: true,
                 plots,
+                sets: set,
             };
             parallel::install(jobs, || {
                 crate::report_reproduce::reproduce(&name, &opts, check, html.as_deref())

@@ -34,6 +34,9 @@ pub struct Options {
     pub progress: bool,
     /// Directory for each run's figures and the compare chart.
     pub plots: Option<String>,
+    /// Knobs set in every configuration after its own (`--set`): an
+    /// ablation of the model, named in the header.
+    pub sets: Vec<String>,
 }
 
 /// A reproduction's printed report and its verdict tally.
@@ -227,7 +230,15 @@ pub fn run(r: &Reproduction, opts: &Options, progress: &Progress) -> Result<Outc
     let knobs = r
         .configs
         .iter()
-        .map(|c| runner::knobs(c.sets))
+        .map(|c| {
+            let all: Vec<&str> = c
+                .sets
+                .iter()
+                .copied()
+                .chain(opts.sets.iter().map(String::as_str))
+                .collect();
+            runner::knobs(&all)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let records = jobs(r, opts)
         .par_iter()
@@ -269,13 +280,18 @@ pub fn run(r: &Reproduction, opts: &Options, progress: &Progress) -> Result<Outc
     }
     let (table, tally, figures) = modeled_vs_published(r, &sets, opts.scale);
     let text = format!(
-        "reproduction {}: {}\npublished: {}\nmachine {}, scale {}, {iterations} iteration(s) from seed {}\n\n{}\n{}\n{}",
+        "reproduction {}: {}\npublished: {}\nmachine {}, scale {}, {iterations} iteration(s) from seed {}{}\n\n{}\n{}\n{}",
         r.name,
         r.description,
         r.source,
         m.name,
         opts.scale,
         opts.seed,
+        if opts.sets.is_empty() {
+            String::new()
+        } else {
+            format!(", with --set {}", opts.sets.join(" --set "))
+        },
         numalab_report::compare_table(&sets),
         table,
         latency_tables(r.latency_cgroup, &sets)

@@ -755,3 +755,36 @@ fn a_policy_is_chosen_by_name_from_the_registry() {
         );
     }
 }
+
+#[test]
+fn a_reproduction_under_an_ablation_names_it_and_refuses_a_bad_knob() {
+    let args = [
+        "--no-progress",
+        "reproduce",
+        "numa-balancing-threadlocal",
+        "--scale",
+        "0.02",
+    ];
+    let plain = numalab(&args);
+    assert!(plain.status.success());
+    let mut a = args.to_vec();
+    a.extend(["--set", "kernel.numa_balancing=0"]);
+    let off = numalab(&a);
+    assert!(off.status.success());
+    let (plain, off) = (
+        String::from_utf8_lossy(&plain.stdout),
+        String::from_utf8_lossy(&off.stdout),
+    );
+    assert!(
+        off.contains("from seed 1, with --set kernel.numa_balancing=0\n"),
+        "{off}"
+    );
+    assert!(!plain.contains("with --set"), "{plain}");
+    // Balancing off in every configuration: the "on" runs change.
+    assert_ne!(
+        plain.lines().skip(4).collect::<Vec<_>>(),
+        off.lines().skip(4).collect::<Vec<_>>()
+    );
+    a.extend(["--set", "numalab.nope=1"]);
+    fails_with(&a, &["numalab.nope", "unknown knob"]);
+}
