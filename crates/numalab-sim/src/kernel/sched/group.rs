@@ -40,6 +40,9 @@ use numalab_knobs::knob::TaskGroup;
 pub struct GroupLoad {
     /// Its runqueue's signals on each CPU.
     pub per_cpu: TiVec<CpuId, SchedAvg>,
+    /// Its runnable tasks on each CPU, queued or running
+    /// (`cfs_rq->h_nr_running` of the group runqueue).
+    pub nr: TiVec<CpuId, u32>,
     /// `tg->load_avg`: the sum of `per_cpu`'s `load_avg`.
     pub load_avg: f64,
 }
@@ -77,6 +80,7 @@ impl Kernel {
             let n = self.m.nr_cpus();
             self.tg.by_cgroup[i] = Some(GroupLoad {
                 per_cpu: vec![SchedAvg::default(); n].into(),
+                nr: vec![0; n].into(),
                 load_avg: 0.0,
             });
             self.tg.active.push(g);
@@ -87,15 +91,14 @@ impl Kernel {
     /// Brings group `g`'s signal on `cpu` to now (`update_cfs_rq_load_avg`
     /// of the group runqueue), keeping `tg->load_avg` in step.
     pub(crate) fn update_group_load_avg(&mut self, g: CgroupId, cpu: CpuId) {
-        let rq = &self.rq[cpu];
-        let mine = |t: &TaskId| self.tasks[*t].cgroup == g && !self.tasks[*t].kthread;
-        let nr = rq.queue.iter().filter(|t| mine(t)).count()
-            + rq.curr.iter().filter(|t| mine(t)).count();
-        let running = rq.curr.is_some_and(|t| mine(&t));
+        let running = self.rq[cpu]
+            .curr
+            .is_some_and(|c| self.task_group(c) == Some(g));
         let now = self.now;
         let grp = self.group_mut(g);
+        let nr = f64::from(grp.nr[cpu]);
         let before = grp.per_cpu[cpu].load_avg;
-        grp.per_cpu[cpu].update(now, nr as f64, nr as f64, running);
+        grp.per_cpu[cpu].update(now, nr, nr, running);
         grp.load_avg += grp.per_cpu[cpu].load_avg - before;
     }
 
@@ -105,6 +108,15 @@ impl Kernel {
             let g = self.tg.active[i];
             self.update_group_load_avg(g, cpu);
         }
+    }
+
+    /// Counts task `t` on (`on`) or off `cpu`'s runqueue in its group.
+    pub(crate) fn group_count(&mut self, t: TaskId, cpu: CpuId, on: bool) {
+        let Some(g) = self.task_group(t) else {
+            return;
+        };
+        let nr = &mut self.group_mut(g).nr[cpu];
+        *nr = if on { *nr + 1 } else { nr.saturating_sub(1) };
     }
 
     /// Attaches (`add`) or detaches task `t`'s load on `cpu` to or from its
@@ -133,13 +145,7 @@ impl Kernel {
             let Some(grp) = &self.tg.by_cgroup[g.index()] else {
                 continue;
             };
-            let rq = &self.rq[cpu];
-            let nr = rq
-                .queue
-                .iter()
-                .chain(rq.curr.iter())
-                .filter(|&&t| self.tasks[t].cgroup == g && !self.tasks[t].kthread)
-                .count() as f64;
+            let nr = f64::from(grp.nr[cpu]);
             let avg = grp.per_cpu[cpu].load_avg;
             let load = avg.max(nr * SCHED_CAPACITY_SCALE);
             let tg_weight = grp.load_avg - avg + load;
@@ -186,6 +192,18 @@ mod tests {
         for _ in 0..ms {
             k.now += 1_000_000;
             k.pelt_tick();
+        }
+        // The group's runnable count on each CPU follows its queue: two,
+        // then one after a dequeue.
+        if let Some(g) = k.task_group(tasks[0]) {
+            let nr = |k: &crate::kernel::Kernel, c: usize| {
+                k.tg.by_cgroup[g.index()].as_ref().unwrap().nr[CpuId::new(c)]
+            };
+            assert!((0..4).all(|c| nr(&k, c) == 2));
+            let load = (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]));
+            k.dequeue_task(tasks[4]);
+            assert_eq!(nr(&k, 0), 1);
+            return load;
         }
         (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
     }

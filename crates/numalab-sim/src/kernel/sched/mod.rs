@@ -250,6 +250,7 @@ impl Kernel {
         task.wait_start = self.now;
         task.lru_stamp = self.now;
         self.rq[cpu].queue.push(t);
+        self.group_count(t, cpu, true);
         if self.rq[cpu].nr_running() == 2 {
             self.nr_overloaded += 1;
         }
@@ -263,6 +264,7 @@ impl Kernel {
         self.update_load_avg(t);
         let rq = &mut self.rq[cpu];
         let was_overloaded = rq.nr_running() > 1;
+        let mut removed = true;
         if rq.curr == Some(t) {
             rq.curr = None;
             rq.gen += 1;
@@ -272,6 +274,11 @@ impl Kernel {
             rq.queue.remove(i);
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
             self.tasks[t].wait_ns += w;
+        } else {
+            removed = false;
+        }
+        if removed {
+            self.group_count(t, cpu, false);
         }
         if was_overloaded && self.rq[cpu].nr_running() == 1 {
             self.nr_overloaded -= 1;
