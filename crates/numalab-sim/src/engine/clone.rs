@@ -18,10 +18,12 @@
 //! created by the thread whose exit completed its wait, as the worker
 //! does (that OS thread lives on and spawns it), so it inherits that
 //! thread's NUMA state, `numa_preferred_nid` included (fair.c
-//! `init_numa_balancing`, CLONE_VM): in `pinned-4k`, workers pinned to
-//! nodes 1-3 that inherit `init`'s node 0 call `task_numa_migrate`, find
-//! no allowed CPU there and emit `sched_stick_numa` until their own
-//! placement runs.
+//! `init_numa_balancing`, CLONE_VM). Pinned workers that inherit a
+//! preferred node other than their own call `task_numa_migrate`, find no
+//! allowed CPU there and emit `sched_stick_numa` until their own placement
+//! runs, as two of three guest boots of `pinned-4k` show (23 and 67); in
+//! the model `init` gets no preferred node (its pages are not scanned
+//! while it is the process's only thread), so its workers inherit none.
 //!
 //! Lab switch `numalab.serial_clone` (0: every thread that starts at once
 //! exists at time 0, and a later thread inherits from the first live
