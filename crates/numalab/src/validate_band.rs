@@ -6,8 +6,8 @@
 //! as `NAME.bootN.kernel.json`), so the model is held to what the kernel
 //! itself does from boot to boot: a figure's band is the kernel's
 //! [min, max] over the boots widened 2x on each side (a ratio), or by 2 on
-//! each side when the kernel's largest value is under 5 (small counts of
-//! task moves). The figures are the ones issue 30 names: the workload's
+//! each side when the figure counts events and the kernel's largest count
+//! is under 5 (small counts of task moves; a time is always a ratio). The figures are the ones issue 30 names: the workload's
 //! NUMA counters, the task moves, swaps and sticks from the tracepoints,
 //! migrations per thread, the time until every thread's memory is 90 %
 //! local, and where each thread ends (the share of threads on the same
@@ -49,11 +49,13 @@ pub struct Band {
 }
 
 impl Band {
-    /// The band of the kernel's values over its boots (`None` without any).
-    pub fn of(kernel: &[f64]) -> Option<Band> {
+    /// The band of the kernel's values over its boots (`None` without any);
+    /// `count`: the figure counts events, so a small one gets the absolute
+    /// slack (a time or a share is always widened by the ratio).
+    pub fn of(kernel: &[f64], count: bool) -> Option<Band> {
         let lo = kernel.iter().copied().reduce(f64::min)?;
         let hi = kernel.iter().copied().reduce(f64::max)?;
-        Some(if hi < SMALL_COUNT {
+        Some(if count && hi < SMALL_COUNT {
             Band {
                 lo: (lo - SMALL_SLACK).max(0.0),
                 hi: hi + SMALL_SLACK,
@@ -81,32 +83,65 @@ pub struct Context<'a> {
     m: &'a Machine,
 }
 
-/// The figures judged, by name.
-const FIGURES: &[(&str, Getter)] = &[
-    ("numa_pte_updates", |r, _| memcg(r, "numa_pte_updates")),
-    ("numa_hint_faults", |r, _| memcg(r, "numa_hint_faults")),
-    ("numa_hint_faults_local", |r, _| {
-        Some(r.vm("numa_hint_faults_local") as f64)
-    }),
-    ("numa_pages_migrated", |r, _| {
-        memcg(r, "numa_pages_migrated")
-    }),
-    ("numa_task_migrated", |r, _| memcg(r, "numa_task_migrated")),
-    ("numa_task_swapped", |r, _| memcg(r, "numa_task_swapped")),
-    ("sched_move_numa", |r, _| {
-        r.lab.get(TRACE.key("sched_move_numa"))
-    }),
-    ("sched_swap_numa", |r, _| {
-        r.lab.get(TRACE.key("sched_swap_numa"))
-    }),
-    ("sched_stick_numa", |r, _| {
-        r.lab.get(TRACE.key("sched_stick_numa"))
-    }),
-    ("nr_migrations per thread", |r, _| {
-        let n = r.tasks.len();
-        (n > 0).then(|| r.tasks.iter().map(|t| t.nr_migrations as f64).sum::<f64>() / n as f64)
-    }),
-    ("all threads >= 90% local (s)", all_local),
+/// Whether a figure counts events (small counts get an absolute band).
+const COUNT: bool = true;
+
+/// The figures judged: name, value, whether it counts events.
+const FIGURES: &[(&str, Getter, bool)] = &[
+    (
+        "numa_pte_updates",
+        |r, _| memcg(r, "numa_pte_updates"),
+        COUNT,
+    ),
+    (
+        "numa_hint_faults",
+        |r, _| memcg(r, "numa_hint_faults"),
+        COUNT,
+    ),
+    (
+        "numa_hint_faults_local",
+        |r, _| Some(r.vm("numa_hint_faults_local") as f64),
+        COUNT,
+    ),
+    (
+        "numa_pages_migrated",
+        |r, _| memcg(r, "numa_pages_migrated"),
+        COUNT,
+    ),
+    (
+        "numa_task_migrated",
+        |r, _| memcg(r, "numa_task_migrated"),
+        COUNT,
+    ),
+    (
+        "numa_task_swapped",
+        |r, _| memcg(r, "numa_task_swapped"),
+        COUNT,
+    ),
+    (
+        "sched_move_numa",
+        |r, _| r.lab.get(TRACE.key("sched_move_numa")),
+        COUNT,
+    ),
+    (
+        "sched_swap_numa",
+        |r, _| r.lab.get(TRACE.key("sched_swap_numa")),
+        COUNT,
+    ),
+    (
+        "sched_stick_numa",
+        |r, _| r.lab.get(TRACE.key("sched_stick_numa")),
+        COUNT,
+    ),
+    (
+        "nr_migrations per thread",
+        |r, _| {
+            let n = r.tasks.len();
+            (n > 0).then(|| r.tasks.iter().map(|t| t.nr_migrations as f64).sum::<f64>() / n as f64)
+        },
+        COUNT,
+    ),
+    ("all threads >= 90% local (s)", all_local, !COUNT),
 ];
 
 /// When every measured thread's memory first was 90 % local (the latest
@@ -318,14 +353,14 @@ pub fn judge(
     };
     let mut rows: Vec<Row> = FIGURES
         .iter()
-        .map(|(name, get)| {
+        .map(|(name, get, count)| {
             let kernel: Vec<f64> = boots.iter().filter_map(|r| get(r, &c)).collect();
             let kernel = if kernel.len() == boots.len() {
                 kernel
             } else {
                 Vec::new()
             };
-            let band = Band::of(&kernel);
+            let band = Band::of(&kernel, *count);
             let value = get(model, &c);
             let inside = band.zip(value).map(|(b, v)| b.contains(v));
             Row {
@@ -422,7 +457,7 @@ mod tests {
 
     #[test]
     fn a_band_is_the_kernels_spread_widened_2x_or_by_2_for_small_counts() {
-        let b = Band::of(&[100.0, 300.0, 200.0]).unwrap();
+        let b = Band::of(&[100.0, 300.0, 200.0], COUNT).unwrap();
         assert_eq!(
             b,
             Band {
@@ -432,10 +467,15 @@ mod tests {
         );
         assert!(b.contains(50.0) && b.contains(600.0));
         assert!(!b.contains(49.0) && !b.contains(601.0));
-        let s = Band::of(&[0.0, 3.0, 1.0]).unwrap();
+        let s = Band::of(&[0.0, 3.0, 1.0], COUNT).unwrap();
         assert_eq!(s, Band { lo: 0.0, hi: 5.0 });
         assert!(!s.contains(6.0));
-        assert_eq!(Band::of(&[]), None);
+        assert_eq!(Band::of(&[], COUNT), None);
+        // A time of a few seconds is widened by the ratio, not by 2.
+        assert_eq!(
+            Band::of(&[1.0, 3.0], !COUNT),
+            Some(Band { lo: 0.5, hi: 6.0 })
+        );
     }
 
     #[test]
