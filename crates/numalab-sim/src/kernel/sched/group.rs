@@ -112,6 +112,11 @@ impl Kernel {
 
     /// Counts task `t` on (`on`) or off `cpu`'s runqueue in its group.
     pub(crate) fn group_count(&mut self, t: TaskId, cpu: CpuId, on: bool) {
+        // A task's group exists from its first attach, before it queues:
+        // with none, there is nothing to count (and no knob to read).
+        if self.tg.active.is_empty() {
+            return;
+        }
         let Some(g) = self.task_group(t) else {
             return;
         };
