@@ -43,6 +43,21 @@ choice! {
     }
 }
 
+choice! {
+    /// Which runtime's own mappings a workload process has besides its
+    /// regions: the words of [`PROCESS_MAPPINGS`].
+    pub enum ProcessMappings {
+        /// Only the workload's regions (the model before).
+        None = "none",
+        /// A C program on glibc's pthreads: 8 MiB thread stacks, the
+        /// heap, the libraries' data, the main stack.
+        Glibc = "glibc",
+        /// A Rust program (numalab real run's worker): 2 MiB thread
+        /// stacks, sigaltstacks, a glibc malloc arena per spawned thread.
+        Rust = "rust",
+    }
+}
+
 declare! {
     /// `sysctl_numa_balancing_mode`.
     NUMA_BALANCING: uint(0, 4) {
@@ -203,6 +218,17 @@ declare! {
         location: Location::Lab,
         source: "kernel/fork.c copy_process(), wake_up_new_task(); mm/mmap.c do_mmap() under mmap_write_lock; numalab real run's worker (crates/numalab-real/src/worker.rs) creates the threads that start at once from its main thread; 6.12 guest trace of validate/unpinned (docs/real.md M3): new threads sleep in D at once and wake after the last is created; off by default until its effect on the reproductions is judged (validate turns it on: it is how numalab real run's worker starts threads)",
         description: "1: a process's first thread creates the others that start at once, one after another (physics/costs.rs CLONE_THREAD_NS each, its system time), each new thread placed from the creator's CPU and sleeping on the creator's mmap_lock until the last is created (engine/clone.rs); 0: they all exist at time 0, placed from the process's CPU (the model before)",
+    }
+
+    /// The program's runtime mappings beside the workload's regions.
+    PROCESS_MAPPINGS: choice(ProcessMappings) {
+        name: "numalab.process_mappings",
+        aliases: [],
+        default: ProcessMappings::None,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c task_numa_work() (one VMA per forced pass, vma_pids_forced; a VMA at most once per numa_scan_seq) and vma_is_accessed(); glibc nptl allocatestack.c (stack of RLIMIT_STACK, 8 MiB by default), malloc/arena.c (per-thread arenas, HEAP_MAX_SIZE 64 MiB reserved); Rust std::thread (2 MiB default stack, a sigaltstack per thread); the VMA list of numalab real run's worker in the 6.12 guest, from sched_skip_vma_numa and an fprobe on change_prot_numa (docs/real.md M5)",
+        description: "none: a process has only its regions' VMAs (the model before); glibc: also a stack per thread (8 MiB, its top 16 KiB written by its thread at start and in every loop iteration), the heap, eight library data mappings and the main stack; rust: as glibc with 2 MiB stacks, a 132 KiB malloc arena per spawned thread and an 8 KiB sigaltstack per thread (numalab real run's worker). They change which VMAs task_numa_work walks and how far a pass gets (numalab-workload runtime.rs). Off by default until its effect on the reproductions is judged; validate uses rust",
     }
 
     /// Background activity: per-CPU kernel threads and periodic system work.

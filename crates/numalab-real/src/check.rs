@@ -559,6 +559,7 @@ mod tests {
                     bytes: 64 << 20,
                     page_size: PageSize::Base4K,
                     policy: None,
+                    runtime: false,
                 }],
                 threads: vec![Thread {
                     name: "t0".into(),

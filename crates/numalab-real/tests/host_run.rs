@@ -60,12 +60,14 @@ fn mixed() -> Workload {
                         bytes: 4 * MIB,
                         page_size: PageSize::Base4K,
                         policy: pol(PolicyMode::Bind, &[0]),
+                        runtime: false,
                     },
                     Region {
                         name: "thp".into(),
                         bytes: 4 * MIB,
                         page_size: PageSize::Thp2M,
                         policy: pol(PolicyMode::Interleave, &[0]),
+                        runtime: false,
                     },
                 ],
                 threads: vec![
@@ -136,6 +138,7 @@ fn mixed() -> Workload {
                     bytes: 2 * MIB,
                     page_size: PageSize::Base4K,
                     policy: None,
+                    runtime: false,
                 }],
                 threads: vec![Thread {
                     name: "w".into(),

@@ -277,6 +277,12 @@ pub struct Region {
     pub page_size: PageSize,
     /// VMA policy (`mbind`), if any.
     pub policy: Option<PolicySpec>,
+    /// A mapping of the program's runtime (a thread stack, the heap, a
+    /// library's data), added by `numalab.process_mappings`
+    /// ([`crate::runtime`]), not declared by the workload: left out of
+    /// per-region reports.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub runtime: bool,
 }
 
 /// One thread of a process.

@@ -384,6 +384,13 @@ struct RunOpts {
     /// the kernel has).
     #[arg(long, value_name = "A,B", requires = "trace")]
     trace_events: Option<String>,
+    /// Also trace this kernel dynamic event, as tracefs's `dynamic_events`
+    /// takes it, named: `f:numalab/cpn change_prot_numa vma->vm_start`
+    /// (fprobe), `p:NAME SYM ARGS` (kprobe), `r:NAME SYM $retval`
+    /// (kretprobe). Repeatable; removed when the run ends. Kernel runs
+    /// only (docs/real.md).
+    #[arg(long, value_name = "DEF", requires = "trace")]
+    probe: Vec<String>,
 }
 
 impl RunOpts {
@@ -397,6 +404,7 @@ impl RunOpts {
             interval: self.interval,
             trace: self.trace,
             trace_events: self.trace_events,
+            probes: self.probe,
         }
     }
 }

@@ -38,6 +38,9 @@ pub struct RunArgs {
     pub trace: Option<String>,
     /// `--trace-events A,B`: which events (default the model's).
     pub trace_events: Option<String>,
+    /// `--probe DEF`: dynamic events (kprobe, kretprobe, fprobe) traced
+    /// beside them (numalab_real::tracefs::Probe).
+    pub probes: Vec<String>,
 }
 
 /// Checks `--scale` and `--interval` and splits the `--set` values.
@@ -51,6 +54,9 @@ fn common(a: &RunArgs) -> Result<(Vec<(String, String)>, Duration), Failure> {
     // An event name the model does not know would be left out of the
     // kernel's trace without a word: refuse it as `run` does.
     crate::trace::filter(a.trace_events.as_deref(), None)?;
+    for p in &a.probes {
+        numalab_real::tracefs::Probe::parse(p)?;
+    }
     let sets = a
         .sets
         .iter()
@@ -104,7 +110,12 @@ pub fn real_run(a: &RunArgs, allow_sysctl: bool, verbose: bool) -> Result<(), Fa
             let root = facts
                 .tracefs
                 .ok_or_else(|| RealError::Refused("--trace: tracefs is not mounted".to_string()))?;
-            let c = numalab_real::tracefs::TraceCapture::start(&root, &paths)
+            let probes = a
+                .probes
+                .iter()
+                .map(|p| numalab_real::tracefs::Probe::parse(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let c = numalab_real::tracefs::TraceCapture::start(&root, &paths, &probes)
                 .map_err(|e| RealError::Refused(format!("--trace: {e}")))?;
             for m in &c.missing {
                 eprintln!("numalab real: note: --trace: this kernel has no event {m}");
@@ -243,6 +254,9 @@ pub fn vm_outcome(m: &Machine, a: &RunArgs, v: &VmArgs) -> Result<VmOutcome, Fai
         args.extend(["--trace".to_string(), vm::GUEST_TRACE.to_string()]);
         if let Some(ev) = &a.trace_events {
             args.extend(["--trace-events".to_string(), ev.clone()]);
+        }
+        for p in &a.probes {
+            args.extend(["--probe".to_string(), p.clone()]);
         }
     }
     let mut o = VmOptions::new(exe, args);
@@ -435,6 +449,7 @@ mod tests {
             interval: 0.5,
             trace: None,
             trace_events: None,
+            probes: Vec::new(),
         }
     }
 

@@ -248,12 +248,19 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
 
 /// The model's knobs for a scenario that `numalab real run` runs in the
 /// guest: its worker's main thread creates the threads that start at once
-/// one after another (`numalab.serial_clone`), and the workload runs in
-/// its own cgroup, a task group below the root where the kernel threads
-/// and the coordinator run (`numalab.task_group=session`). Both are off in
-/// plain model runs until their effect on the reproductions is judged
-/// (docs/real.md M3).
-pub const REAL_RUN_KNOBS: &[&str] = &["numalab.serial_clone=1", "numalab.task_group=session"];
+/// one after another (`numalab.serial_clone`); the workload runs in its
+/// own cgroup, a task group below the root where the kernel threads and
+/// the coordinator run (`numalab.task_group=session`); and the worker is a
+/// Rust program, whose thread stacks, sigaltstacks, malloc arenas and
+/// libraries' data are VMAs `task_numa_work` walks
+/// (`numalab.process_mappings=rust`). All three are off in plain model
+/// runs until their effect on the reproductions is judged (docs/real.md
+/// M3, M5).
+pub const REAL_RUN_KNOBS: &[&str] = &[
+    "numalab.serial_clone=1",
+    "numalab.task_group=session",
+    "numalab.process_mappings=rust",
+];
 
 /// Runs a scenario in the model (knobs [`REAL_RUN_KNOBS`], then `sets`
 /// from `--set`; trace on), on
@@ -640,6 +647,7 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
         interval: 1.0,
         trace: None,
         trace_events: None,
+        probes: Vec::new(),
     };
     let out = real::vm_outcome(m, &a, &o.vm)?;
     eprintln!(

@@ -61,6 +61,7 @@ fn guest(s: &Scenario, m: &Machine, o: &Options, tmp: &Path, kernel: &Stock) -> 
         interval: 1.0,
         trace: None,
         trace_events: None,
+        probes: Vec::new(),
     };
     let mut v = o.vm.clone();
     v.boot(kernel);

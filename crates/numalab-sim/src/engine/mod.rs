@@ -213,6 +213,13 @@ impl Sim {
         opts: RunOptions,
     ) -> Result<Sim, SimError> {
         let mut k = Kernel::new(machine, knobs).map_err(SimError::Refused)?;
+        // The runtime's own mappings (thread stacks, heap, libraries'
+        // data) beside the workload's regions, when asked for.
+        let mut w = w;
+        numalab_workload::runtime::add_process_mappings(
+            &mut w,
+            k.knobs.get(knob::PROCESS_MAPPINGS),
+        );
         k.balance.serialize.seed = opts.seed;
         if opts.trace {
             k.trace = Some(Box::default());

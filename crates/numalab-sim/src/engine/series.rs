@@ -74,7 +74,8 @@ pub(super) const SERIES: [Series; 7] = [
         columns: |s, c| {
             let nn = s.k.m.nr_nodes();
             for p in &s.w.processes {
-                for r in &p.regions {
+                // The runtime's mappings are not the workload's memory.
+                for r in p.regions.iter().filter(|r| !r.runtime) {
                     for node in 0..nn {
                         c.push(
                             Column::RegionBytes {
@@ -93,7 +94,8 @@ pub(super) const SERIES: [Series; 7] = [
             let nn = s.k.m.nr_nodes();
             for (pi, p) in s.procs.iter().enumerate() {
                 let mm = s.k.mms.iter().find(|m| m.tgid == p.pid);
-                for r in 0..s.w.processes[pi].regions.len() {
+                let regions = &s.w.processes[pi].regions;
+                for r in (0..regions.len()).filter(|&r| !regions[r].runtime) {
                     match mm.and_then(|m| m.vmas.get(VmaId::new(r))) {
                         Some(v) => {
                             let k = v.page_size() as f64;

@@ -180,6 +180,7 @@ impl Resolver<'_> {
                     PageSize::Base4K
                 },
                 policy,
+                runtime: false,
             })
             .collect();
         Ok(Process {
