@@ -150,6 +150,14 @@ impl Kernel {
         s.ptl_ns + s.vm_lock_ns
     }
 
+    /// What turns the first-touch path's native costs into the units
+    /// [`Kernel::charge_sys`] takes (it multiplies by `cost_scale`):
+    /// `fault_cost_scale / cost_scale` when the machine gives one.
+    fn first_touch_rescale(&self) -> Option<f64> {
+        let k = &self.m.kernel;
+        k.fault_cost_scale.map(|f| f / k.cost_scale)
+    }
+
     /// `do_anonymous_page`: allocate, zero and map page `idx`; the other
     /// threads of `race` did the same, lost the page-table lock to `t` and
     /// freed theirs.
@@ -229,16 +237,24 @@ impl Kernel {
             self.vmstat.add(Vm::NumaLocal, here * nr);
             self.vmstat.add(Vm::NumaOther, (losers - here) * nr);
         }
+        let mut cpu_ns = base + zone + spin;
+        let mut loser_cpu_ns = if losers > 0 {
+            base - costs::PTL_HOLD_MAP_NS + costs::PTL_HOLD_CHECK_NS + costs::FOLIO_FREE_NS + spin
+        } else {
+            0.0
+        };
+        // The machine may run this path at its own speed
+        // (`[kernel] fault_cost_scale`); the zeroing is a copy at the
+        // machine's bandwidth either way.
+        if let Some(work) = self.first_touch_rescale() {
+            cpu_ns = (cpu_ns - zero_ns) * work + zero_ns;
+            if losers > 0 {
+                loser_cpu_ns = (loser_cpu_ns - zero_ns) * work + zero_ns;
+            }
+        }
         Ok(FaultCost {
-            cpu_ns: base + zone + spin,
-            loser_cpu_ns: if losers > 0 {
-                base - costs::PTL_HOLD_MAP_NS
-                    + costs::PTL_HOLD_CHECK_NS
-                    + costs::FOLIO_FREE_NS
-                    + spin
-            } else {
-                0.0
-            },
+            cpu_ns,
+            loser_cpu_ns,
             loser_sleep_ns: 0.0,
         })
     }
@@ -303,5 +319,28 @@ mod tests {
         let (k, noretry) = race_on(&["numalab.fault_retry=0"]);
         assert_eq!(k.vmstat.get(Vm::PgFault), 1);
         assert_eq!(noretry.loser_cpu_ns, 0.0);
+    }
+
+    #[test]
+    fn fault_cost_scale_rescales_the_first_touch_work_but_not_the_zeroing() {
+        let first_touch = |cost: f64, fault: Option<f64>| {
+            let mut k = fx::kernel("spr-4n", &[]);
+            k.m.kernel.cost_scale = cost;
+            k.m.kernel.fault_cost_scale = fault;
+            let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+            let t = fx::add_task(&mut k, mm, fx::c(0));
+            let ns = k.handle_mm_fault(t, fx::c(0), fx::V0, 3).expect("fault");
+            // What charge_sys makes of it.
+            ns * cost
+        };
+        let native = first_touch(1.0, None);
+        let zero = 4096.0 / fx::kernel("spr-4n", &[]).m.bandwidth.core_gbps;
+        assert!(native > zero);
+        // The whole path at 180, the zeroing at the machine's bandwidth.
+        let slow = first_touch(180.0, None);
+        assert!(((slow - zero) / (native - zero) - 180.0).abs() < 1e-6, "{slow} {native}");
+        // Only the path's own work at 8 when the machine says so.
+        let calibrated = first_touch(180.0, Some(8.0));
+        assert!(((calibrated - zero) / (native - zero) - 8.0).abs() < 1e-6, "{calibrated}");
     }
 }
