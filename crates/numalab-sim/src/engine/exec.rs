@@ -421,7 +421,7 @@ impl Sim {
             .k
             .cpu_smt_mask(cpu)
             .iter()
-            .filter(|&&c| self.k.rq[c].curr.is_some())
+            .filter(|&&c| self.k.sched.rq[c].curr.is_some())
             .count();
         if busy <= 1 {
             1.0

@@ -295,8 +295,8 @@ impl Sim {
         cur_cpu: CpuId,
         stream: Option<(u64, u64, u64)>,
     ) -> Vec<StreamRow> {
-        let mut found: Vec<StreamRow> = Vec::with_capacity(self.k.rq.len());
-        for (cpu, rq) in self.k.rq.iter_enumerated() {
+        let mut found: Vec<StreamRow> = Vec::with_capacity(self.k.sched.rq.len());
+        for (cpu, rq) in self.k.sched.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             if self.k.tasks[t].mm != mm {
                 continue;

@@ -133,7 +133,7 @@ impl Sim {
                 traffic_bytes: self.fluid.node_traffic[n].round() as u64,
             })
             .collect();
-        let b = &k.balance.stats;
+        let b = &k.sched.balance.stats;
         let total_cpu_ns = elapsed_ns * k.m.nr_cpus() as f64;
         let mut lab = Lab::new();
         lab.set(lab::LB_COUNT, b.lb_count as f64);
@@ -145,7 +145,7 @@ impl Sim {
         lab.set(lab::NEWIDLE_PULLED, b.newidle_pulled as f64);
         // SD_SERIALIZE: the sched_balance_running flag, its cache line and
         // the invariant checker (kernel/sched/serialize.rs).
-        let sz = &k.balance.serialize.stats;
+        let sz = &k.sched.balance.serialize.stats;
         lab.set(lab::SOFTIRQS, b.softirqs as f64);
         lab.set(lab::SERIALIZE_ATTEMPTS, sz.attempts as f64);
         lab.set(lab::SERIALIZE_CONTENDED, sz.contended as f64);
@@ -174,11 +174,12 @@ impl Sim {
                 0.0
             },
         );
-        lab.set(lab::IDLE_KERNEL_S, secs(k.idle_kernel_ns));
+        lab.set(lab::IDLE_KERNEL_S, secs(k.sched.idle_kernel_ns));
         lab.set(
             lab::CPU_BUSY_SHARE,
             if total_cpu_ns > 0.0 {
-                (k.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6).round()
+                (k.sched.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6)
+                    .round()
                     / 1e6
             } else {
                 0.0

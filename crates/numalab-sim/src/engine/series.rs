@@ -59,7 +59,9 @@ pub(super) const SERIES: [Series; 7] = [
     },
     Series {
         columns: |_, c| c.push(Column::RunningTasks.name()),
-        values: |s, _, row| row.push(s.k.rq.iter().filter(|r| r.curr.is_some()).count() as f64),
+        values: |s, _, row| {
+            row.push(s.k.sched.rq.iter().filter(|r| r.curr.is_some()).count() as f64)
+        },
     },
     Series {
         columns: |s, c| c.extend((0..s.k.m.nr_nodes()).map(|n| Column::NodeUsedGib(n).name())),

@@ -72,7 +72,7 @@ id!(
     TaskId
 );
 id!(
-    /// A CPU, numbered as the machine numbers it; indexes `Kernel::rq`.
+    /// A CPU, numbered as the machine numbers it; indexes `Sched::rq`.
     CpuId
 );
 id!(

@@ -36,8 +36,7 @@ use mm::mempolicy::MemPolicy;
 use mm::page_alloc::NodeMem;
 use mm::Mm;
 use numalab_topology::{CpuSet, Machine, NodeMask};
-use sched::topology::SchedDomain;
-use sched::{Rq, Task};
+use sched::Task;
 use stats::VmStat;
 use sysctl::{knob, Knobs};
 
@@ -45,38 +44,6 @@ use sysctl::{knob, Knobs};
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
 
 pub use trace::{TraceEvent, TraceFilter, Tracer};
-
-/// What the kernel derives from the machine at boot and never changes:
-/// scheduling domains, zonelists and the CPU masks of cores and LLCs
-/// (`sched_domain`s, `build_zonelists`, `cpu_smt_mask`, `cpu_llc_mask`).
-pub struct Topology {
-    /// Scheduling domains of each CPU, lowest first.
-    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
-    /// Zonelists: nodes by distance from each node.
-    pub zonelists: TiVec<NodeId, Vec<NodeId>>,
-    /// CPUs of each core (SMT siblings), by the machine's core id.
-    pub core_cpus: Vec<Vec<CpuId>>,
-    /// CPUs of each LLC, by the machine's LLC id.
-    pub llc_cpus: Vec<Vec<CpuId>>,
-}
-
-impl Topology {
-    fn new(m: &Machine) -> Topology {
-        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
-        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
-        let mut llc_cpus = vec![Vec::new(); nllc];
-        for c in &m.cpus {
-            core_cpus[c.core].push(CpuId::new(c.id));
-            llc_cpus[c.llc].push(CpuId::new(c.id));
-        }
-        Topology {
-            sd: sched::topology::build_sched_domains(m).into(),
-            zonelists: mm::page_alloc::zonelists(&m.distance),
-            core_cpus,
-            llc_cpus,
-        }
-    }
-}
 
 /// The modeled kernel. The engine drives it (time, the tick, task life
 /// cycles) and reads its state for the Run record; the fields it needs are
@@ -90,8 +57,8 @@ pub struct Kernel {
     pub tick_ns: u64,
     /// Knobs in force.
     pub knobs: Knobs,
-    /// Runqueues, by CPU.
-    pub rq: TiVec<CpuId, Rq>,
+    /// The scheduler: runqueues, balancer, task groups, topology.
+    pub sched: sched::Sched,
     /// Tasks (pid = index + first pid in runs). Add with
     /// [`Kernel::add_task`], which keeps [`Kernel::owed`] beside it.
     pub tasks: TiVec<TaskId, Task>,
@@ -108,23 +75,16 @@ pub struct Kernel {
     pub vmstat: VmStat,
     /// The trace recorder, when tracing (boxed: off the hot structure).
     pub trace: Option<Box<Tracer>>,
-    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
-    pub idle_kernel_ns: f64,
-    /// Load-balancer state (the SD_SERIALIZE flag and counts).
-    pub balance: sched::balance::BalanceState,
     /// Fault-path locks, on the contended-line model (kernel/locking/).
     pub locks: locking::Locks,
-    /// Task groups' load (kernel/sched/group.rs).
-    pub tg: sched::group::TaskGroups,
     /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
     pub numa_async: numa::async_scan::AsyncScan,
     /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
     /// callbacks make the decisions (kernel/numa/policy).
     pub numa_ops: &'static numa::policy::NumaPolicyOps,
-    /// Derived topology, fixed at boot.
-    topo: Topology,
-    /// Runqueues with more than one task (`rd->overloaded` as a count).
-    nr_overloaded: usize,
+    /// Zonelists: nodes by distance from each node (`build_zonelists`),
+    /// fixed at boot.
+    zonelists: TiVec<NodeId, Vec<NodeId>>,
 }
 
 /// The CPUs a task may run on ([`Kernel::task_allowed`]), read in place:
@@ -150,13 +110,7 @@ impl Kernel {
     /// lists the known ones).
     pub fn new(m: Machine, knobs: Knobs) -> Result<Kernel, String> {
         let numa_ops = numa::policy::find(knobs.name(knob::POLICY))?;
-        let topo = Topology::new(&m);
         let hz = knobs.get(knob::CONFIG_HZ).max(1);
-        let rq = topo
-            .sd
-            .iter_enumerated()
-            .map(|(cpu, sds)| Rq::new(cpu, sds))
-            .collect();
         let nodes = m
             .nodes
             .iter()
@@ -172,15 +126,12 @@ impl Kernel {
         Ok(Kernel {
             locks,
             numa_async: Default::default(),
-            tg: Default::default(),
             numa_ops,
-            topo,
-            balance: sched::balance::BalanceState::new(variant),
-            nr_overloaded: 0,
+            sched: sched::Sched::new(&m, sched::balance::BalanceState::new(variant)),
+            zonelists: mm::page_alloc::zonelists(&m.distance),
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
-            rq,
             tasks: TiVec::new(),
             owed: TiVec::new(),
             mms: TiVec::new(),
@@ -188,7 +139,6 @@ impl Kernel {
             nodes,
             vmstat: VmStat::default(),
             trace: None,
-            idle_kernel_ns: 0.0,
             m,
         })
     }
@@ -208,7 +158,7 @@ impl Kernel {
 
     /// `cpu_smt_mask`: the CPUs of `cpu`'s core, `cpu` included.
     pub fn cpu_smt_mask(&self, cpu: CpuId) -> &[CpuId] {
-        &self.topo.core_cpus[self.cpu_info(cpu).core]
+        &self.sched.topo.core_cpus[self.cpu_info(cpu).core]
     }
 
     /// `jiffies` at the current time.
@@ -317,15 +267,15 @@ impl Kernel {
                 ));
             }
         }
-        let overloaded = self.rq.iter().filter(|r| r.nr_running() > 1).count();
-        if overloaded != self.nr_overloaded {
+        let overloaded = self.sched.rq.iter().filter(|r| r.nr_running() > 1).count();
+        if overloaded != self.sched.nr_overloaded {
             return Err(format!(
                 "{overloaded} runqueues overloaded but nr_overloaded = {}",
-                self.nr_overloaded
+                self.sched.nr_overloaded
             ));
         }
         let mut seen: TiVec<TaskId, bool> = vec![false; self.tasks.len()].into();
-        for rq in &self.rq {
+        for rq in &self.sched.rq {
             for &t in rq.curr.iter().chain(rq.queue.iter()) {
                 if seen[t] {
                     return Err(format!("task {t} is on two runqueues"));

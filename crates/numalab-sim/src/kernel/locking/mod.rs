@@ -301,7 +301,8 @@ impl Kernel {
     /// `mm_cpumask` (x86 clears a CPU's bit when it switches to another
     /// mm; lazy-TLB CPUs are skipped by the flush IPI anyway).
     pub fn mm_cpumask(&self, mm: MmId) -> Vec<CpuId> {
-        self.rq
+        self.sched
+            .rq
             .iter_enumerated()
             .filter(|(_, rq)| rq.curr.is_some_and(|t| self.tasks[t].mm == mm))
             .map(|(c, _)| c)

@@ -181,7 +181,7 @@ impl Kernel {
             0
         };
         let mems = self.task_mems(t);
-        let order = alloc_order(&pol, local, il_index, mems, &self.topo.zonelists);
+        let order = alloc_order(&pol, local, il_index, mems, &self.zonelists);
         let intended = order.first().copied();
         let Some(nid) = alloc_pages_on(&mut self.nodes, &order, nr) else {
             return Err(Oom(format!(

@@ -226,7 +226,7 @@ impl Kernel {
                     if pol.nodes.has(curnid) {
                         return None;
                     }
-                    *self.topo.zonelists[thisnid]
+                    *self.zonelists[thisnid]
                         .iter()
                         .find(|&&n| pol.nodes.has(n))?
                 }

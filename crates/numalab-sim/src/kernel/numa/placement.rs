@@ -312,7 +312,7 @@ impl Kernel {
             self.tasks[t].numa.group = Some(t);
         }
         let cpu = cpupid_to_cpu(cpupid);
-        let Some(tsk) = self.rq.get(cpu).and_then(|rq| rq.curr) else {
+        let Some(tsk) = self.sched.rq.get(cpu).and_then(|rq| rq.curr) else {
             return;
         };
         if !cpupid_match_pid(self.tasks[tsk].pid, cpupid) {
@@ -605,14 +605,14 @@ mod tests {
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
         assert_eq!(k.tasks[t].numa.preferred_nid, Some(fx::n(1)));
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 0);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_preferred_running, 0);
         // Node 0 overtakes as the old faults decay.
         k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(0), 200, TNF_FAULT_LOCAL);
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
         assert_eq!(k.tasks[t].numa.preferred_nid, Some(fx::n(0)));
-        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_preferred_running, 1);
     }
 
     #[test]

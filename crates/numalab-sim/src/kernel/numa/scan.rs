@@ -536,7 +536,7 @@ impl Kernel {
         let pref = self.tasks[t].numa.preferred_nid;
         let numa = u32::from(pref.is_some());
         let preferred = u32::from(pref == Some(nid));
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         if add {
             rq.nr_numa_running += numa;
             rq.nr_preferred_running += preferred;
@@ -722,8 +722,8 @@ mod tests {
         // min(task_scan_max in ms, period * users in ns) read as ns, + 2 ticks.
         let expect = k.task_scan_max(t0) + 2 * k.tick_ns;
         assert_eq!(k.tasks[t1].numa.node_stamp, expect);
-        assert_eq!(k.rq[fx::c(2)].nr_preferred_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 0);
+        assert_eq!(k.sched.rq[fx::c(2)].nr_preferred_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_preferred_running, 0);
     }
 }

@@ -113,7 +113,7 @@ mod tests {
         let (mut k, mm, t) = setup(&["numalab.numa_preferred_node=0"]);
         remote_pass(&mut k, mm, t);
         assert_eq!(k.tasks[t].numa.preferred_nid, None);
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 0);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 0);
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub(crate) mod fx {
         k.add_task(task);
         k.mms[mm].users += 1;
         k.enqueue_task(t, cpu);
-        if k.rq[cpu].curr.is_none() {
+        if k.sched.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);
         }
         let parent = k.tasks.keys().find(|&o| o != t && k.tasks[o].mm == mm);

@@ -196,8 +196,8 @@ const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 impl Kernel {
     /// `get_sd_balance_interval` in jiffies.
     fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
-        let sd = &self.topo.sd[cpu][level];
-        let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
+        let sd = &self.sched.topo.sd[cpu][level];
+        let mut ms = self.sched.rq[cpu].sd[level].balance_interval_ms;
         if busy {
             ms *= sd.busy_factor;
         }
@@ -214,10 +214,10 @@ impl Kernel {
     /// when its `next_balance` is due. The raised softirqs run in
     /// [`Kernel::run_sched_softirqs`].
     pub fn sched_balance_trigger(&mut self, cpu: CpuId) {
-        if self.jiffies() < self.rq[cpu].next_balance {
+        if self.jiffies() < self.sched.rq[cpu].next_balance {
             return;
         }
-        self.balance.raised.push(cpu);
+        self.sched.balance.raised.push(cpu);
     }
 
     /// Runs every SCHED_SOFTIRQ raised at this tick (`sched_balance_softirq`
@@ -225,7 +225,7 @@ impl Kernel {
     /// always the walk whose clock is earliest resumes, up to its next
     /// operation on the serialize flag.
     pub fn run_sched_softirqs(&mut self) {
-        let raised = std::mem::take(&mut self.balance.raised);
+        let raised = std::mem::take(&mut self.sched.balance.raised);
         let mut walks: Vec<BalanceWalk> = raised.iter().map(|&c| self.walk_new(c)).collect();
         let mut paused = vec![false; walks.len()];
         let mut heap: BinaryHeap<Reverse<(u64, usize)>> = walks
@@ -245,8 +245,8 @@ impl Kernel {
                 heap.push(Reverse((w.t.to_bits(), i)));
             }
         }
-        self.balance.raised = raised;
-        self.balance.raised.clear();
+        self.sched.balance.raised = raised;
+        self.sched.balance.raised.clear();
     }
 
     /// `sched_balance_domains` run to completion at once (tests; the tick
@@ -260,7 +260,7 @@ impl Kernel {
     }
 
     fn walk_new(&self, cpu: CpuId) -> BalanceWalk {
-        let idle = if self.rq[cpu].is_idle() {
+        let idle = if self.sched.rq[cpu].is_idle() {
             CpuIdleType::Idle
         } else {
             CpuIdleType::NotIdle
@@ -268,7 +268,7 @@ impl Kernel {
         let jiffies = self.jiffies();
         let mut t = self.softirq_start(cpu);
         if idle == CpuIdleType::Idle {
-            t = t.max(self.rq[cpu].kernel_busy_until as f64);
+            t = t.max(self.sched.rq[cpu].kernel_busy_until as f64);
         }
         BalanceWalk {
             cpu,
@@ -293,14 +293,16 @@ impl Kernel {
         loop {
             match w.at {
                 WalkAt::Level => {
-                    if w.level >= self.topo.sd[cpu].len() || !w.continue_balancing {
-                        self.rq[cpu].next_balance = w.next_balance;
+                    if w.level >= self.sched.topo.sd[cpu].len() || !w.continue_balancing {
+                        self.sched.rq[cpu].next_balance = w.next_balance;
                         w.at = WalkAt::Done;
                         continue;
                     }
                     w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
-                    let serialize = self.topo.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
-                    if serialize && self.balance.serialize.variant.in_domains_walk() {
+                    let serialize = self.sched.topo.sd[cpu][w.level]
+                        .flags
+                        .has(SdFlags::SERIALIZE);
+                    if serialize && self.sched.balance.serialize.variant.in_domains_walk() {
                         // Pre-6.19: the flag before the interval check.
                         w.at = WalkAt::LegacyTryLock;
                         return false;
@@ -308,7 +310,7 @@ impl Kernel {
                     w.at = WalkAt::Due;
                 }
                 WalkAt::Due => {
-                    let last = self.rq[cpu].sd[w.level].last_balance;
+                    let last = self.sched.rq[cpu].sd[w.level].last_balance;
                     if w.jiffies >= last + w.interval {
                         w.rq = Some(self.rq_pass_new(cpu, w.level, w.idle));
                         w.at = WalkAt::InRq;
@@ -333,7 +335,7 @@ impl Kernel {
                     if p.ld_moved > 0 {
                         // The LBF_DST_PINNED logic could have changed the
                         // destination: recompute our idle state.
-                        w.idle = if self.rq[cpu].is_idle() {
+                        w.idle = if self.sched.rq[cpu].is_idle() {
                             CpuIdleType::Idle
                         } else {
                             CpuIdleType::NotIdle
@@ -341,7 +343,7 @@ impl Kernel {
                         w.busy = w.idle == CpuIdleType::NotIdle;
                     }
                     w.continue_balancing &= p.continue_balancing;
-                    self.rq[cpu].sd[w.level].last_balance = w.jiffies;
+                    self.sched.rq[cpu].sd[w.level].last_balance = w.jiffies;
                     w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
                     w.at = if w.legacy_held {
                         WalkAt::LegacyUnlock
@@ -351,7 +353,7 @@ impl Kernel {
                 }
                 WalkAt::LegacyTryLock | WalkAt::LegacyUnlock => return false,
                 WalkAt::Out => {
-                    let next = self.rq[cpu].sd[w.level].last_balance + w.interval;
+                    let next = self.sched.rq[cpu].sd[w.level].last_balance + w.interval;
                     w.next_balance = w.next_balance.min(next);
                     w.level += 1;
                     w.at = WalkAt::Level;
@@ -389,16 +391,16 @@ impl Kernel {
 
     /// A walk finished: an idle CPU stays in kernel until its clock.
     fn walk_end(&mut self, w: &BalanceWalk) {
-        self.balance.stats.softirqs += 1;
+        self.sched.balance.stats.softirqs += 1;
         self.kernel_time_until(w.cpu, w.t);
     }
 
     /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
     /// CPU cannot start one before then.
     fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
-        if self.rq[cpu].curr.is_none() {
+        if self.sched.rq[cpu].curr.is_none() {
             let until = t.ceil() as u64;
-            let rq = &mut self.rq[cpu];
+            let rq = &mut self.sched.rq[cpu];
             rq.kernel_busy_until = rq.kernel_busy_until.max(until);
         }
     }
@@ -426,24 +428,24 @@ impl Kernel {
             return false;
         }
         if idle == CpuIdleType::NewlyIdle {
-            return self.rq[cpu].nr_running() == 0;
+            return self.sched.rq[cpu].nr_running() == 0;
         }
-        let sd = &self.topo.sd[cpu][level];
+        let sd = &self.sched.topo.sd[cpu][level];
         let group = &sd.groups[0];
         let smt_level = sd.flags.has(SdFlags::SHARE_CPUCAPACITY);
         let mut idle_smt = None;
         let mut skip = CpuSet::new();
         for c in group.cpu_ids() {
-            if !cpus.has(c) || skip.has(c) || !self.rq[c].is_idle() {
+            if !cpus.has(c) || skip.has(c) || !self.sched.rq[c].is_idle() {
                 continue;
             }
             let core = self.cpu_info(c).core;
-            let core_idle = self.topo.core_cpus[core]
+            let core_idle = self.sched.topo.core_cpus[core]
                 .iter()
-                .all(|&o| self.rq[o].is_idle());
+                .all(|&o| self.sched.rq[o].is_idle());
             if !smt_level && !core_idle {
                 idle_smt.get_or_insert(c);
-                for &o in &self.topo.core_cpus[core] {
+                for &o in &self.sched.topo.core_cpus[core] {
                     skip.insert(o.index());
                 }
                 continue;
@@ -475,7 +477,7 @@ impl Kernel {
         let mut nr_cores = 0;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
-            let n = self.rq[c].nr_running() as i64;
+            let n = self.sched.rq[c].nr_running() as i64;
             s.nr_running += n;
             if n == 0 {
                 s.idle_cpus += 1;
@@ -522,7 +524,7 @@ impl Kernel {
     fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
         group
             .first()
-            .is_some_and(|f| self.balance.group_imbalance.contains(&(level, f)))
+            .is_some_and(|f| self.sched.balance.group_imbalance.contains(&(level, f)))
     }
 
     /// `update_sd_pick_busiest`: is `s` busier than the busiest so far?
@@ -570,7 +572,7 @@ impl Kernel {
         idle: CpuIdleType,
         cpus: &CpuSet,
     ) -> Option<(usize, MigrationType, i64)> {
-        let sd = &self.topo.sd[cpu][level];
+        let sd = &self.sched.topo.sd[cpu][level];
         let pct = sd.imbalance_pct as i64;
         let local = self.sg_stats(
             pct,
@@ -594,7 +596,7 @@ impl Kernel {
         let (bi, busiest) = busiest?;
         let sds_avg_load = total_load * 1024 / total_capacity.max(1);
         let prefer_sibling = level > 0
-            && self.topo.sd[cpu][level - 1]
+            && self.sched.topo.sd[cpu][level - 1]
                 .flags
                 .has(SdFlags::PREFER_SIBLING);
         let (lt, bt) = (local.group_type, busiest.group_type);
@@ -691,7 +693,7 @@ impl Kernel {
     ) -> Option<CpuId> {
         let mut best: Option<(i64, CpuId)> = None;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            let n = self.rq[c].nr_running() as i64;
+            let n = self.sched.rq[c].nr_running() as i64;
             if n == 0 {
                 continue;
             }
@@ -733,7 +735,7 @@ impl Kernel {
     fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
         let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            let rq = &self.rq[c];
+            let rq = &self.sched.rq[c];
             if rq.nr_running() == 0 {
                 continue;
             }
@@ -752,7 +754,7 @@ impl Kernel {
 
     /// `fbq_classify_rq`: the same classes for one runqueue.
     fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
-        let rq = &self.rq[cpu];
+        let rq = &self.sched.rq[cpu];
         let nr = rq.nr_running() as u32;
         if nr > rq.nr_numa_running {
             FbqType::Regular
@@ -782,7 +784,7 @@ impl Kernel {
             return 0;
         }
         if self.tasks[t].numa.faults.is_empty()
-            || !self.topo.sd[dst][level].flags.has(SdFlags::NUMA)
+            || !self.sched.topo.sd[dst][level].flags.has(SdFlags::NUMA)
         {
             return 0;
         }
@@ -792,7 +794,7 @@ impl Kernel {
         }
         let pref = self.tasks[t].numa.preferred_nid;
         if pref == Some(src_nid) {
-            let rq = &self.rq[src];
+            let rq = &self.sched.rq[src];
             return i64::from(rq.nr_running() as u32 > rq.nr_preferred_running);
         }
         if pref == Some(dst_nid) {
@@ -818,7 +820,7 @@ impl Kernel {
 
     /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
     pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
-        let sd = &self.topo.sd[cpu][level];
+        let sd = &self.sched.topo.sd[cpu][level];
         RqPass {
             cpu,
             level,
@@ -867,7 +869,7 @@ impl Kernel {
                         self.rq_pass_out(p);
                         continue;
                     }
-                    let variant = self.balance.serialize.variant;
+                    let variant = self.sched.balance.serialize.variant;
                     if p.serialize && variant.rq_tries(p.idle, p.need_unlock) {
                         p.at = RqAt::TryLock;
                         return false;
@@ -895,7 +897,7 @@ impl Kernel {
             }
             RqAt::RedoUnlock => {
                 self.sched_balance_running_unlock(p.cpu, *t);
-                if self.balance.serialize.variant.redo() == RedoFlag::ReleaseAndClear {
+                if self.sched.balance.serialize.variant.redo() == RedoFlag::ReleaseAndClear {
                     p.need_unlock = false;
                 }
                 p.at = RqAt::Redo;
@@ -913,45 +915,45 @@ impl Kernel {
     /// pinned. Leaves `p` at its next stop.
     fn rq_pass_body(&mut self, p: &mut RqPass, t: &mut f64) {
         let (cpu, level, idle) = (p.cpu, p.level, p.idle);
-        let span_w = self.topo.sd[cpu][level].span_weight() as f64;
-        let cache_nice_tries = self.topo.sd[cpu][level].cache_nice_tries;
-        self.balance.stats.lb_count += 1;
+        let span_w = self.sched.topo.sd[cpu][level].span_weight() as f64;
+        let cache_nice_tries = self.sched.topo.sd[cpu][level].cache_nice_tries;
+        self.sched.balance.stats.lb_count += 1;
         self.charge_walk(
             cpu,
             t,
             costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
         );
         let Some((bi, kind, mut imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
-            self.balance.stats.lb_balanced += 1;
+            self.sched.balance.stats.lb_balanced += 1;
             self.rq_pass_out(p);
             return;
         };
-        let group = self.topo.sd[cpu][level].groups[bi].clone();
+        let group = self.sched.topo.sd[cpu][level].groups[bi].clone();
         // NUMA balancing: classify the busiest group on NUMA levels
         // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
-        let fbq = if self.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
+        let fbq = if self.sched.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
             self.fbq_classify_group(&group, &p.cpus)
         } else {
             FbqType::All
         };
         let Some(src) = self.find_busiest_queue(&group, &p.cpus, fbq, kind, imb) else {
-            self.balance.stats.lb_balanced += 1;
+            self.sched.balance.stats.lb_balanced += 1;
             self.rq_pass_out(p);
             return;
         };
         p.imbalance_found = true;
-        if self.rq[src].nr_running() > 1 {
-            let failed = self.rq[cpu].sd[level].nr_balance_failed;
+        if self.sched.rq[src].nr_running() > 1 {
+            let failed = self.sched.rq[cpu].sd[level].nr_balance_failed;
             let mut moved = 0i64;
             let mut all_pinned = true;
             let mut some_pinned = false;
             // cfs_tasks from the tail: least recently run first.
-            let mut cands: Vec<TaskId> = self.rq[src].queue.clone();
+            let mut cands: Vec<TaskId> = self.sched.rq[src].queue.clone();
             cands.sort_by_key(|&x| self.tasks[x].lru_stamp);
             cands.truncate(SCHED_NR_MIGRATE);
             for tk in cands {
                 // detach_tasks: never take the last task of an idle pull.
-                if idle != CpuIdleType::NotIdle && self.rq[src].nr_running() <= 1 {
+                if idle != CpuIdleType::NotIdle && self.sched.rq[src].nr_running() <= 1 {
                     break;
                 }
                 if !self.task_allowed_cpus(tk).has(cpu) {
@@ -1001,21 +1003,21 @@ impl Kernel {
             }
             // LBF_SOME_PINNED with imbalance left: mark this CPU's group in
             // the parent domain imbalanced (sgc->imbalance).
-            if let Some(parent) = self.topo.sd[cpu].get(level + 1) {
+            if let Some(parent) = self.sched.topo.sd[cpu].get(level + 1) {
                 let key = (level + 1, parent.groups[0].first().unwrap_or(0));
                 if some_pinned && imb > 0 {
-                    self.balance.group_imbalance.insert(key);
+                    self.sched.balance.group_imbalance.insert(key);
                 }
             }
             p.ld_moved += moved as usize;
-            self.balance.stats.lb_gained += moved as u64;
+            self.sched.balance.stats.lb_gained += moved as u64;
             if all_pinned {
                 // LBF_ALL_PINNED: try again without that CPU.
                 p.cpus.remove(src.index());
-                let dst_group = &self.topo.sd[cpu][level].groups[0];
+                let dst_group = &self.sched.topo.sd[cpu][level].groups[0];
                 if !p.cpus.is_subset(dst_group) {
-                    self.balance.stats.lb_redo += 1;
-                    let redo = self.balance.serialize.variant.redo();
+                    self.sched.balance.stats.lb_redo += 1;
+                    let redo = self.sched.balance.serialize.variant.redo();
                     p.at = if p.need_unlock && redo != RedoFlag::Keep {
                         RqAt::RedoUnlock
                     } else {
@@ -1026,13 +1028,13 @@ impl Kernel {
             }
         }
         if p.ld_moved == 0 {
-            self.balance.stats.lb_failed += 1;
+            self.sched.balance.stats.lb_failed += 1;
             if idle != CpuIdleType::NewlyIdle {
-                self.rq[cpu].sd[level].nr_balance_failed += 1;
+                self.sched.rq[cpu].sd[level].nr_balance_failed += 1;
                 // need_active_balance → imbalanced_active_balance: only a
                 // task-count imbalance that keeps failing.
                 if kind == MigrationType::Task
-                    && self.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2
+                    && self.sched.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2
                 {
                     p.active = self.active_load_balance(src, cpu);
                     if p.active {
@@ -1049,18 +1051,18 @@ impl Kernel {
     fn rq_pass_out(&mut self, p: &mut RqPass) {
         let (cpu, level) = (p.cpu, p.level);
         let (min_iv, max_iv) = (
-            self.topo.sd[cpu][level].min_interval_ms,
-            self.topo.sd[cpu][level].max_interval_ms,
+            self.sched.topo.sd[cpu][level].min_interval_ms,
+            self.sched.topo.sd[cpu][level].max_interval_ms,
         );
         if !p.imbalance_found {
             // out_balanced: clear this CPU's group's imbalance flag in the
             // parent domain.
-            if let Some(parent) = self.topo.sd[cpu].get(level + 1) {
+            if let Some(parent) = self.sched.topo.sd[cpu].get(level + 1) {
                 let key = (level + 1, parent.groups[0].first().unwrap_or(0));
-                self.balance.group_imbalance.remove(&key);
+                self.sched.balance.group_imbalance.remove(&key);
             }
         }
-        let st = &mut self.rq[cpu].sd[level];
+        let st = &mut self.sched.rq[cpu].sd[level];
         if p.ld_moved > 0 {
             st.nr_balance_failed = 0;
         }
@@ -1085,17 +1087,17 @@ impl Kernel {
     /// `dst` if it may run there. Only called at tick time, when every
     /// running task's progress is accounted up to now.
     fn active_load_balance(&mut self, src: CpuId, dst: CpuId) -> bool {
-        let Some(t) = self.rq[src].curr else {
+        let Some(t) = self.sched.rq[src].curr else {
             return false;
         };
-        if !self.rq[dst].is_idle()
+        if !self.sched.rq[dst].is_idle()
             || !self.task_allowed_cpus(t).has(dst)
-            || self.rq[src].nr_running() != 1
+            || self.sched.rq[src].nr_running() != 1
         {
             return false;
         }
         self.move_task(t, dst);
-        self.balance.stats.alb_pushed += 1;
+        self.sched.balance.stats.alb_pushed += 1;
         true
     }
 
@@ -1108,20 +1110,20 @@ impl Kernel {
         let jiffies = self.jiffies();
         let mut next_balance = jiffies + self.tick_hz();
         let mut pulled = false;
-        if self.nr_overloaded == 0 || self.rq[cpu].avg_idle < MIGRATION_COST_NS {
-            if !self.topo.sd[cpu].is_empty() {
+        if self.sched.nr_overloaded == 0 || self.sched.rq[cpu].avg_idle < MIGRATION_COST_NS {
+            if !self.sched.topo.sd[cpu].is_empty() {
                 self.update_next_balance(cpu, 0, &mut next_balance);
             }
         } else {
-            let mut t = (self.now.max(self.rq[cpu].kernel_busy_until)) as f64;
+            let mut t = (self.now.max(self.sched.rq[cpu].kernel_busy_until)) as f64;
             let mut curr_cost = 0.0;
             let mut continue_balancing = true;
-            for level in 0..self.topo.sd[cpu].len() {
+            for level in 0..self.sched.topo.sd[cpu].len() {
                 self.update_next_balance(cpu, level, &mut next_balance);
-                let sd = &self.topo.sd[cpu][level];
+                let sd = &self.sched.topo.sd[cpu][level];
                 let cost =
                     costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
-                if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
+                if (self.sched.rq[cpu].avg_idle as f64) < curr_cost + cost {
                     break;
                 }
                 if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
@@ -1134,7 +1136,7 @@ impl Kernel {
                     );
                     curr_cost += cost;
                     if n > 0 {
-                        self.balance.stats.newidle_pulled += 1;
+                        self.sched.balance.stats.newidle_pulled += 1;
                         pulled = true;
                         break;
                     }
@@ -1146,8 +1148,8 @@ impl Kernel {
             self.kernel_time_until(cpu, t);
         }
         // out: move the next balance forward.
-        if self.rq[cpu].next_balance > next_balance {
-            self.rq[cpu].next_balance = next_balance;
+        if self.sched.rq[cpu].next_balance > next_balance {
+            self.sched.rq[cpu].next_balance = next_balance;
         }
         pulled
     }
@@ -1156,7 +1158,7 @@ impl Kernel {
     /// `level` of `cpu` is next due at its idle interval.
     fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut u64) {
         let interval = self.sd_balance_interval(cpu, level, false);
-        let next = self.rq[cpu].sd[level].last_balance + interval;
+        let next = self.sched.rq[cpu].sd[level].last_balance + interval;
         if *next_balance > next {
             *next_balance = next;
         }
@@ -1232,7 +1234,7 @@ mod tests {
         task.cpu = cpu;
         k.add_task(task);
         k.enqueue_task(t, cpu);
-        if k.rq[cpu].curr.is_none() {
+        if k.sched.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);
         }
         t
@@ -1244,7 +1246,7 @@ mod tests {
 
     /// Index of the lowest SD_SERIALIZE domain of `cpu`.
     fn numa_level(k: &Kernel, cpu: usize) -> usize {
-        k.topo.sd[c(cpu)]
+        k.sched.topo.sd[c(cpu)]
             .iter()
             .position(|d| d.flags.has(SdFlags::SERIALIZE))
             .expect("a NUMA level")
@@ -1265,7 +1267,7 @@ mod tests {
         // 4s-48: node 0 is cores 0-5, CPU c's SMT sibling is c + 24.
         let mut k = kernel("4s-48", "fixed");
         let lvl = numa_level(&k, 0);
-        let span = k.topo.sd[c(0)][lvl].span.clone();
+        let span = k.sched.topo.sd[c(0)][lvl].span.clone();
         // CPU 0 runs a task: its core is not idle, so its idle sibling 24
         // is only an idle SMT sibling; core 1 (CPUs 1, 25) is fully idle.
         let all = k.m.all_cpus();
@@ -1302,11 +1304,11 @@ mod tests {
         let mut k = kernel("gnr-2s-snc3", variant);
         k.now = 100_000 * k.tick_ns;
         let j = k.jiffies();
-        for l in 0..k.topo.sd[cpu].len() {
-            k.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
+        for l in 0..k.sched.topo.sd[cpu].len() {
+            k.sched.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
         }
         k.sched_balance_domains(cpu);
-        k.balance.serialize.stats.attempts
+        k.sched.balance.serialize.stats.attempts
     }
 
     #[test]
@@ -1351,9 +1353,9 @@ mod tests {
         for _ in 0..ticks {
             tick(&mut k);
         }
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         (
-            k.balance.stats.lb_redo,
+            k.sched.balance.stats.lb_redo,
             s.attempts,
             s.bad_releases,
             s.overlaps,
@@ -1398,9 +1400,9 @@ mod tests {
             let mut t = k.now as f64;
             assert!(k.sched_balance_running_trylock(c(h), &mut t));
         }
-        let before = k.balance.serialize.stats.attempts;
+        let before = k.sched.balance.serialize.stats.attempts;
         let pulled = k.sched_balance_newidle(c(6));
-        (pulled, k.balance.serialize.stats.attempts - before)
+        (pulled, k.sched.balance.serialize.stats.attempts - before)
     }
 
     #[test]
@@ -1421,12 +1423,15 @@ mod tests {
     fn newly_idle_cpus_pull_their_next_balance_forward() {
         let mut k = kernel("4s-48", "fixed");
         k.now = 1000 * k.tick_ns;
-        k.rq[c(6)].next_balance = k.jiffies() + 500;
+        k.sched.rq[c(6)].next_balance = k.jiffies() + 500;
         // Nothing is overloaded: no balance, but the next one is due at
         // the lowest domain's idle interval.
         assert!(!k.sched_balance_newidle(c(6)));
         let iv = k.sd_balance_interval(c(6), 0, false);
-        assert_eq!(k.rq[c(6)].next_balance, k.rq[c(6)].sd[0].last_balance + iv);
+        assert_eq!(
+            k.sched.rq[c(6)].next_balance,
+            k.sched.rq[c(6)].sd[0].last_balance + iv
+        );
     }
 
     #[test]
@@ -1437,18 +1442,27 @@ mod tests {
         // checks the intervals, and takes the flag at both NUMA levels.
         let j = k.jiffies();
         for cpu in k.cpu_ids() {
-            k.rq[cpu].sd.iter_mut().for_each(|d| d.last_balance = j);
+            k.sched.rq[cpu]
+                .sd
+                .iter_mut()
+                .for_each(|d| d.last_balance = j);
             k.sched_balance_trigger(cpu);
         }
         k.run_sched_softirqs();
         // 480 CPUs hit the flag's line at once: the last waits for the
         // transfers of all before it, tens of microseconds.
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         assert_eq!(s.attempts, 960, "every CPU at both NUMA levels");
         assert!(s.max_atomic_ns > 480.0 * costs::C2C_SAME_LLC_NS, "{s:?}");
-        let busiest = k.rq.iter().map(|r| r.kernel_busy_until).max().unwrap_or(0);
+        let busiest = k
+            .sched
+            .rq
+            .iter()
+            .map(|r| r.kernel_busy_until)
+            .max()
+            .unwrap_or(0);
         assert!(busiest > k.now + 20_000, "{}", busiest - k.now);
-        assert_eq!(k.balance.stats.lb_count, 0);
-        assert!((k.idle_kernel_ns - s.atomic_ns).abs() < 1e-3);
+        assert_eq!(k.sched.balance.stats.lb_count, 0);
+        assert!((k.sched.idle_kernel_ns - s.atomic_ns).abs() < 1e-3);
     }
 }

@@ -49,14 +49,14 @@ impl Kernel {
         } else {
             CpuId::new(allowed.first().unwrap_or(0))
         };
-        let sds = &self.topo.sd[cpu];
+        let sds = &self.sched.topo.sd[cpu];
         // Highest domain that balances on fork.
         let Some(top) = sds.iter().rposition(|d| d.flags.has(SdFlags::BALANCE_FORK)) else {
             return self.idlest_cpu_in(&allowed, cpu);
         };
         let mut level = top as isize;
         while level >= 0 {
-            let sd = &self.topo.sd[cpu][level as usize];
+            let sd = &self.sched.topo.sd[cpu][level as usize];
             let mut next = level - 1;
             if let Some(g) = self.find_idlest_group(sd, t, cpu, &allowed) {
                 let cand = self.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
@@ -65,7 +65,7 @@ impl Kernel {
                     // domain smaller than this one. Its domain stack may
                     // differ from this CPU's (asymmetric SLIT distances).
                     let weight = sd.span_weight();
-                    next = self.topo.sd[cand]
+                    next = self.sched.topo.sd[cand]
                         .iter()
                         .rposition(|d| d.span_weight() < weight)
                         .map_or(-1, |i| i as isize);
@@ -75,7 +75,7 @@ impl Kernel {
             level = next;
         }
         self.idlest_cpu_in(
-            &self.topo.sd[cpu]
+            &self.sched.topo.sd[cpu]
                 .first()
                 .map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)),
             cpu,
@@ -191,7 +191,7 @@ impl Kernel {
     pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: CpuId) -> CpuId {
         let mut best = None;
         for c in set.cpu_ids() {
-            let busy = self.rq[c].nr_running() > 0;
+            let busy = self.sched.rq[c].nr_running() > 0;
             let load = if busy { self.cpu_load(c) } else { 0 };
             let key = (busy, load, c != prefer, c);
             if best.is_none_or(|(k, _)| key < k) {
@@ -225,10 +225,10 @@ impl Kernel {
         if !allowed.has(prev) {
             return self.select_task_rq_fork(t, prev);
         }
-        if self.rq[prev].is_idle() {
+        if self.sched.rq[prev].is_idle() {
             return prev;
         }
-        let llc = &self.topo.llc_cpus[self.cpu_info(prev).llc];
+        let llc = &self.sched.topo.llc_cpus[self.cpu_info(prev).llc];
         if llc.len() <= 1 {
             return prev;
         }
@@ -239,10 +239,14 @@ impl Kernel {
         if smt {
             let mut idle_cpu = None;
             for c in order {
-                if !allowed.has(c) || !self.rq[c].is_idle() {
+                if !allowed.has(c) || !self.sched.rq[c].is_idle() {
                     continue;
                 }
-                if self.cpu_smt_mask(c).iter().all(|&o| self.rq[o].is_idle()) {
+                if self
+                    .cpu_smt_mask(c)
+                    .iter()
+                    .all(|&o| self.sched.rq[o].is_idle())
+                {
                     return c;
                 }
                 idle_cpu.get_or_insert(c);
@@ -250,7 +254,7 @@ impl Kernel {
             return idle_cpu.unwrap_or(prev);
         }
         let mut nr = if self.pelt_enabled() {
-            let pct = self.topo.sd[prev]
+            let pct = self.sched.topo.sd[prev]
                 .iter()
                 .find(|d| d.flags.has(SdFlags::SHARE_LLC))
                 .map_or(117, |d| d.imbalance_pct as i64);
@@ -266,7 +270,7 @@ impl Kernel {
             if nr <= 0 {
                 break;
             }
-            if allowed.has(c) && self.rq[c].is_idle() {
+            if allowed.has(c) && self.sched.rq[c].is_idle() {
                 return c;
             }
         }

@@ -73,25 +73,25 @@ impl Kernel {
 
     fn group_mut(&mut self, g: CgroupId) -> &mut GroupLoad {
         let i = g.index();
-        if self.tg.by_cgroup.len() <= i {
-            self.tg.by_cgroup.resize(i + 1, None);
+        if self.sched.tg.by_cgroup.len() <= i {
+            self.sched.tg.by_cgroup.resize(i + 1, None);
         }
-        if self.tg.by_cgroup[i].is_none() {
+        if self.sched.tg.by_cgroup[i].is_none() {
             let n = self.m.nr_cpus();
-            self.tg.by_cgroup[i] = Some(GroupLoad {
+            self.sched.tg.by_cgroup[i] = Some(GroupLoad {
                 per_cpu: vec![SchedAvg::default(); n].into(),
                 nr: vec![0; n].into(),
                 load_avg: 0.0,
             });
-            self.tg.active.push(g);
+            self.sched.tg.active.push(g);
         }
-        self.tg.by_cgroup[i].as_mut().expect("just made")
+        self.sched.tg.by_cgroup[i].as_mut().expect("just made")
     }
 
     /// Brings group `g`'s signal on `cpu` to now (`update_cfs_rq_load_avg`
     /// of the group runqueue), keeping `tg->load_avg` in step.
     pub(crate) fn update_group_load_avg(&mut self, g: CgroupId, cpu: CpuId) {
-        let running = self.rq[cpu]
+        let running = self.sched.rq[cpu]
             .curr
             .is_some_and(|c| self.task_group(c) == Some(g));
         let now = self.now;
@@ -104,8 +104,8 @@ impl Kernel {
 
     /// Brings every group's signal on `cpu` to now.
     pub(crate) fn update_groups_on(&mut self, cpu: CpuId) {
-        for i in 0..self.tg.active.len() {
-            let g = self.tg.active[i];
+        for i in 0..self.sched.tg.active.len() {
+            let g = self.sched.tg.active[i];
             self.update_group_load_avg(g, cpu);
         }
     }
@@ -114,7 +114,7 @@ impl Kernel {
     pub(crate) fn group_count(&mut self, t: TaskId, cpu: CpuId, on: bool) {
         // A task's group exists from its first attach, before it queues:
         // with none, there is nothing to count (and no knob to read).
-        if self.tg.active.is_empty() {
+        if self.sched.tg.active.is_empty() {
             return;
         }
         let Some(g) = self.task_group(t) else {
@@ -146,8 +146,8 @@ impl Kernel {
     /// there replaced by its entity's weight (`calc_group_shares`).
     pub(crate) fn group_load_delta(&self, cpu: CpuId) -> f64 {
         let mut d = 0.0;
-        for &g in &self.tg.active {
-            let Some(grp) = &self.tg.by_cgroup[g.index()] else {
+        for &g in &self.sched.tg.active {
+            let Some(grp) = &self.sched.tg.by_cgroup[g.index()] else {
                 continue;
             };
             let nr = f64::from(grp.nr[cpu]);
@@ -169,7 +169,7 @@ impl Kernel {
         let Some(g) = self.task_group(t) else {
             return 1.0;
         };
-        let Some(Some(grp)) = self.tg.by_cgroup.get(g.index()) else {
+        let Some(Some(grp)) = self.sched.tg.by_cgroup.get(g.index()) else {
             return 1.0;
         };
         let cpu = self.tasks[t].pelt_cpu.unwrap_or(self.tasks[t].cpu);
@@ -202,7 +202,7 @@ mod tests {
         // then one after a dequeue.
         if let Some(g) = k.task_group(tasks[0]) {
             let nr = |k: &crate::kernel::Kernel, c: usize| {
-                k.tg.by_cgroup[g.index()].as_ref().unwrap().nr[CpuId::new(c)]
+                k.sched.tg.by_cgroup[g.index()].as_ref().unwrap().nr[CpuId::new(c)]
             };
             assert!((0..4).all(|c| nr(&k, c) == 2));
             let load = (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]));

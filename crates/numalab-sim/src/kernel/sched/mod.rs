@@ -20,9 +20,11 @@ pub mod lb_stats;
 pub mod owed;
 pub mod pelt;
 pub mod serialize;
+pub mod state;
 pub mod task_state;
 pub mod topology;
 
+pub use state::Sched;
 pub use task_state::TaskState;
 
 use crate::kernel::mm::mempolicy::MemPolicy;
@@ -234,12 +236,12 @@ impl Kernel {
             let (name, pid) = (self.tasks[t].name.clone(), self.tasks[t].pid);
             // Hit by whoever runs set_task_cpu: the destination's current
             // task (a pull by its balancer) or idle.
-            let ctx = self.rq[cpu].curr;
+            let ctx = self.sched.rq[cpu].curr;
             self.trace(ctx, cpu, "sched_migrate_task", || {
                 format!("comm={name} pid={pid} prio=120 orig_cpu={from} dest_cpu={cpu}")
             });
         }
-        let minv = self.rq[cpu].min_vruntime;
+        let minv = self.sched.rq[cpu].min_vruntime;
         let task = &mut self.tasks[t];
         task.vruntime = task.vruntime.max(minv.saturating_sub(BASE_SLICE_NS));
         if task.cpu != cpu && task.state != TaskState::New {
@@ -249,10 +251,10 @@ impl Kernel {
         task.state = TaskState::Runnable;
         task.wait_start = self.now;
         task.lru_stamp = self.now;
-        self.rq[cpu].queue.push(t);
+        self.sched.rq[cpu].queue.push(t);
         self.group_count(t, cpu, true);
-        if self.rq[cpu].nr_running() == 2 {
-            self.nr_overloaded += 1;
+        if self.sched.rq[cpu].nr_running() == 2 {
+            self.sched.nr_overloaded += 1;
         }
         self.account_numa_enqueue(t, cpu);
     }
@@ -262,7 +264,7 @@ impl Kernel {
     pub fn dequeue_task(&mut self, t: TaskId) {
         let cpu = self.tasks[t].cpu;
         self.update_load_avg(t);
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         let was_overloaded = rq.nr_running() > 1;
         let mut removed = true;
         if rq.curr == Some(t) {
@@ -280,8 +282,8 @@ impl Kernel {
         if removed {
             self.group_count(t, cpu, false);
         }
-        if was_overloaded && self.rq[cpu].nr_running() == 1 {
-            self.nr_overloaded -= 1;
+        if was_overloaded && self.sched.rq[cpu].nr_running() == 1 {
+            self.sched.nr_overloaded -= 1;
         }
         self.account_numa_dequeue(t, cpu);
     }
@@ -289,17 +291,17 @@ impl Kernel {
     /// Picks the waiting task with the least vruntime and makes it current
     /// (`pick_next_task_fair` + `set_next_entity`). Returns it.
     pub fn pick_next_task(&mut self, cpu: CpuId) -> Option<TaskId> {
-        if self.rq[cpu].curr.is_some() {
-            return self.rq[cpu].curr;
+        if self.sched.rq[cpu].curr.is_some() {
+            return self.sched.rq[cpu].curr;
         }
-        let rq = &self.rq[cpu];
+        let rq = &self.sched.rq[cpu];
         let (i, &t) = rq
             .queue
             .iter()
             .enumerate()
             .min_by_key(|&(_, &t)| (self.tasks[t].vruntime, t))?;
         self.update_load_avg(t);
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         rq.queue.remove(i);
         rq.curr = Some(t);
         rq.gen += 1;
@@ -315,17 +317,17 @@ impl Kernel {
 
     /// Puts the running task of `cpu` back in the queue (`put_prev_task`).
     pub fn put_prev_task(&mut self, cpu: CpuId) {
-        if let Some(t) = self.rq[cpu].curr {
+        if let Some(t) = self.sched.rq[cpu].curr {
             self.update_load_avg(t);
             self.tasks[t].exec_start = self.now;
-            self.rq[cpu].curr = None;
-            self.rq[cpu].gen += 1;
+            self.sched.rq[cpu].curr = None;
+            self.sched.rq[cpu].gen += 1;
             self.trace_off_cpu(t, cpu);
             let now = self.now;
             let task = &mut self.tasks[t];
             task.state = TaskState::Runnable;
             task.wait_start = now;
-            self.rq[cpu].queue.push(t);
+            self.sched.rq[cpu].queue.push(t);
         }
     }
 
@@ -335,7 +337,7 @@ impl Kernel {
         let task = &mut self.tasks[t];
         task.sum_exec_runtime += ns;
         task.vruntime += ns;
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         rq.busy_ns += ns;
         let minq = rq.queue.iter().map(|&q| self.tasks[q].vruntime).min();
         let v = self.tasks[t].vruntime;
@@ -350,7 +352,10 @@ impl Kernel {
         if src == dst {
             return;
         }
-        let (src_min, dst_min) = (self.rq[src].min_vruntime, self.rq[dst].min_vruntime);
+        let (src_min, dst_min) = (
+            self.sched.rq[src].min_vruntime,
+            self.sched.rq[dst].min_vruntime,
+        );
         self.dequeue_task(t);
         // Keep the task's lag relative to the queue it joins.
         let v = self.tasks[t].vruntime;
@@ -379,11 +384,11 @@ impl Kernel {
     /// otherwise as idle-CPU kernel time. Scaled by `cost_scale` as
     /// [`Kernel::charge_sys`]; returns the time charged.
     pub fn charge_cpu(&mut self, cpu: CpuId, ns: f64) -> f64 {
-        match self.rq[cpu].curr {
+        match self.sched.rq[cpu].curr {
             Some(t) => self.charge_sys(t, ns),
             None => {
                 let ns = ns * self.m.kernel.cost_scale;
-                self.idle_kernel_ns += ns;
+                self.sched.idle_kernel_ns += ns;
                 ns
             }
         }

@@ -223,12 +223,12 @@ impl Kernel {
 
     /// `update_cfs_rq_load_avg`: brings `cpu`'s runqueue signals to now.
     pub fn update_cfs_rq_load_avg(&mut self, cpu: CpuId) {
-        let rq = &self.rq[cpu];
+        let rq = &self.sched.rq[cpu];
         let nr = rq.nr_running() as f64;
         let running = rq.curr.is_some();
         let now = self.now;
-        self.rq[cpu].avg.update(now, nr, nr, running);
-        if !self.tg.active.is_empty() {
+        self.sched.rq[cpu].avg.update(now, nr, nr, running);
+        if !self.sched.tg.active.is_empty() {
             self.update_groups_on(cpu);
         }
     }
@@ -244,7 +244,8 @@ impl Kernel {
             task.state,
             super::TaskState::Runnable | super::TaskState::Running
         );
-        let running = self.rq[task.cpu].curr == Some(t) && task.state == super::TaskState::Running;
+        let running =
+            self.sched.rq[task.cpu].curr == Some(t) && task.state == super::TaskState::Running;
         let f = if on_rq { 1.0 } else { 0.0 };
         let now = self.now;
         self.tasks[t].avg.update(now, f, f, running);
@@ -264,7 +265,7 @@ impl Kernel {
         if let Some(old) = self.tasks[t].pelt_cpu {
             self.update_cfs_rq_load_avg(old);
             let se = self.tasks[t].avg;
-            self.rq[old].avg.sub(&se);
+            self.sched.rq[old].avg.sub(&se);
             self.group_attach(t, old, false);
         }
         if new {
@@ -272,7 +273,7 @@ impl Kernel {
         }
         // attach_entity_load_avg: the entity takes the runqueue's clock
         // and period phase; its sums follow from its averages.
-        let rq_avg = self.rq[cpu].avg;
+        let rq_avg = self.sched.rq[cpu].avg;
         let se = &mut self.tasks[t].avg;
         se.last_update_time = rq_avg.last_update_time;
         se.period_contrib = rq_avg.period_contrib;
@@ -281,7 +282,7 @@ impl Kernel {
         se.runnable_sum = se.runnable_avg * div;
         se.util_sum = se.util_avg * div;
         let se = *se;
-        self.rq[cpu].avg.add(&se);
+        self.sched.rq[cpu].avg.add(&se);
         self.group_attach(t, cpu, true);
         self.tasks[t].pelt_cpu = Some(cpu);
     }
@@ -290,7 +291,7 @@ impl Kernel {
     /// new task starts with full load and a share of `cpu`'s spare
     /// utilisation.
     fn init_entity_runnable_average(&mut self, t: TaskId, cpu: CpuId) {
-        let rq = self.rq[cpu].avg;
+        let rq = self.sched.rq[cpu].avg;
         let cap = (SCHED_CAPACITY_SCALE - rq.util_avg) / 2.0;
         let mut util = 0.0;
         if cap > 0.0 {
@@ -312,7 +313,7 @@ impl Kernel {
         if let Some(cpu) = self.tasks[t].pelt_cpu.take() {
             self.update_cfs_rq_load_avg(cpu);
             let se = self.tasks[t].avg;
-            self.rq[cpu].avg.sub(&se);
+            self.sched.rq[cpu].avg.sub(&se);
             self.group_attach(t, cpu, false);
         }
     }
@@ -322,7 +323,7 @@ impl Kernel {
     /// `sched_balance_update_blocked_averages` would make them).
     pub fn pelt_tick(&mut self) {
         for cpu in self.cpu_ids() {
-            match self.rq[cpu].curr {
+            match self.sched.rq[cpu].curr {
                 Some(t) => self.update_load_avg(t),
                 None => self.update_cfs_rq_load_avg(cpu),
             }
@@ -334,13 +335,13 @@ impl Kernel {
     /// 1024 per runnable task with `numalab.pelt=0`).
     pub fn cpu_load(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
-            let mut load = self.rq[cpu].avg.load_avg;
-            if !self.tg.active.is_empty() {
+            let mut load = self.sched.rq[cpu].avg.load_avg;
+            if !self.sched.tg.active.is_empty() {
                 load = (load + self.group_load_delta(cpu)).max(0.0);
             }
             load.round() as i64
         } else {
-            self.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
+            self.sched.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
         }
     }
 
@@ -348,9 +349,9 @@ impl Kernel {
     /// runnable task).
     pub fn cpu_runnable(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
-            self.rq[cpu].avg.runnable_avg.round() as i64
+            self.sched.rq[cpu].avg.runnable_avg.round() as i64
         } else {
-            self.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
+            self.sched.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
         }
     }
 
@@ -358,8 +359,8 @@ impl Kernel {
     /// (or 1024 while anything runs).
     pub fn cpu_util_cfs(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
-            (self.rq[cpu].avg.util_avg.round() as i64).min(self.capacity_of(cpu))
-        } else if self.rq[cpu].nr_running() > 0 {
+            (self.sched.rq[cpu].avg.util_avg.round() as i64).min(self.capacity_of(cpu))
+        } else if self.sched.rq[cpu].nr_running() > 0 {
             SCHED_CAPACITY_SCALE as i64
         } else {
             0
@@ -376,7 +377,7 @@ impl Kernel {
     /// or 1024 with `numalab.pelt=0`.
     pub fn task_h_load(&self, t: TaskId) -> i64 {
         if self.pelt_enabled() {
-            let f = if self.tg.active.is_empty() {
+            let f = if self.sched.tg.active.is_empty() {
                 1.0
             } else {
                 self.group_h_factor(t)
