@@ -142,7 +142,7 @@ impl Sim {
         p: usize,
         stream: Option<(u64, u64, u64)>,
     ) -> Result<(), String> {
-        if !self.k.locks.on.fault_retry {
+        if !self.k.mem.locks.on.fault_retry {
             let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
             self.k.charge_sys(t, cost);
             return Ok(());
@@ -162,7 +162,7 @@ impl Sim {
                 self.race_streams.vmas.len() - 1
             }
         };
-        let v = &self.k.mms[mm].vmas[vma];
+        let v = &self.k.mem.mms[mm].vmas[vma];
         let shift = v.page_shift;
         let first_touch = v.pages[p].nid == crate::kernel::mm::NO_NODE;
         let lo = (p as u64) << shift;

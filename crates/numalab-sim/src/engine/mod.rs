@@ -320,7 +320,7 @@ impl Sim {
                     p.name, p.cgroup
                 ))
             })?;
-            let mm_id = self.k.mms.next_key();
+            let mm_id = self.k.mem.mms.next_key();
             let mut addr = 1u64 << 30;
             let mut vmas = Vec::new();
             for r in &p.regions {
@@ -338,7 +338,7 @@ impl Sim {
                 addr = (v.end() + (4 << 20)).next_multiple_of(2 << 20);
                 vmas.push(v);
             }
-            self.k.mms.push(Mm {
+            self.k.mem.mms.push(Mm {
                 id: mm_id,
                 tgid: pid,
                 vmas: vmas.into(),
@@ -401,6 +401,7 @@ impl Sim {
         let nn = self.k.m.nr_nodes();
         let mm = self
             .k
+            .mem
             .mms
             .position(|m| m.tgid == tgid)
             .unwrap_or(MmId::new(0));
@@ -427,7 +428,7 @@ impl Sim {
         task.vruntime = 0;
         let t = self.k.add_task(task);
         self.k.cgroups.all[cg].nr_tasks += 1;
-        self.k.mms[mm].users += 1;
+        self.k.mem.mms[mm].users += 1;
         let mut ex = ThreadExec::new(pi, ti, nn);
         ex.waits_for_creator = by.waits;
         self.exec.push(ex);
@@ -851,7 +852,7 @@ impl Sim {
         self.k.tasks[t].exit_ns = Some(self.k.now);
         self.live -= 1;
         let mm = self.k.tasks[t].mm;
-        self.k.mms[mm].users -= 1;
+        self.k.mem.mms[mm].users -= 1;
         let (pi, ti) = (self.exec[t].proc, self.exec[t].thread);
         // Threads waiting for this one start once all they wait for exited
         // (looked up by index: cloning every thread's phases at each exit
@@ -878,7 +879,7 @@ impl Sim {
                 self.spawn_thread(pi, j, tgid, by)?;
             }
         }
-        if self.k.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {
+        if self.k.mem.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {
             self.procs[pi].exit_ns = Some(self.k.now);
         }
         Ok(())

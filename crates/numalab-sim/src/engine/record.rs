@@ -82,7 +82,7 @@ impl Sim {
             .enumerate()
             .map(|(pi, p)| {
                 let tasks: Vec<TaskId> = p.tasks.iter().flatten().copied().collect();
-                let mm = k.mms.iter().find(|m| m.tgid == p.pid);
+                let mm = k.mem.mms.iter().find(|m| m.tgid == p.pid);
                 ProcessFigures {
                     pid: p.pid,
                     name: self.w.processes[pi].name.clone(),
@@ -126,9 +126,9 @@ impl Sim {
         let nodes = (0..nn)
             .map(|n| NodeFigures {
                 node: n,
-                mem_total_bytes: k.nodes[NodeId::new(n)].total_pages * 4096,
-                mem_used_bytes: (k.nodes[NodeId::new(n)].total_pages
-                    - k.nodes[NodeId::new(n)].free_pages)
+                mem_total_bytes: k.mem.nodes[NodeId::new(n)].total_pages * 4096,
+                mem_used_bytes: (k.mem.nodes[NodeId::new(n)].total_pages
+                    - k.mem.nodes[NodeId::new(n)].free_pages)
                     * 4096,
                 traffic_bytes: self.fluid.node_traffic[n].round() as u64,
             })

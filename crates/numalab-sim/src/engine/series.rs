@@ -66,7 +66,7 @@ pub(super) const SERIES: [Series; 7] = [
     Series {
         columns: |s, c| c.extend((0..s.k.m.nr_nodes()).map(|n| Column::NodeUsedGib(n).name())),
         values: |s, _, row| {
-            for node in &s.k.nodes {
+            for node in &s.k.mem.nodes {
                 let used = node.total_pages - node.free_pages;
                 row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
             }
@@ -94,7 +94,7 @@ pub(super) const SERIES: [Series; 7] = [
         values: |s, _, row| {
             let nn = s.k.m.nr_nodes();
             for (pi, p) in s.procs.iter().enumerate() {
-                let mm = s.k.mms.iter().find(|m| m.tgid == p.pid);
+                let mm = s.k.mem.mms.iter().find(|m| m.tgid == p.pid);
                 for r in 0..s.w.processes[pi].regions.len() {
                     match mm.and_then(|m| m.vmas.get(VmaId::new(r))) {
                         Some(v) => {

@@ -80,7 +80,7 @@ id!(
     NodeId
 );
 id!(
-    /// An address space: index into `Kernel::mms`.
+    /// An address space: index into `MmState::mms`.
     MmId
 );
 id!(

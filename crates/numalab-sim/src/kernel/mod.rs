@@ -33,8 +33,6 @@ use cgroup::Cgroups;
 pub use ids::{CgroupId, CpuId, MmId, NodeId, TaskId, VmaId};
 use ids::{CpuSetExt, TiVec};
 use mm::mempolicy::MemPolicy;
-use mm::page_alloc::NodeMem;
-use mm::Mm;
 use numalab_topology::{CpuSet, Machine, NodeMask};
 use sched::Task;
 use stats::VmStat;
@@ -65,26 +63,19 @@ pub struct Kernel {
     /// Kernel time each task owes the engine, by task
     /// ([`sched::owed`]).
     pub owed: TiVec<TaskId, sched::owed::Owed>,
-    /// Address spaces.
-    pub mms: TiVec<MmId, Mm>,
+    /// Memory management: address spaces, node memory, fault-path locks.
+    pub mem: mm::MmState,
     /// Cgroup tree.
     pub cgroups: Cgroups,
-    /// Free memory per node.
-    pub nodes: TiVec<NodeId, NodeMem>,
     /// /proc/vmstat.
     pub vmstat: VmStat,
     /// The trace recorder, when tracing (boxed: off the hot structure).
     pub trace: Option<Box<Tracer>>,
-    /// Fault-path locks, on the contended-line model (kernel/locking/).
-    pub locks: locking::Locks,
     /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
     pub numa_async: numa::async_scan::AsyncScan,
     /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
     /// callbacks make the decisions (kernel/numa/policy).
     pub numa_ops: &'static numa::policy::NumaPolicyOps,
-    /// Zonelists: nodes by distance from each node (`build_zonelists`),
-    /// fixed at boot.
-    zonelists: TiVec<NodeId, Vec<NodeId>>,
 }
 
 /// The CPUs a task may run on ([`Kernel::task_allowed`]), read in place:
@@ -111,32 +102,20 @@ impl Kernel {
     pub fn new(m: Machine, knobs: Knobs) -> Result<Kernel, String> {
         let numa_ops = numa::policy::find(knobs.name(knob::POLICY))?;
         let hz = knobs.get(knob::CONFIG_HZ).max(1);
-        let nodes = m
-            .nodes
-            .iter()
-            .map(|n| NodeMem {
-                total_pages: n.mem_bytes >> mm::PAGE_SHIFT,
-                free_pages: n.mem_bytes >> mm::PAGE_SHIFT,
-            })
-            .collect();
         let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
         let variant =
             sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
-        let locks = locking::Locks::new(&m, &knobs);
         Ok(Kernel {
-            locks,
+            mem: mm::MmState::new(&m, &knobs),
             numa_async: Default::default(),
             numa_ops,
             sched: sched::Sched::new(&m, sched::balance::BalanceState::new(variant)),
-            zonelists: mm::page_alloc::zonelists(&m.distance),
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
             tasks: TiVec::new(),
             owed: TiVec::new(),
-            mms: TiVec::new(),
             cgroups,
-            nodes,
             vmstat: VmStat::default(),
             trace: None,
             m,
@@ -241,7 +220,7 @@ impl Kernel {
     /// The policy that governs a fault in `vma` of task `t`'s address
     /// space: the VMA policy, else the task policy (`get_vma_policy`).
     pub fn vma_policy(&self, t: TaskId, vma: VmaId) -> MemPolicy {
-        self.mms[self.tasks[t].mm].vmas[vma]
+        self.mem.mms[self.tasks[t].mm].vmas[vma]
             .policy
             .unwrap_or(self.tasks[t].mempolicy)
     }
@@ -250,7 +229,7 @@ impl Kernel {
     /// node within capacity, every task on at most one CPU, summaries right.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut used = vec![0u64; self.m.nr_nodes()];
-        for mm in &self.mms {
+        for mm in &self.mem.mms {
             for v in &mm.vmas {
                 v.check_invariants()?;
                 for (n, p) in v.pages_by_node().into_iter().enumerate() {
@@ -258,7 +237,7 @@ impl Kernel {
                 }
             }
         }
-        for (nm, (n, u)) in self.nodes.iter().zip(used.iter().enumerate()) {
+        for (nm, (n, u)) in self.mem.nodes.iter().zip(used.iter().enumerate()) {
             if nm.total_pages - nm.free_pages != *u {
                 return Err(format!(
                     "node {n}: {} pages allocated but {} mapped",

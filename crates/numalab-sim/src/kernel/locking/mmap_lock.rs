@@ -22,16 +22,16 @@ impl Kernel {
     /// transfer; 0 with `numalab.fault_locks` off (inside the scan's fixed
     /// cost).
     pub fn mmap_read_trylock_unlock(&mut self, cpu: CpuId, mm: MmId) -> f64 {
-        if !self.locks.on.fault_locks {
+        if !self.mem.locks.on.fault_locks {
             return 0.0;
         }
         let i = mm.index();
-        if self.locks.mmap_lock.len() <= i {
-            self.locks.mmap_lock.resize_with(i + 1, Line::new);
+        if self.mem.locks.mmap_lock.len() <= i {
+            self.mem.locks.mmap_lock.resize_with(i + 1, Line::new);
         }
         let now = self.now as f64;
-        let model = self.locks.model;
-        let line = &mut self.locks.mmap_lock[i];
+        let model = self.mem.locks.model;
+        let line = &mut self.mem.locks.mmap_lock[i];
         let a = line.request(&model, &self.m, now, cpu);
         let b = line.request(&model, &self.m, a.done_ns, cpu);
         (a.done_ns - now) + (b.done_ns - a.done_ns)

@@ -100,13 +100,13 @@ impl Kernel {
         idx: usize,
         race: Race<'_>,
     ) -> Result<FaultCost, Oom> {
-        let race = if self.locks.on.fault_retry && race.cpus.len() > 1 {
+        let race = if self.mem.locks.on.fault_retry && race.cpus.len() > 1 {
             race
         } else {
             Race::default()
         };
         let mm = self.tasks[t].mm;
-        let page = self.mms[mm].vmas[vma].pages[idx];
+        let page = self.mem.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
             return self.do_anonymous_page(t, cpu, vma, idx, race);
         }
@@ -134,11 +134,11 @@ impl Kernel {
     /// `race`, each doing `own_ns` of work before the lock; 0 without a
     /// race or with `numalab.fault_locks` off.
     fn race_spin(&mut self, race: Race<'_>, own_ns: f64) -> f64 {
-        if race.cpus.len() < 2 || !self.locks.on.fault_locks {
+        if race.cpus.len() < 2 || !self.mem.locks.on.fault_locks {
             return 0.0;
         }
-        let model = self.locks.model;
-        let s = self.locks.races.solve(
+        let model = self.mem.locks.model;
+        let s = self.mem.locks.races.solve(
             &model,
             &self.m,
             race.cpus,
@@ -164,7 +164,7 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         let pol = self.vma_policy(t, vma);
         let local = self.cpu_node(cpu);
-        let v = &self.mms[mm].vmas[vma];
+        let v = &self.mem.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
         let psize = v.page_size();
         // Interleave: VMA policies interleave by page offset
@@ -181,9 +181,9 @@ impl Kernel {
             0
         };
         let mems = self.task_mems(t);
-        let order = alloc_order(&pol, local, il_index, mems, &self.zonelists);
+        let order = alloc_order(&pol, local, il_index, mems, &self.mem.zonelists);
         let intended = order.first().copied();
-        let Some(nid) = alloc_pages_on(&mut self.nodes, &order, nr) else {
+        let Some(nid) = alloc_pages_on(&mut self.mem.nodes, &order, nr) else {
             return Err(Oom(format!(
                 "out of memory: task {} could not allocate a {} KiB page on any allowed node ({:?} policy)",
                 self.tasks[t].name,
@@ -191,7 +191,7 @@ impl Kernel {
                 pol.mode
             )));
         };
-        self.mms[mm].vmas[vma].set_page_node(idx, nid);
+        self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
         // zone_statistics()
         if Some(nid) == intended {
             self.vmstat.add(Vm::NumaHit, nr);

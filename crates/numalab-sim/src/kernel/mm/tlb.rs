@@ -50,7 +50,7 @@ impl Kernel {
         end: u64,
         stride_shift: u32,
     ) -> f64 {
-        if !self.locks.on.tlb_shootdown || end <= start {
+        if !self.mem.locks.on.tlb_shootdown || end <= start {
             return 0.0;
         }
         let nr = (end - start) >> stride_shift;

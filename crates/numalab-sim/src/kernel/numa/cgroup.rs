@@ -112,7 +112,7 @@ mod tests {
         let a = k.cgroups.mkdir("/a", None, None).unwrap();
         let b = k.cgroups.mkdir("/a/b", None, None).unwrap();
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
         fx::populate(&mut k, mm, 0, n, fx::n(0));
         let t = fx::add_task(&mut k, mm, fx::c(0));
         fx::add_task(&mut k, mm, fx::c(2));

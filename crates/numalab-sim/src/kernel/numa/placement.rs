@@ -144,7 +144,7 @@ impl Kernel {
     /// faults, the group's if grouped), and adapts the scan period.
     pub fn mainline_task_numa_placement(&mut self, t: TaskId) {
         let mm = self.tasks[t].mm;
-        let seq = self.mms[mm].numa.scan_seq;
+        let seq = self.mem.mms[mm].numa.scan_seq;
         if self.tasks[t].numa.scan_seq == seq {
             return;
         }
@@ -237,7 +237,7 @@ impl Kernel {
             let p = max.min(self.tasks[t].numa.scan_period << 1);
             self.tasks[t].numa.scan_period = p;
             let mm = self.tasks[t].mm;
-            self.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(p);
+            self.mem.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(p);
             return;
         }
         let period_slot = (period + NUMA_PERIOD_SLOTS - 1) / NUMA_PERIOD_SLOTS;
@@ -575,7 +575,7 @@ mod tests {
 
     /// Ends the scan pass so the next placement runs.
     fn next_pass(k: &mut Kernel, mm: MmId) {
-        k.mms[mm].numa.scan_seq += 1;
+        k.mem.mms[mm].numa.scan_seq += 1;
     }
 
     #[test]
@@ -652,7 +652,7 @@ mod tests {
         k.update_task_scan_period(t, 0, 100);
         assert_eq!(k.tasks[t].numa.scan_period, 2000);
         assert_eq!(
-            k.mms[mm].numa.next_scan,
+            k.mem.mms[mm].numa.next_scan,
             k.jiffies() + k.msecs_to_jiffies(2000)
         );
         // A failed migration: the counters are not cleared, so it keeps

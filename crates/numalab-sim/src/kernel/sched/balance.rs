@@ -1213,7 +1213,7 @@ mod tests {
             .set(&format!("numalab.sched_balance_serialize={variant}"))
             .expect("knob");
         let mut k = Kernel::new(m, knobs).expect("mainline policy");
-        k.mms.push(Mm {
+        k.mem.mms.push(Mm {
             id: MmId::new(0),
             tgid: 100,
             vmas: Default::default(),
