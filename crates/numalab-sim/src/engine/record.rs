@@ -233,7 +233,7 @@ impl Sim {
     /// happened is added: a run without scans or histograms adds nothing.
     fn lab_async_scan(&self, lab: &mut Lab, elapsed_ns: f64) {
         let k = &self.k;
-        let st = &k.numa_async.stats;
+        let st = &k.numa.async_scan.stats;
         if st.scans > 0 {
             lab.set(lab::NUMA_SCANS, st.scans as f64);
             lab.set(lab::NUMA_SCAN_S, secs(st.scan_ns));

@@ -71,11 +71,9 @@ pub struct Kernel {
     pub vmstat: VmStat,
     /// The trace recorder, when tracing (boxed: off the hot structure).
     pub trace: Option<Box<Tracer>>,
-    /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
-    pub numa_async: numa::async_scan::AsyncScan,
-    /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
-    /// callbacks make the decisions (kernel/numa/policy).
-    pub numa_ops: &'static numa::policy::NumaPolicyOps,
+    /// NUMA balancing's kernel-wide state: the policy and the
+    /// asynchronous scanner.
+    pub numa: numa::NumaState,
 }
 
 /// The CPUs a task may run on ([`Kernel::task_allowed`]), read in place:
@@ -107,8 +105,7 @@ impl Kernel {
             sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
         Ok(Kernel {
             mem: mm::MmState::new(&m, &knobs),
-            numa_async: Default::default(),
-            numa_ops,
+            numa: numa::NumaState::new(numa_ops),
             sched: sched::Sched::new(&m, sched::balance::BalanceState::new(variant)),
             now: 0,
             tick_ns: 1_000_000_000 / hz,

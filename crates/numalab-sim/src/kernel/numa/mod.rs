@@ -62,8 +62,11 @@ pub mod placement;
 pub mod policy;
 pub mod scan;
 pub mod series2013;
+pub mod state;
 #[cfg(test)]
 pub(crate) mod tests;
+
+pub use state::NumaState;
 
 use crate::kernel::mm::page_types::CPUPID_UNSET;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};

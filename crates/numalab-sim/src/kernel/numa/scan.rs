@@ -393,8 +393,8 @@ impl Kernel {
         // measured on `current`'s clock.
         let charged = self.charge_sys(current, cost);
         self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * charged as u64;
-        self.numa_async.stats.scan_ns += charged;
-        self.numa_async.stats.scans += 1;
+        self.numa.async_scan.stats.scan_ns += charged;
+        self.numa.async_scan.stats.scans += 1;
         charged
     }
 
