@@ -20,18 +20,17 @@ pub mod lb_stats;
 pub mod owed;
 pub mod pelt;
 pub mod serialize;
-pub mod state;
 pub mod task_state;
 pub mod topology;
 
-pub use state::Sched;
 pub use task_state::TaskState;
 
+use crate::kernel::ids::TiVec;
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::numa::TaskNumaState;
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, TaskId};
-use numalab_topology::CpuSet;
-use topology::SchedDomain;
+use numalab_topology::{CpuSet, Machine};
+use topology::{SchedDomain, Topology};
 
 /// `sysctl_sched_base_slice` for machines with 8+ CPUs: 0.75 ms scaled by
 /// 1 + ilog2(min(ncpus, 8)) = 3 ms (ns).
@@ -39,6 +38,46 @@ pub const BASE_SLICE_NS: u64 = 3_000_000;
 /// `sysctl_sched_migration_cost`: a task that ran this recently is cache
 /// hot (ns).
 pub const MIGRATION_COST_NS: u64 = 500_000;
+
+/// The scheduler's own state, as kernel/sched keeps it apart from the
+/// tasks, address spaces and NUMA balancing state: per-CPU `struct rq`s,
+/// the balancer's and the root domain's state, task groups' load and the
+/// `sched_domain` hierarchy. Functions that need only this take it
+/// (`impl Sched` blocks beside their `impl Kernel` namesakes).
+pub struct Sched {
+    /// Runqueues, by CPU.
+    pub rq: TiVec<CpuId, Rq>,
+    /// Load-balancer state (the SD_SERIALIZE flag and counts).
+    pub balance: balance::BalanceState,
+    /// Task groups' load (group.rs).
+    pub tg: group::TaskGroups,
+    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
+    pub idle_kernel_ns: f64,
+    /// Derived topology, fixed at boot.
+    pub(in crate::kernel) topo: Topology,
+    /// Runqueues with more than one task (`rd->overloaded` as a count).
+    pub(in crate::kernel) nr_overloaded: usize,
+}
+
+impl Sched {
+    /// The scheduler of machine `m` at boot, with balancer state `balance`.
+    pub fn new(m: &Machine, balance: balance::BalanceState) -> Sched {
+        let topo = Topology::new(m);
+        let rq = topo
+            .sd
+            .iter_enumerated()
+            .map(|(cpu, sds)| Rq::new(cpu, sds))
+            .collect();
+        Sched {
+            rq,
+            balance,
+            tg: Default::default(),
+            idle_kernel_ns: 0.0,
+            topo,
+            nr_overloaded: 0,
+        }
+    }
+}
 
 /// A task (`struct task_struct`, the parts modeled).
 #[derive(Clone, Debug)]
