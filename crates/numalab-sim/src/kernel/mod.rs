@@ -101,12 +101,10 @@ impl Kernel {
         let numa_ops = numa::policy::find(knobs.name(knob::POLICY))?;
         let hz = knobs.get(knob::CONFIG_HZ).max(1);
         let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
-        let variant =
-            sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
         Ok(Kernel {
             mem: mm::MmState::new(&m, &knobs),
             numa: numa::NumaState::new(numa_ops),
-            sched: sched::Sched::new(&m, sched::balance::BalanceState::new(variant)),
+            sched: sched::Sched::new(&m, &knobs),
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
@@ -243,13 +241,7 @@ impl Kernel {
                 ));
             }
         }
-        let overloaded = self.sched.rq.iter().filter(|r| r.nr_running() > 1).count();
-        if overloaded != self.sched.nr_overloaded {
-            return Err(format!(
-                "{overloaded} runqueues overloaded but nr_overloaded = {}",
-                self.sched.nr_overloaded
-            ));
-        }
+        self.sched.check_invariants()?;
         let mut seen: TiVec<TaskId, bool> = vec![false; self.tasks.len()].into();
         for rq in &self.sched.rq {
             for &t in rq.curr.iter().chain(rq.queue.iter()) {

@@ -153,11 +153,11 @@ impl Kernel {
         for cpu in self.node_cpus(nid) {
             let rq = &self.sched.rq[cpu];
             let nr = rq.nr_running() as i64;
-            ns.load += self.cpu_load(cpu);
-            ns.runnable += self.cpu_runnable(cpu);
-            ns.util += self.cpu_util_cfs(cpu);
+            ns.load += self.sched.cpu_load(cpu);
+            ns.runnable += self.sched.cpu_runnable(cpu);
+            ns.util += self.sched.cpu_util_cfs(cpu);
             ns.nr_running += nr;
-            ns.compute_capacity += self.capacity_of(cpu);
+            ns.compute_capacity += self.sched.capacity_of(cpu);
             if find_idle && idle_core.is_none() && nr == 0 {
                 if rq.numa_migrate_on || !allowed.has(cpu) {
                     continue;

@@ -51,6 +51,7 @@
 use super::fair::adjust_numa_imbalance;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
+use super::Sched;
 use super::MIGRATION_COST_NS;
 use crate::kernel::ids::CpuSetExt;
 use crate::kernel::scratch;
@@ -194,22 +195,6 @@ pub struct BalanceWalk {
 const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 
 impl Kernel {
-    /// `get_sd_balance_interval` in jiffies.
-    fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
-        let sd = &self.sched.topo.sd[cpu][level];
-        let mut ms = self.sched.rq[cpu].sd[level].balance_interval_ms;
-        if busy {
-            ms *= sd.busy_factor;
-        }
-        let hz = 1_000_000_000 / self.tick_ns;
-        let mut j = (ms * hz).div_ceil(1000);
-        if busy {
-            j = j.saturating_sub(1);
-        }
-        let max = (hz * self.m.nr_cpus() as u64 / 10).max(1);
-        j.clamp(1, max)
-    }
-
     /// `sched_balance_trigger`: from the tick of `cpu`, raise SCHED_SOFTIRQ
     /// when its `next_balance` is due. The raised softirqs run in
     /// [`Kernel::run_sched_softirqs`].
@@ -298,7 +283,7 @@ impl Kernel {
                         w.at = WalkAt::Done;
                         continue;
                     }
-                    w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
+                    w.interval = self.sched.sd_balance_interval(cpu, w.level, w.busy);
                     let serialize = self.sched.topo.sd[cpu][w.level]
                         .flags
                         .has(SdFlags::SERIALIZE);
@@ -312,7 +297,7 @@ impl Kernel {
                 WalkAt::Due => {
                     let last = self.sched.rq[cpu].sd[w.level].last_balance;
                     if w.jiffies >= last + w.interval {
-                        w.rq = Some(self.rq_pass_new(cpu, w.level, w.idle));
+                        w.rq = Some(self.sched.rq_pass_new(cpu, w.level, w.idle));
                         w.at = WalkAt::InRq;
                     } else {
                         w.at = if w.legacy_held {
@@ -344,7 +329,7 @@ impl Kernel {
                     }
                     w.continue_balancing &= p.continue_balancing;
                     self.sched.rq[cpu].sd[w.level].last_balance = w.jiffies;
-                    w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
+                    w.interval = self.sched.sd_balance_interval(cpu, w.level, w.busy);
                     w.at = if w.legacy_held {
                         WalkAt::LegacyUnlock
                     } else {
@@ -392,17 +377,7 @@ impl Kernel {
     /// A walk finished: an idle CPU stays in kernel until its clock.
     fn walk_end(&mut self, w: &BalanceWalk) {
         self.sched.balance.stats.softirqs += 1;
-        self.kernel_time_until(w.cpu, w.t);
-    }
-
-    /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
-    /// CPU cannot start one before then.
-    fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
-        if self.sched.rq[cpu].curr.is_none() {
-            let until = t.ceil() as u64;
-            let rq = &mut self.sched.rq[cpu];
-            rq.kernel_busy_until = rq.kernel_busy_until.max(until);
-        }
+        self.sched.kernel_time_until(w.cpu, w.t);
     }
 
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
@@ -482,10 +457,10 @@ impl Kernel {
             if n == 0 {
                 s.idle_cpus += 1;
             }
-            s.load += self.cpu_load(c);
-            s.util += self.cpu_util_cfs(c);
-            s.runnable += self.cpu_runnable(c);
-            s.capacity += self.capacity_of(c);
+            s.load += self.sched.cpu_load(c);
+            s.util += self.sched.cpu_util_cfs(c);
+            s.runnable += self.sched.cpu_runnable(c);
+            s.capacity += self.sched.capacity_of(c);
             let core = self.cpu_info(c).core;
             let (word, bit) = (core / 64, 1u64 << (core % 64));
             if cores[word] & bit == 0 {
@@ -494,7 +469,7 @@ impl Kernel {
             }
         }
         s.cores = nr_cores;
-        s.group_type = if !self.pelt_enabled() {
+        s.group_type = if !self.sched.pelt_enabled() {
             if s.nr_running > s.weight {
                 GroupType::Overloaded
             } else if imbalanced {
@@ -517,14 +492,6 @@ impl Kernel {
             s.avg_load = s.load_per_capacity();
         }
         s
-    }
-
-    /// `sg_imbalanced`: the `sgc->imbalance` flag of the group of domain
-    /// `level` that starts at `first`.
-    fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
-        group
-            .first()
-            .is_some_and(|f| self.sched.balance.group_imbalance.contains(&(level, f)))
     }
 
     /// `update_sd_pick_busiest`: is `s` busier than the busiest so far?
@@ -576,14 +543,14 @@ impl Kernel {
         let pct = sd.imbalance_pct as i64;
         let local = self.sg_stats(
             pct,
-            self.sg_imbalanced(level, &sd.groups[0]),
+            self.sched.sg_imbalanced(level, &sd.groups[0]),
             &sd.groups[0],
             cpus,
         );
         let mut busiest: Option<(usize, SgStats)> = None;
         let (mut total_load, mut total_capacity) = (local.load, local.capacity);
         for (i, g) in sd.groups.iter().enumerate().skip(1) {
-            let s = self.sg_stats(pct, self.sg_imbalanced(level, g), g, cpus);
+            let s = self.sg_stats(pct, self.sched.sg_imbalanced(level, g), g, cpus);
             total_load += s.load;
             total_capacity += s.capacity;
             if s.weight == 0 || s.nr_running == 0 {
@@ -699,12 +666,12 @@ impl Kernel {
             }
             // NUMA balancing: leave well-placed NUMA tasks alone while there
             // are better candidates (fbq_classify_rq > env->fbq_type).
-            if self.fbq_classify_rq(c) > fbq {
+            if self.sched.fbq_classify_rq(c) > fbq {
                 continue;
             }
             let key = match kind {
                 MigrationType::Load => {
-                    let load = self.cpu_load(c);
+                    let load = self.sched.cpu_load(c);
                     // One task bigger than the imbalance: leave it
                     // (check_cpu_capacity never holds at full capacity).
                     if n == 1 && load > imbalance {
@@ -716,7 +683,7 @@ impl Kernel {
                     if n <= 1 {
                         continue;
                     }
-                    self.cpu_util_cfs(c)
+                    self.sched.cpu_util_cfs(c)
                 }
                 MigrationType::Task | MigrationType::Misfit => n,
             };
@@ -728,42 +695,6 @@ impl Kernel {
     }
 
     // --- NUMA balancing pieces of the load balancer (fair.c) -------------
-
-    /// `fbq_classify_group`: `regular` if the group runs tasks without a
-    /// preferred node, `remote` if some run off their preferred node, else
-    /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
-    fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
-        let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            let rq = &self.sched.rq[c];
-            if rq.nr_running() == 0 {
-                continue;
-            }
-            nr += rq.nr_running() as u32;
-            numa += rq.nr_numa_running;
-            preferred += rq.nr_preferred_running;
-        }
-        if nr > numa {
-            FbqType::Regular
-        } else if nr > preferred {
-            FbqType::Remote
-        } else {
-            FbqType::All
-        }
-    }
-
-    /// `fbq_classify_rq`: the same classes for one runqueue.
-    fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
-        let rq = &self.sched.rq[cpu];
-        let nr = rq.nr_running() as u32;
-        if nr > rq.nr_numa_running {
-            FbqType::Regular
-        } else if nr > rq.nr_preferred_running {
-            FbqType::Remote
-        } else {
-            FbqType::All
-        }
-    }
 
     /// `migrate_degrades_locality` (fair.c): positive if moving task `t`
     /// from `src` to `dst` hurts its NUMA locality, negative if it helps, 0
@@ -818,24 +749,6 @@ impl Kernel {
         hot && failed <= cache_nice_tries
     }
 
-    /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
-    pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
-        let sd = &self.sched.topo.sd[cpu][level];
-        RqPass {
-            cpu,
-            level,
-            idle,
-            cpus: sd.span.clone(),
-            serialize: sd.flags.has(SdFlags::SERIALIZE),
-            need_unlock: false,
-            ld_moved: 0,
-            imbalance_found: false,
-            active: false,
-            continue_balancing: true,
-            at: RqAt::Redo,
-        }
-    }
-
     /// `sched_balance_rq`: balance domain `level` of `cpu` at once (flag
     /// operations included), from the CPU's clock `*t`. Returns the number
     /// of tasks moved here.
@@ -847,7 +760,7 @@ impl Kernel {
         continue_balancing: &mut bool,
         t: &mut f64,
     ) -> usize {
-        let mut p = self.rq_pass_new(cpu, level, idle);
+        let mut p = self.sched.rq_pass_new(cpu, level, idle);
         while !self.rq_pass_run(&mut p, t) {
             self.rq_pass_flag_op(&mut p, t);
         }
@@ -866,7 +779,7 @@ impl Kernel {
                     self.charge_walk(p.cpu, t, SWB_NS);
                     if !self.should_we_balance(p.cpu, p.level, p.idle, &p.cpus) {
                         p.continue_balancing = false;
-                        self.rq_pass_out(p);
+                        self.sched.rq_pass_out(p);
                         continue;
                     }
                     let variant = self.sched.balance.serialize.variant;
@@ -892,7 +805,7 @@ impl Kernel {
                     p.at = RqAt::Body;
                 } else {
                     // goto out_balanced (a v3 retry still has need_unlock set).
-                    self.rq_pass_out(p);
+                    self.sched.rq_pass_out(p);
                 }
             }
             RqAt::RedoUnlock => {
@@ -925,20 +838,20 @@ impl Kernel {
         );
         let Some((bi, kind, mut imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
             self.sched.balance.stats.lb_balanced += 1;
-            self.rq_pass_out(p);
+            self.sched.rq_pass_out(p);
             return;
         };
         let group = self.sched.topo.sd[cpu][level].groups[bi].clone();
         // NUMA balancing: classify the busiest group on NUMA levels
         // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
         let fbq = if self.sched.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
-            self.fbq_classify_group(&group, &p.cpus)
+            self.sched.fbq_classify_group(&group, &p.cpus)
         } else {
             FbqType::All
         };
         let Some(src) = self.find_busiest_queue(&group, &p.cpus, fbq, kind, imb) else {
             self.sched.balance.stats.lb_balanced += 1;
-            self.rq_pass_out(p);
+            self.sched.rq_pass_out(p);
             return;
         };
         p.imbalance_found = true;
@@ -1043,44 +956,7 @@ impl Kernel {
                 }
             }
         }
-        self.rq_pass_out(p);
-    }
-
-    /// The end of `sched_balance_rq` (`out_balanced:` … `out:`): interval
-    /// and failure bookkeeping, then the release if the marker says held.
-    fn rq_pass_out(&mut self, p: &mut RqPass) {
-        let (cpu, level) = (p.cpu, p.level);
-        let (min_iv, max_iv) = (
-            self.sched.topo.sd[cpu][level].min_interval_ms,
-            self.sched.topo.sd[cpu][level].max_interval_ms,
-        );
-        if !p.imbalance_found {
-            // out_balanced: clear this CPU's group's imbalance flag in the
-            // parent domain.
-            if let Some(parent) = self.sched.topo.sd[cpu].get(level + 1) {
-                let key = (level + 1, parent.groups[0].first().unwrap_or(0));
-                self.sched.balance.group_imbalance.remove(&key);
-            }
-        }
-        let st = &mut self.sched.rq[cpu].sd[level];
-        if p.ld_moved > 0 {
-            st.nr_balance_failed = 0;
-        }
-        if p.imbalance_found && (p.ld_moved > 0 || p.active) {
-            st.balance_interval_ms = min_iv;
-        } else if p.idle != CpuIdleType::NewlyIdle {
-            if !p.imbalance_found {
-                st.nr_balance_failed = 0;
-            }
-            if st.balance_interval_ms < max_iv {
-                st.balance_interval_ms *= 2;
-            }
-        }
-        p.at = if p.need_unlock {
-            RqAt::OutUnlock
-        } else {
-            RqAt::Done
-        };
+        self.sched.rq_pass_out(p);
     }
 
     /// `active_load_balance_cpu_stop`: push the running task of `src` to
@@ -1112,14 +988,15 @@ impl Kernel {
         let mut pulled = false;
         if self.sched.nr_overloaded == 0 || self.sched.rq[cpu].avg_idle < MIGRATION_COST_NS {
             if !self.sched.topo.sd[cpu].is_empty() {
-                self.update_next_balance(cpu, 0, &mut next_balance);
+                self.sched.update_next_balance(cpu, 0, &mut next_balance);
             }
         } else {
             let mut t = (self.now.max(self.sched.rq[cpu].kernel_busy_until)) as f64;
             let mut curr_cost = 0.0;
             let mut continue_balancing = true;
             for level in 0..self.sched.topo.sd[cpu].len() {
-                self.update_next_balance(cpu, level, &mut next_balance);
+                self.sched
+                    .update_next_balance(cpu, level, &mut next_balance);
                 let sd = &self.sched.topo.sd[cpu][level];
                 let cost =
                     costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
@@ -1145,7 +1022,7 @@ impl Kernel {
                     break;
                 }
             }
-            self.kernel_time_until(cpu, t);
+            self.sched.kernel_time_until(cpu, t);
         }
         // out: move the next balance forward.
         if self.sched.rq[cpu].next_balance > next_balance {
@@ -1153,15 +1030,144 @@ impl Kernel {
         }
         pulled
     }
+}
+
+impl Sched {
+    /// `get_sd_balance_interval` in jiffies.
+    fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
+        let sd = &self.topo.sd[cpu][level];
+        let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
+        if busy {
+            ms *= sd.busy_factor;
+        }
+        let hz = self.hz;
+        let mut j = (ms * hz).div_ceil(1000);
+        if busy {
+            j = j.saturating_sub(1);
+        }
+        let max = (hz * self.rq.len() as u64 / 10).max(1);
+        j.clamp(1, max)
+    }
 
     /// `update_next_balance`: pull `*next_balance` forward to when domain
     /// `level` of `cpu` is next due at its idle interval.
     fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut u64) {
         let interval = self.sd_balance_interval(cpu, level, false);
-        let next = self.sched.rq[cpu].sd[level].last_balance + interval;
+        let next = self.rq[cpu].sd[level].last_balance + interval;
         if *next_balance > next {
             *next_balance = next;
         }
+    }
+}
+
+impl Sched {
+    /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
+    /// CPU cannot start one before then.
+    fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
+        if self.rq[cpu].curr.is_none() {
+            let until = t.ceil() as u64;
+            let rq = &mut self.rq[cpu];
+            rq.kernel_busy_until = rq.kernel_busy_until.max(until);
+        }
+    }
+
+    /// `sg_imbalanced`: the `sgc->imbalance` flag of the group of domain
+    /// `level` that starts at `first`.
+    fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
+        group
+            .first()
+            .is_some_and(|f| self.balance.group_imbalance.contains(&(level, f)))
+    }
+
+    /// `fbq_classify_group`: `regular` if the group runs tasks without a
+    /// preferred node, `remote` if some run off their preferred node, else
+    /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
+    fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
+        let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
+            let rq = &self.rq[c];
+            if rq.nr_running() == 0 {
+                continue;
+            }
+            nr += rq.nr_running() as u32;
+            numa += rq.nr_numa_running;
+            preferred += rq.nr_preferred_running;
+        }
+        if nr > numa {
+            FbqType::Regular
+        } else if nr > preferred {
+            FbqType::Remote
+        } else {
+            FbqType::All
+        }
+    }
+
+    /// `fbq_classify_rq`: the same classes for one runqueue.
+    fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
+        let rq = &self.rq[cpu];
+        let nr = rq.nr_running() as u32;
+        if nr > rq.nr_numa_running {
+            FbqType::Regular
+        } else if nr > rq.nr_preferred_running {
+            FbqType::Remote
+        } else {
+            FbqType::All
+        }
+    }
+
+    /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
+    pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
+        let sd = &self.topo.sd[cpu][level];
+        RqPass {
+            cpu,
+            level,
+            idle,
+            cpus: sd.span.clone(),
+            serialize: sd.flags.has(SdFlags::SERIALIZE),
+            need_unlock: false,
+            ld_moved: 0,
+            imbalance_found: false,
+            active: false,
+            continue_balancing: true,
+            at: RqAt::Redo,
+        }
+    }
+
+    /// The end of `sched_balance_rq` (`out_balanced:` … `out:`): interval
+    /// and failure bookkeeping, then the release if the marker says held.
+    fn rq_pass_out(&mut self, p: &mut RqPass) {
+        let (cpu, level) = (p.cpu, p.level);
+        let (min_iv, max_iv) = (
+            self.topo.sd[cpu][level].min_interval_ms,
+            self.topo.sd[cpu][level].max_interval_ms,
+        );
+        if !p.imbalance_found {
+            // out_balanced: clear this CPU's group's imbalance flag in the
+            // parent domain.
+            if let Some(parent) = self.topo.sd[cpu].get(level + 1) {
+                let key = (level + 1, parent.groups[0].first().unwrap_or(0));
+                self.balance.group_imbalance.remove(&key);
+            }
+        }
+        let st = &mut self.rq[cpu].sd[level];
+        if p.ld_moved > 0 {
+            st.nr_balance_failed = 0;
+        }
+        if p.imbalance_found && (p.ld_moved > 0 || p.active) {
+            st.balance_interval_ms = min_iv;
+        } else if p.idle != CpuIdleType::NewlyIdle {
+            if !p.imbalance_found {
+                st.nr_balance_failed = 0;
+            }
+            if st.balance_interval_ms < max_iv {
+                st.balance_interval_ms *= 2;
+            }
+        }
+        p.at = if p.need_unlock {
+            RqAt::OutUnlock
+        } else {
+            RqAt::Done
+        };
     }
 }
 
@@ -1427,7 +1433,7 @@ mod tests {
         // Nothing is overloaded: no balance, but the next one is due at
         // the lowest domain's idle interval.
         assert!(!k.sched_balance_newidle(c(6)));
-        let iv = k.sd_balance_interval(c(6), 0, false);
+        let iv = k.sched.sd_balance_interval(c(6), 0, false);
         assert_eq!(
             k.sched.rq[c(6)].next_balance,
             k.sched.rq[c(6)].sd[0].last_balance + iv

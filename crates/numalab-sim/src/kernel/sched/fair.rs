@@ -19,6 +19,7 @@
 //! shortcut of `find_idlest_group` is modeled; the state is numa/'s.)
 
 use super::topology::SdFlags;
+use super::Sched;
 use crate::kernel::ids::CpuSetExt;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use numalab_topology::CpuSet;
@@ -52,14 +53,14 @@ impl Kernel {
         let sds = &self.sched.topo.sd[cpu];
         // Highest domain that balances on fork.
         let Some(top) = sds.iter().rposition(|d| d.flags.has(SdFlags::BALANCE_FORK)) else {
-            return self.idlest_cpu_in(&allowed, cpu);
+            return self.sched.idlest_cpu_in(&allowed, cpu);
         };
         let mut level = top as isize;
         while level >= 0 {
             let sd = &self.sched.topo.sd[cpu][level as usize];
             let mut next = level - 1;
             if let Some(g) = self.find_idlest_group(sd, t, cpu, &allowed) {
-                let cand = self.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
+                let cand = self.sched.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
                 if cand != cpu {
                     // As find_idlest_cpu(): go on in the new CPU's highest
                     // domain smaller than this one. Its domain stack may
@@ -74,7 +75,7 @@ impl Kernel {
             }
             level = next;
         }
-        self.idlest_cpu_in(
+        self.sched.idlest_cpu_in(
             &self.sched.topo.sd[cpu]
                 .first()
                 .map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)),
@@ -186,33 +187,6 @@ impl Kernel {
         }
     }
 
-    /// `find_idlest_group_cpu`: an idle CPU of `set` (preferring `prefer`,
-    /// then the lowest id), else the least loaded (`cpu_load`).
-    pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: CpuId) -> CpuId {
-        let mut best = None;
-        for c in set.cpu_ids() {
-            let busy = self.sched.rq[c].nr_running() > 0;
-            let load = if busy { self.cpu_load(c) } else { 0 };
-            let key = (busy, load, c != prefer, c);
-            if best.is_none_or(|(k, _)| key < k) {
-                best = Some((key, c));
-            }
-        }
-        best.map_or(prefer, |(_, c)| c)
-    }
-
-    /// `update_idle_cpu_scan` (SIS_UTIL): how many CPUs of `llc` a wakeup
-    /// may scan for an idle one, fewer as the LLC's utilisation grows, none
-    /// from 100/imbalance_pct (85 %) up. Computed at the wakeup here (the
-    /// kernel refreshes it at each periodic balance of the LLC domain).
-    fn nr_idle_scan(&self, llc: &[CpuId], pct: i64) -> i64 {
-        let w = llc.len() as i64;
-        let sum: i64 = llc.iter().map(|&c| self.cpu_util_cfs(c)).sum();
-        let x = sum / w.max(1);
-        let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
-        (1024 - tmp) * w / 1024
-    }
-
     /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
     /// `select_idle_sibling`): the previous CPU if idle; else, in its LLC,
     /// an idle core (SMT machines: `select_idle_core`, no scan limit), else
@@ -253,12 +227,12 @@ impl Kernel {
             }
             return idle_cpu.unwrap_or(prev);
         }
-        let mut nr = if self.pelt_enabled() {
+        let mut nr = if self.sched.pelt_enabled() {
             let pct = self.sched.topo.sd[prev]
                 .iter()
                 .find(|d| d.flags.has(SdFlags::SHARE_LLC))
                 .map_or(117, |d| d.imbalance_pct as i64);
-            self.nr_idle_scan(llc, pct) + 1
+            self.sched.nr_idle_scan(llc, pct) + 1
         } else {
             i64::MAX
         };
@@ -275,5 +249,34 @@ impl Kernel {
             }
         }
         prev
+    }
+}
+
+impl Sched {
+    /// `find_idlest_group_cpu`: an idle CPU of `set` (preferring `prefer`,
+    /// then the lowest id), else the least loaded (`cpu_load`).
+    pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: CpuId) -> CpuId {
+        let mut best = None;
+        for c in set.cpu_ids() {
+            let busy = self.rq[c].nr_running() > 0;
+            let load = if busy { self.cpu_load(c) } else { 0 };
+            let key = (busy, load, c != prefer, c);
+            if best.is_none_or(|(k, _)| key < k) {
+                best = Some((key, c));
+            }
+        }
+        best.map_or(prefer, |(_, c)| c)
+    }
+
+    /// `update_idle_cpu_scan` (SIS_UTIL): how many CPUs of `llc` a wakeup
+    /// may scan for an idle one, fewer as the LLC's utilisation grows, none
+    /// from 100/imbalance_pct (85 %) up. Computed at the wakeup here (the
+    /// kernel refreshes it at each periodic balance of the LLC domain).
+    fn nr_idle_scan(&self, llc: &[CpuId], pct: i64) -> i64 {
+        let w = llc.len() as i64;
+        let sum: i64 = llc.iter().map(|&c| self.cpu_util_cfs(c)).sum();
+        let x = sum / w.max(1);
+        let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
+        (1024 - tmp) * w / 1024
     }
 }

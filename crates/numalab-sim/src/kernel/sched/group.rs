@@ -30,6 +30,7 @@
 //! `update_tg_load_avg`.
 
 use super::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
+use super::Sched;
 use crate::kernel::ids::TiVec;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CgroupId, CpuId, Kernel, TaskId};
@@ -71,23 +72,6 @@ impl Kernel {
         }
     }
 
-    fn group_mut(&mut self, g: CgroupId) -> &mut GroupLoad {
-        let i = g.index();
-        if self.sched.tg.by_cgroup.len() <= i {
-            self.sched.tg.by_cgroup.resize(i + 1, None);
-        }
-        if self.sched.tg.by_cgroup[i].is_none() {
-            let n = self.m.nr_cpus();
-            self.sched.tg.by_cgroup[i] = Some(GroupLoad {
-                per_cpu: vec![SchedAvg::default(); n].into(),
-                nr: vec![0; n].into(),
-                load_avg: 0.0,
-            });
-            self.sched.tg.active.push(g);
-        }
-        self.sched.tg.by_cgroup[i].as_mut().expect("just made")
-    }
-
     /// Brings group `g`'s signal on `cpu` to now (`update_cfs_rq_load_avg`
     /// of the group runqueue), keeping `tg->load_avg` in step.
     pub(crate) fn update_group_load_avg(&mut self, g: CgroupId, cpu: CpuId) {
@@ -95,7 +79,7 @@ impl Kernel {
             .curr
             .is_some_and(|c| self.task_group(c) == Some(g));
         let now = self.now;
-        let grp = self.group_mut(g);
+        let grp = self.sched.group_mut(g);
         let nr = f64::from(grp.nr[cpu]);
         let before = grp.per_cpu[cpu].load_avg;
         grp.per_cpu[cpu].update(now, nr, nr, running);
@@ -120,7 +104,7 @@ impl Kernel {
         let Some(g) = self.task_group(t) else {
             return;
         };
-        let nr = &mut self.group_mut(g).nr[cpu];
+        let nr = &mut self.sched.group_mut(g).nr[cpu];
         *nr = if on { *nr + 1 } else { nr.saturating_sub(1) };
     }
 
@@ -132,7 +116,7 @@ impl Kernel {
         };
         self.update_group_load_avg(g, cpu);
         let se = self.tasks[t].avg;
-        let grp = self.group_mut(g);
+        let grp = self.sched.group_mut(g);
         let before = grp.per_cpu[cpu].load_avg;
         if add {
             grp.per_cpu[cpu].add(&se);
@@ -140,27 +124,6 @@ impl Kernel {
             grp.per_cpu[cpu].sub(&se);
         }
         grp.load_avg += grp.per_cpu[cpu].load_avg - before;
-    }
-
-    /// What the task groups change in `cpu`'s root load: each group's load
-    /// there replaced by its entity's weight (`calc_group_shares`).
-    pub(crate) fn group_load_delta(&self, cpu: CpuId) -> f64 {
-        let mut d = 0.0;
-        for &g in &self.sched.tg.active {
-            let Some(grp) = &self.sched.tg.by_cgroup[g.index()] else {
-                continue;
-            };
-            let nr = f64::from(grp.nr[cpu]);
-            let avg = grp.per_cpu[cpu].load_avg;
-            let load = avg.max(nr * SCHED_CAPACITY_SCALE);
-            let tg_weight = grp.load_avg - avg + load;
-            if tg_weight <= 0.0 {
-                continue;
-            }
-            let shares = (SCHED_CAPACITY_SCALE * load / tg_weight).min(SCHED_CAPACITY_SCALE);
-            d += shares - avg;
-        }
-        d
     }
 
     /// `task_h_load`'s group factor for task `t`: its group entity's
@@ -178,6 +141,46 @@ impl Kernel {
             return 1.0;
         }
         (SCHED_CAPACITY_SCALE / grp.load_avg).min(SCHED_CAPACITY_SCALE / avg)
+    }
+}
+
+impl Sched {
+    fn group_mut(&mut self, g: CgroupId) -> &mut GroupLoad {
+        let i = g.index();
+        if self.tg.by_cgroup.len() <= i {
+            self.tg.by_cgroup.resize(i + 1, None);
+        }
+        if self.tg.by_cgroup[i].is_none() {
+            let n = self.rq.len();
+            self.tg.by_cgroup[i] = Some(GroupLoad {
+                per_cpu: vec![SchedAvg::default(); n].into(),
+                nr: vec![0; n].into(),
+                load_avg: 0.0,
+            });
+            self.tg.active.push(g);
+        }
+        self.tg.by_cgroup[i].as_mut().expect("just made")
+    }
+
+    /// What the task groups change in `cpu`'s root load: each group's load
+    /// there replaced by its entity's weight (`calc_group_shares`).
+    pub(crate) fn group_load_delta(&self, cpu: CpuId) -> f64 {
+        let mut d = 0.0;
+        for &g in &self.tg.active {
+            let Some(grp) = &self.tg.by_cgroup[g.index()] else {
+                continue;
+            };
+            let nr = f64::from(grp.nr[cpu]);
+            let avg = grp.per_cpu[cpu].load_avg;
+            let load = avg.max(nr * SCHED_CAPACITY_SCALE);
+            let tg_weight = grp.load_avg - avg + load;
+            if tg_weight <= 0.0 {
+                continue;
+            }
+            let shares = (SCHED_CAPACITY_SCALE * load / tg_weight).min(SCHED_CAPACITY_SCALE);
+            d += shares - avg;
+        }
+        d
     }
 }
 
@@ -205,12 +208,12 @@ mod tests {
                 k.sched.tg.by_cgroup[g.index()].as_ref().unwrap().nr[CpuId::new(c)]
             };
             assert!((0..4).all(|c| nr(&k, c) == 2));
-            let load = (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]));
+            let load = (k.sched.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]));
             k.dequeue_task(tasks[4]);
             assert_eq!(nr(&k, 0), 1);
             return load;
         }
-        (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
+        (k.sched.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
     }
 
     #[test]

@@ -28,8 +28,10 @@ pub use task_state::TaskState;
 use crate::kernel::ids::TiVec;
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::numa::TaskNumaState;
+use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, TaskId};
 use numalab_topology::{CpuSet, Machine};
+use serialize::SerializeVariant;
 use topology::{SchedDomain, Topology};
 
 /// `sysctl_sched_base_slice` for machines with 8+ CPUs: 0.75 ms scaled by
@@ -57,11 +59,18 @@ pub struct Sched {
     pub(in crate::kernel) topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
     pub(in crate::kernel) nr_overloaded: usize,
+    /// `numalab.pelt`, read at boot (knobs do not change after it): the
+    /// balancer reads PELT signals, not runnable counts (pelt.rs).
+    pelt: bool,
+    /// Ticks per second as the kernel's tick length gives them
+    /// (1e9 / `Kernel::tick_ns`), fixed at boot.
+    hz: u64,
 }
 
 impl Sched {
-    /// The scheduler of machine `m` at boot, with balancer state `balance`.
-    pub fn new(m: &Machine, balance: balance::BalanceState) -> Sched {
+    /// The scheduler of machine `m` at boot with knobs `knobs`.
+    pub fn new(m: &Machine, knobs: &Knobs) -> Sched {
+        let variant = SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
         let topo = Topology::new(m);
         let rq = topo
             .sd
@@ -70,12 +79,27 @@ impl Sched {
             .collect();
         Sched {
             rq,
-            balance,
+            balance: balance::BalanceState::new(variant),
             tg: Default::default(),
             idle_kernel_ns: 0.0,
             topo,
             nr_overloaded: 0,
+            pelt: knobs.get(knob::PELT),
+            hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
         }
+    }
+
+    /// Checks the scheduler's own invariants (debug builds and tests): the
+    /// overload count matches the runqueues.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let overloaded = self.rq.iter().filter(|r| r.nr_running() > 1).count();
+        if overloaded != self.nr_overloaded {
+            return Err(format!(
+                "{overloaded} runqueues overloaded but nr_overloaded = {}",
+                self.nr_overloaded
+            ));
+        }
+        Ok(())
     }
 }
 

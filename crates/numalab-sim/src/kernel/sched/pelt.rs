@@ -38,7 +38,7 @@
 //! (kernel/sched/group.rs), and the
 //! `removed` deferral (a dead or migrating task's load leaves at once).
 
-use crate::kernel::sysctl::knob;
+use super::Sched;
 use crate::kernel::{CpuId, Kernel, TaskId};
 
 /// `LOAD_AVG_PERIOD`: periods for a contribution to halve.
@@ -215,12 +215,6 @@ impl SchedAvg {
 }
 
 impl Kernel {
-    /// `sched_feat`-like switch: true when the balancer reads PELT signals
-    /// (`numalab.pelt=1`), false for runnable counts.
-    pub fn pelt_enabled(&self) -> bool {
-        self.knobs.get(knob::PELT)
-    }
-
     /// `update_cfs_rq_load_avg`: brings `cpu`'s runqueue signals to now.
     pub fn update_cfs_rq_load_avg(&mut self, cpu: CpuId) {
         let rq = &self.sched.rq[cpu];
@@ -330,53 +324,11 @@ impl Kernel {
         }
     }
 
-    /// `cpu_load`: the runqueue's load (PELT `load_avg`, with task groups'
-    /// loads replaced by their entities' weights, kernel/sched/group.rs; or
-    /// 1024 per runnable task with `numalab.pelt=0`).
-    pub fn cpu_load(&self, cpu: CpuId) -> i64 {
-        if self.pelt_enabled() {
-            let mut load = self.sched.rq[cpu].avg.load_avg;
-            if !self.sched.tg.active.is_empty() {
-                load = (load + self.group_load_delta(cpu)).max(0.0);
-            }
-            load.round() as i64
-        } else {
-            self.sched.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
-        }
-    }
-
-    /// `cpu_runnable`: the runqueue's runnable average (or 1024 per
-    /// runnable task).
-    pub fn cpu_runnable(&self, cpu: CpuId) -> i64 {
-        if self.pelt_enabled() {
-            self.sched.rq[cpu].avg.runnable_avg.round() as i64
-        } else {
-            self.sched.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
-        }
-    }
-
-    /// `cpu_util_cfs`: the runqueue's utilisation, at most its capacity
-    /// (or 1024 while anything runs).
-    pub fn cpu_util_cfs(&self, cpu: CpuId) -> i64 {
-        if self.pelt_enabled() {
-            (self.sched.rq[cpu].avg.util_avg.round() as i64).min(self.capacity_of(cpu))
-        } else if self.sched.rq[cpu].nr_running() > 0 {
-            SCHED_CAPACITY_SCALE as i64
-        } else {
-            0
-        }
-    }
-
-    /// `capacity_of`: every modeled CPU has full capacity.
-    pub fn capacity_of(&self, _cpu: CpuId) -> i64 {
-        SCHED_CAPACITY_SCALE as i64
-    }
-
     /// `task_h_load`: the task's load (its own `load_avg`, scaled through
     /// its task group when it has one, kernel/sched/group.rs; at least 1),
     /// or 1024 with `numalab.pelt=0`.
     pub fn task_h_load(&self, t: TaskId) -> i64 {
-        if self.pelt_enabled() {
+        if self.sched.pelt_enabled() {
             let f = if self.sched.tg.active.is_empty() {
                 1.0
             } else {
@@ -390,11 +342,61 @@ impl Kernel {
 
     /// `task_util_est` (without util_est: `task_util`), or 1024.
     pub fn task_util(&self, t: TaskId) -> i64 {
-        if self.pelt_enabled() {
+        if self.sched.pelt_enabled() {
             self.tasks[t].avg.util_avg.round() as i64
         } else {
             SCHED_CAPACITY_SCALE as i64
         }
+    }
+}
+
+impl Sched {
+    /// `sched_feat`-like switch: true when the balancer reads PELT signals
+    /// (`numalab.pelt=1`), false for runnable counts.
+    pub fn pelt_enabled(&self) -> bool {
+        self.pelt
+    }
+
+    /// `cpu_load`: the runqueue's load (PELT `load_avg`, with task groups'
+    /// loads replaced by their entities' weights, kernel/sched/group.rs; or
+    /// 1024 per runnable task with `numalab.pelt=0`).
+    pub fn cpu_load(&self, cpu: CpuId) -> i64 {
+        if self.pelt_enabled() {
+            let mut load = self.rq[cpu].avg.load_avg;
+            if !self.tg.active.is_empty() {
+                load = (load + self.group_load_delta(cpu)).max(0.0);
+            }
+            load.round() as i64
+        } else {
+            self.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
+        }
+    }
+
+    /// `cpu_runnable`: the runqueue's runnable average (or 1024 per
+    /// runnable task).
+    pub fn cpu_runnable(&self, cpu: CpuId) -> i64 {
+        if self.pelt_enabled() {
+            self.rq[cpu].avg.runnable_avg.round() as i64
+        } else {
+            self.rq[cpu].nr_running() as i64 * SCHED_CAPACITY_SCALE as i64
+        }
+    }
+
+    /// `cpu_util_cfs`: the runqueue's utilisation, at most its capacity
+    /// (or 1024 while anything runs).
+    pub fn cpu_util_cfs(&self, cpu: CpuId) -> i64 {
+        if self.pelt_enabled() {
+            (self.rq[cpu].avg.util_avg.round() as i64).min(self.capacity_of(cpu))
+        } else if self.rq[cpu].nr_running() > 0 {
+            SCHED_CAPACITY_SCALE as i64
+        } else {
+            0
+        }
+    }
+
+    /// `capacity_of`: every modeled CPU has full capacity.
+    pub fn capacity_of(&self, _cpu: CpuId) -> i64 {
+        SCHED_CAPACITY_SCALE as i64
     }
 }
 
