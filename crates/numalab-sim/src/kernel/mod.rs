@@ -223,24 +223,7 @@ impl Kernel {
     /// Checks model invariants (debug builds and tests): every page on one
     /// node within capacity, every task on at most one CPU, summaries right.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut used = vec![0u64; self.m.nr_nodes()];
-        for mm in &self.mem.mms {
-            for v in &mm.vmas {
-                v.check_invariants()?;
-                for (n, p) in v.pages_by_node().into_iter().enumerate() {
-                    used[n] += p * v.nr_base_pages();
-                }
-            }
-        }
-        for (nm, (n, u)) in self.mem.nodes.iter().zip(used.iter().enumerate()) {
-            if nm.total_pages - nm.free_pages != *u {
-                return Err(format!(
-                    "node {n}: {} pages allocated but {} mapped",
-                    nm.total_pages - nm.free_pages,
-                    u
-                ));
-            }
-        }
+        self.mem.check_invariants()?;
         self.sched.check_invariants()?;
         let mut seen: TiVec<TaskId, bool> = vec![false; self.tasks.len()].into();
         for rq in &self.sched.rq {

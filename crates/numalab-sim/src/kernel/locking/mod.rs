@@ -278,7 +278,7 @@ impl Kernel {
             .map(|n| {
                 let batch = zone_batchsize(self.mem.nodes[n].total_pages);
                 let high = zone_highsize(
-                    self.low_wmark_pages(n),
+                    self.mem.low_wmark_pages(n),
                     batch,
                     self.node_cpus(n).count(),
                     online,

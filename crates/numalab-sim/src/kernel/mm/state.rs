@@ -49,4 +49,29 @@ impl MmState {
             zonelists: zonelists(&m.distance),
         }
     }
+
+    /// Checks memory management's invariants (debug builds and tests):
+    /// every VMA's own summaries right, and every node's allocated pages
+    /// the pages mapped there.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut used = vec![0u64; self.nodes.len()];
+        for mm in &self.mms {
+            for v in &mm.vmas {
+                v.check_invariants()?;
+                for (n, p) in v.pages_by_node().into_iter().enumerate() {
+                    used[n] += p * v.nr_base_pages();
+                }
+            }
+        }
+        for (nm, (n, u)) in self.nodes.iter().zip(used.iter().enumerate()) {
+            if nm.total_pages - nm.free_pages != *u {
+                return Err(format!(
+                    "node {n}: {} pages allocated but {} mapped",
+                    nm.total_pages - nm.free_pages,
+                    u
+                ));
+            }
+        }
+        Ok(())
+    }
 }

@@ -41,6 +41,7 @@ use super::{
 use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
+use crate::kernel::mm::MmState;
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId, VmaId};
@@ -116,7 +117,7 @@ impl Kernel {
                 || n != NUMA_TASK_MIG_AS_POSTED
         });
         if let Some(target) = target {
-            if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
+            if !self.mem.migrate_misplaced_folio_prepare(target, nr_pages) {
                 flags |= TNF_MIGRATE_FAIL;
             } else {
                 match self.migrate_misplaced_folio(t, vma, idx, target) {
@@ -307,47 +308,6 @@ impl Kernel {
         cpu_f(dst_nid) * mem_f(src_nid) * 3 > cpu_f(src_nid) * mem_f(dst_nid) * 4
     }
 
-    /// `high_wmark_pages` of node `nid`: `min_free_kbytes` (the square root
-    /// of 16 x memory in KiB, clamped) shared among nodes by size, plus
-    /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
-    /// zones, lowmem reserves, watermark boosting.
-    pub fn high_wmark_pages(&self, nid: NodeId) -> u64 {
-        let (min, tmp) = self.wmark_parts(nid);
-        min + 2 * tmp
-    }
-
-    /// `low_wmark_pages` of node `nid`: the min watermark plus one step
-    /// (see [`Kernel::high_wmark_pages`]).
-    pub fn low_wmark_pages(&self, nid: NodeId) -> u64 {
-        let (min, tmp) = self.wmark_parts(nid);
-        min + tmp
-    }
-
-    /// The min watermark of `nid` and the step between watermarks
-    /// (`__setup_per_zone_wmarks`).
-    fn wmark_parts(&self, nid: NodeId) -> (u64, u64) {
-        let total_pages: u64 = self.mem.nodes.iter().map(|n| n.total_pages).sum();
-        if total_pages == 0 {
-            return (0, 0);
-        }
-        let kbytes = total_pages * (Kernel::page_bytes() / 1024);
-        let (lo, hi) = MIN_FREE_KBYTES_RANGE;
-        let min_free_kbytes = int_sqrt(kbytes * 16).clamp(lo, hi);
-        let node_pages = self.mem.nodes[nid].total_pages;
-        let min = min_free_kbytes / (Kernel::page_bytes() / 1024) * node_pages / total_pages;
-        let tmp = (min / 4).max(node_pages * WATERMARK_SCALE_FACTOR / 10_000);
-        (min, tmp)
-    }
-
-    /// `migrate_misplaced_folio_prepare` (mm/migrate.c): may `nr` pages be
-    /// migrated to `nid`? Refuses a node whose free memory would not stay
-    /// above its high watermark (`migrate_balanced_pgdat`), without
-    /// counting a migration failure. Left out: file folios, LRU isolation
-    /// failing, waking kswapd (tiering only).
-    pub fn migrate_misplaced_folio_prepare(&self, nid: NodeId, nr: u64) -> bool {
-        self.mem.nodes[nid].free_pages > self.high_wmark_pages(nid) + nr
-    }
-
     /// `migrate_misplaced_folio` (mm/migrate.c → `migrate_pages`,
     /// MIGRATE_ASYNC, MR_NUMA_MISPLACED): moves page `idx` of VMA `vma` to
     /// `nid`. The destination folio is allocated node-exact
@@ -448,6 +408,49 @@ impl Kernel {
         let copy = self.bytes_cost_ns(bytes) * (lat(src) + lat(dst)) / local;
         let remap = costs::MIGRATE_REMAP_NS + self.pcp_free(cpu, src, nr);
         isolate + alloc + costs::MIGRATE_UNMAP_NS + copy + remap
+    }
+}
+
+impl MmState {
+    /// `high_wmark_pages` of node `nid`: `min_free_kbytes` (the square root
+    /// of 16 x memory in KiB, clamped) shared among nodes by size, plus
+    /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
+    /// zones, lowmem reserves, watermark boosting.
+    pub fn high_wmark_pages(&self, nid: NodeId) -> u64 {
+        let (min, tmp) = self.wmark_parts(nid);
+        min + 2 * tmp
+    }
+
+    /// `low_wmark_pages` of node `nid`: the min watermark plus one step
+    /// (see [`MmState::high_wmark_pages`]).
+    pub fn low_wmark_pages(&self, nid: NodeId) -> u64 {
+        let (min, tmp) = self.wmark_parts(nid);
+        min + tmp
+    }
+
+    /// The min watermark of `nid` and the step between watermarks
+    /// (`__setup_per_zone_wmarks`).
+    fn wmark_parts(&self, nid: NodeId) -> (u64, u64) {
+        let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
+        if total_pages == 0 {
+            return (0, 0);
+        }
+        let kbytes = total_pages * (Kernel::page_bytes() / 1024);
+        let (lo, hi) = MIN_FREE_KBYTES_RANGE;
+        let min_free_kbytes = int_sqrt(kbytes * 16).clamp(lo, hi);
+        let node_pages = self.nodes[nid].total_pages;
+        let min = min_free_kbytes / (Kernel::page_bytes() / 1024) * node_pages / total_pages;
+        let tmp = (min / 4).max(node_pages * WATERMARK_SCALE_FACTOR / 10_000);
+        (min, tmp)
+    }
+
+    /// `migrate_misplaced_folio_prepare` (mm/migrate.c): may `nr` pages be
+    /// migrated to `nid`? Refuses a node whose free memory would not stay
+    /// above its high watermark (`migrate_balanced_pgdat`), without
+    /// counting a migration failure. Left out: file folios, LRU isolation
+    /// failing, waking kswapd (tiering only).
+    pub fn migrate_misplaced_folio_prepare(&self, nid: NodeId, nr: u64) -> bool {
+        self.nodes[nid].free_pages > self.high_wmark_pages(nid) + nr
     }
 }
 
@@ -564,7 +567,7 @@ mod tests {
     fn migration_to_a_nearly_full_node_fails_in_prepare_without_pgmigrate_fail() {
         let (mut k, mm, t) = setup(None);
         // Node 0 has no more than its high watermark free.
-        let wm = k.high_wmark_pages(fx::n(0));
+        let wm = k.mem.high_wmark_pages(fx::n(0));
         assert!(wm > 0);
         k.mem.nodes[fx::n(0)].free_pages = wm;
         fx::mark(&mut k, mm, 0);
@@ -645,10 +648,10 @@ mod tests {
     #[test]
     fn high_watermark_is_small_but_grows_with_the_node() {
         let k = fx::kernel("tiny-2n", &[]);
-        let w = k.high_wmark_pages(fx::n(0));
+        let w = k.mem.high_wmark_pages(fx::n(0));
         // ~5 MB of a 1 GiB node.
         assert!(w > 512 && w < 4096, "{w}");
         let big = fx::kernel("spr-4n", &[]);
-        assert!(big.high_wmark_pages(fx::n(0)) > 50 * w);
+        assert!(big.mem.high_wmark_pages(fx::n(0)) > 50 * w);
     }
 }

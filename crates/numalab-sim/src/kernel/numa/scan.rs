@@ -25,7 +25,7 @@ use super::{
     hash_32, VmaNumabState, HPAGE_SIZE, MAX_SCAN_WINDOW_MB, PAGES_PER_MB, SCAN_STAMP_FACTOR,
     SCAN_VIRT_FACTOR, SCAN_WINNER_TICKS, VMA_PID_HASH_BITS, VMA_PID_RESET_DELAYS,
 };
-use crate::kernel::mm::{HPAGE_PMD_NR, NO_NODE, PAGE_SHIFT};
+use crate::kernel::mm::{MmState, HPAGE_PMD_NR, NO_NODE, PAGE_SHIFT};
 use crate::kernel::sched::TaskState;
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
@@ -38,21 +38,11 @@ impl Kernel {
         self.knobs.get(knob::SCAN_DELAY_MS)
     }
 
-    /// `get_mm_rss`: resident base pages of address space `mm`, from the
-    /// per-chunk summaries.
-    pub fn mm_rss(&self, mm: MmId) -> u64 {
-        self.mem.mms[mm]
-            .vmas
-            .iter()
-            .map(|v| v.chunk_nodes.iter().map(|&x| x as u64).sum::<u64>() * v.nr_base_pages())
-            .sum()
-    }
-
     /// `task_nr_scan_windows` (fair.c): RSS in units of `scan_size_mb`,
     /// rounded up, at least 1.
     pub fn task_nr_scan_windows(&self, t: TaskId) -> u64 {
         let nr_scan_pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB).max(1);
-        let mut rss = self.mm_rss(self.tasks[t].mm);
+        let mut rss = self.mem.mm_rss(self.tasks[t].mm);
         if rss == 0 {
             rss = nr_scan_pages;
         }
@@ -172,12 +162,6 @@ impl Kernel {
         }
     }
 
-    /// `reset_ptenuma_scan` (fair.c): a pass is complete.
-    fn reset_ptenuma_scan(&mut self, mm: MmId) {
-        self.mem.mms[mm].numa.scan_seq += 1;
-        self.mem.mms[mm].numa.scan_offset = 0;
-    }
-
     /// `vma_is_accessed` (fair.c): should task `t` scan VMA `vi`?
     fn vma_is_accessed(&self, t: TaskId, mm: MmId, vi: VmaId) -> bool {
         let m = &self.mem.mms[mm];
@@ -273,7 +257,7 @@ impl Kernel {
             start = self.mem.mms[mm].numa.scan_offset;
             let mut vi = self.mem.mms[mm].vmas.position(|v| v.end() > start);
             if vi.is_none() {
-                self.reset_ptenuma_scan(mm);
+                self.mem.reset_ptenuma_scan(mm);
                 start = 0;
                 vi = self.mem.mms[mm].vmas.first_key();
             }
@@ -378,7 +362,7 @@ impl Kernel {
         if stopped.is_some() {
             self.mem.mms[mm].numa.scan_offset = start;
         } else {
-            self.reset_ptenuma_scan(mm);
+            self.mem.reset_ptenuma_scan(mm);
         }
         let off = self.mem.mms[mm].numa.scan_offset;
         let (pid, period) = (self.tasks[t].pid, self.tasks[t].numa.scan_period);
@@ -548,6 +532,24 @@ impl Kernel {
             rq.nr_numa_running = rq.nr_numa_running.saturating_sub(numa);
             rq.nr_preferred_running = rq.nr_preferred_running.saturating_sub(preferred);
         }
+    }
+}
+
+impl MmState {
+    /// `get_mm_rss`: resident base pages of address space `mm`, from the
+    /// per-chunk summaries.
+    pub fn mm_rss(&self, mm: MmId) -> u64 {
+        self.mms[mm]
+            .vmas
+            .iter()
+            .map(|v| v.chunk_nodes.iter().map(|&x| x as u64).sum::<u64>() * v.nr_base_pages())
+            .sum()
+    }
+
+    /// `reset_ptenuma_scan` (fair.c): a pass is complete.
+    fn reset_ptenuma_scan(&mut self, mm: MmId) {
+        self.mms[mm].numa.scan_seq += 1;
+        self.mms[mm].numa.scan_offset = 0;
     }
 }
 
