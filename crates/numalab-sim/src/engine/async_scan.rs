@@ -160,7 +160,7 @@ impl Sim {
 
     /// `cancel_work_sync(&tsk->numa_async_work)` at task `t`'s exit.
     pub(super) fn cancel_numa_async(&mut self, t: TaskId) {
-        if self.k.cancel_numa_async_work(t) {
+        if self.k.numa.async_scan.cancel_numa_async_work(t) {
             for w in &mut self.kworkers.list {
                 w.queue.retain(|it| it.task != t);
             }

@@ -131,13 +131,15 @@ impl Kernel {
         }
         charged
     }
+}
 
+impl AsyncScan {
     /// `cancel_work_sync(&tsk->numa_async_work)` from `do_exit`: true when
     /// an item was pending (the engine then drops it from its kworker).
     pub fn cancel_numa_async_work(&mut self, t: TaskId) -> bool {
-        let was = self.numa.async_scan.pending.remove(&t);
+        let was = self.pending.remove(&t);
         if was {
-            self.numa.async_scan.stats.cancelled += 1;
+            self.stats.cancelled += 1;
         }
         was
     }
@@ -229,8 +231,8 @@ mod tests {
         assert!(k.numa.async_scan.queued.is_empty());
         let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
         k.task_tick_numa(t, fx::c(0));
-        assert!(k.cancel_numa_async_work(t));
-        assert!(!k.cancel_numa_async_work(t), "only once");
+        assert!(k.numa.async_scan.cancel_numa_async_work(t));
+        assert!(!k.numa.async_scan.cancel_numa_async_work(t), "only once");
         assert_eq!(k.numa.async_scan.stats.cancelled, 1);
         // A dead task's item scans nothing.
         let it = k.numa.async_scan.queued.pop().unwrap();
