@@ -142,7 +142,7 @@ impl Sim {
         p: usize,
         stream: Option<(u64, u64, u64)>,
     ) -> Result<(), String> {
-        if !self.k.mem.locks.on.fault_retry {
+        if !self.k.mem.locks().on.fault_retry {
             let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
             self.k.charge_sys(t, cost);
             return Ok(());

@@ -213,7 +213,7 @@ impl Sim {
         opts: RunOptions,
     ) -> Result<Sim, SimError> {
         let mut k = Kernel::new(machine, knobs).map_err(SimError::Refused)?;
-        k.sched.balance.serialize.seed = opts.seed;
+        k.sched.seed_balance(opts.seed);
         if opts.trace {
             k.trace = Some(Box::default());
         }

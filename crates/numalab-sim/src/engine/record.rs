@@ -126,14 +126,14 @@ impl Sim {
         let nodes = (0..nn)
             .map(|n| NodeFigures {
                 node: n,
-                mem_total_bytes: k.mem.nodes[NodeId::new(n)].total_pages * 4096,
-                mem_used_bytes: (k.mem.nodes[NodeId::new(n)].total_pages
-                    - k.mem.nodes[NodeId::new(n)].free_pages)
+                mem_total_bytes: k.mem.nodes()[NodeId::new(n)].total_pages * 4096,
+                mem_used_bytes: (k.mem.nodes()[NodeId::new(n)].total_pages
+                    - k.mem.nodes()[NodeId::new(n)].free_pages)
                     * 4096,
                 traffic_bytes: self.fluid.node_traffic[n].round() as u64,
             })
             .collect();
-        let b = &k.sched.balance.stats;
+        let b = &k.sched.balance().stats;
         let total_cpu_ns = elapsed_ns * k.m.nr_cpus() as f64;
         let mut lab = Lab::new();
         lab.set(lab::LB_COUNT, b.lb_count as f64);
@@ -145,7 +145,7 @@ impl Sim {
         lab.set(lab::NEWIDLE_PULLED, b.newidle_pulled as f64);
         // SD_SERIALIZE: the sched_balance_running flag, its cache line and
         // the invariant checker (kernel/sched/serialize.rs).
-        let sz = &k.sched.balance.serialize.stats;
+        let sz = &k.sched.balance().serialize.stats;
         lab.set(lab::SOFTIRQS, b.softirqs as f64);
         lab.set(lab::SERIALIZE_ATTEMPTS, sz.attempts as f64);
         lab.set(lab::SERIALIZE_CONTENDED, sz.contended as f64);
@@ -174,7 +174,7 @@ impl Sim {
                 0.0
             },
         );
-        lab.set(lab::IDLE_KERNEL_S, secs(k.sched.idle_kernel_ns));
+        lab.set(lab::IDLE_KERNEL_S, secs(k.sched.idle_kernel_ns()));
         lab.set(
             lab::CPU_BUSY_SHARE,
             if total_cpu_ns > 0.0 {

@@ -66,7 +66,7 @@ pub(super) const SERIES: [Series; 7] = [
     Series {
         columns: |s, c| c.extend((0..s.k.m.nr_nodes()).map(|n| Column::NodeUsedGib(n).name())),
         values: |s, _, row| {
-            for node in &s.k.mem.nodes {
+            for node in s.k.mem.nodes() {
                 let used = node.total_pages - node.free_pages;
                 row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
             }

@@ -9,7 +9,7 @@
 //! stay on [`Kernel`](crate::kernel::Kernel) because the scheduler and NUMA
 //! balancing count into them as much as mm does.
 
-use crate::kernel::ids::TiVec;
+use crate::kernel::ids::{TiSlice, TiVec};
 use crate::kernel::locking::Locks;
 use crate::kernel::mm::page_alloc::{zonelists, NodeMem};
 use crate::kernel::mm::{Mm, PAGE_SHIFT};
@@ -21,10 +21,11 @@ use numalab_topology::Machine;
 pub struct MmState {
     /// Address spaces.
     pub mms: TiVec<MmId, Mm>,
-    /// Free memory per node.
-    pub nodes: TiVec<NodeId, NodeMem>,
-    /// Fault-path locks, on the contended-line model (kernel/locking/).
-    pub locks: Locks,
+    /// Free memory per node; read with [`MmState::nodes()`].
+    pub(in crate::kernel) nodes: TiVec<NodeId, NodeMem>,
+    /// Fault-path locks, on the contended-line model (kernel/locking/);
+    /// read with [`MmState::locks()`].
+    pub(in crate::kernel) locks: Locks,
     /// Zonelists: nodes by distance from each node (`build_zonelists`),
     /// fixed at boot.
     pub(in crate::kernel) zonelists: TiVec<NodeId, Vec<NodeId>>,
@@ -48,6 +49,16 @@ impl MmState {
             locks: Locks::new(m, knobs),
             zonelists: zonelists(&m.distance),
         }
+    }
+
+    /// Free memory per node.
+    pub fn nodes(&self) -> &TiSlice<NodeId, NodeMem> {
+        &self.nodes
+    }
+
+    /// Fault-path locks and their switches.
+    pub fn locks(&self) -> &Locks {
+        &self.locks
     }
 
     /// Checks memory management's invariants (debug builds and tests):

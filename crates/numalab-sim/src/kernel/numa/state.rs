@@ -14,7 +14,7 @@ pub struct NumaState {
     pub async_scan: AsyncScan,
     /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
     /// callbacks make the decisions (policy/).
-    pub ops: &'static NumaPolicyOps,
+    pub(in crate::kernel) ops: &'static NumaPolicyOps,
 }
 
 impl NumaState {

@@ -49,12 +49,14 @@ pub const MIGRATION_COST_NS: u64 = 500_000;
 pub struct Sched {
     /// Runqueues, by CPU.
     pub rq: TiVec<CpuId, Rq>,
-    /// Load-balancer state (the SD_SERIALIZE flag and counts).
-    pub balance: balance::BalanceState,
+    /// Load-balancer state (the SD_SERIALIZE flag and counts); read with
+    /// [`Sched::balance()`].
+    pub(in crate::kernel) balance: balance::BalanceState,
     /// Task groups' load (group.rs).
-    pub tg: group::TaskGroups,
-    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
-    pub idle_kernel_ns: f64,
+    pub(in crate::kernel) tg: group::TaskGroups,
+    /// Kernel time spent on CPUs with no task to charge (idle balancing),
+    /// ns; read with [`Sched::idle_kernel_ns()`].
+    pub(in crate::kernel) idle_kernel_ns: f64,
     /// Derived topology, fixed at boot.
     pub(in crate::kernel) topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
@@ -87,6 +89,21 @@ impl Sched {
             pelt: knobs.get(knob::PELT),
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
         }
+    }
+
+    /// The load balancer's state and counts.
+    pub fn balance(&self) -> &balance::BalanceState {
+        &self.balance
+    }
+
+    /// Seeds the spread of balancing softirqs over a tick (the run's seed).
+    pub fn seed_balance(&mut self, seed: u64) {
+        self.balance.serialize.seed = seed;
+    }
+
+    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
+    pub fn idle_kernel_ns(&self) -> f64 {
+        self.idle_kernel_ns
     }
 
     /// Checks the scheduler's own invariants (debug builds and tests): the
