@@ -28,11 +28,12 @@
 
 use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
-use super::PAGE_SHIFT;
+use super::{MmState, PAGE_SHIFT};
 use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::stats::Vm;
 use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
+use numalab_topology::Machine;
 
 /// The threads faulting one page at once.
 #[derive(Clone, Copy, Debug, Default)]
@@ -115,7 +116,7 @@ impl Kernel {
             // Everyone gets to the lock after the exception entry; the
             // winner then holds it through the PTE update, the losers for
             // the check.
-            let spin = self.race_spin(race, costs::FAULT_ENTRY_NS);
+            let spin = self.mem.race_spin(&self.m, race, costs::FAULT_ENTRY_NS);
             let lost = race.losers() > 0;
             return Ok(FaultCost {
                 cpu_ns: own + spin,
@@ -128,26 +129,6 @@ impl Kernel {
             });
         }
         Ok(FaultCost::default())
-    }
-
-    /// Spin per fault (page-table lock and per-VMA lock) of each thread of
-    /// `race`, each doing `own_ns` of work before the lock; 0 without a
-    /// race or with `numalab.fault_locks` off.
-    fn race_spin(&mut self, race: Race<'_>, own_ns: f64) -> f64 {
-        if race.cpus.len() < 2 || !self.mem.locks.on.fault_locks {
-            return 0.0;
-        }
-        let model = self.mem.locks.model;
-        let s = self.mem.locks.races.solve(
-            &model,
-            &self.m,
-            race.cpus,
-            race.key,
-            own_ns,
-            costs::PTL_HOLD_MAP_NS,
-            costs::PTL_HOLD_CHECK_NS,
-        );
-        s.ptl_ns + s.vm_lock_ns
     }
 
     /// `do_anonymous_page`: allocate, zero and map page `idx`; the other
@@ -215,7 +196,9 @@ impl Kernel {
         // zeroed, queued on the lock and freed its folio. Its folio comes
         // from and goes back to its own per-CPU list: no `zone->lock`
         // beyond the list's first refill, left out.
-        let spin = self.race_spin(race, base - costs::PTL_HOLD_MAP_NS);
+        let spin = self
+            .mem
+            .race_spin(&self.m, race, base - costs::PTL_HOLD_MAP_NS);
         let losers = race.losers();
         if losers > 0 {
             self.vmstat.add(Vm::PgFault, losers);
@@ -246,6 +229,29 @@ impl Kernel {
     /// Bytes of a base page.
     pub fn page_bytes() -> u64 {
         1 << PAGE_SHIFT
+    }
+}
+
+impl MmState {
+    /// Spin per fault (page-table lock and per-VMA lock) of each thread of
+    /// `race`, each doing `own_ns` of work before the lock; 0 without a
+    /// race or with `numalab.fault_locks` off. The locks' lines sit on
+    /// machine `m`.
+    fn race_spin(&mut self, m: &Machine, race: Race<'_>, own_ns: f64) -> f64 {
+        if race.cpus.len() < 2 || !self.locks.on.fault_locks {
+            return 0.0;
+        }
+        let model = self.locks.model;
+        let s = self.locks.races.solve(
+            &model,
+            m,
+            race.cpus,
+            race.key,
+            own_ns,
+            costs::PTL_HOLD_MAP_NS,
+            costs::PTL_HOLD_CHECK_NS,
+        );
+        s.ptl_ns + s.vm_lock_ns
     }
 }
 

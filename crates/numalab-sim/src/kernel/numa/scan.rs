@@ -245,7 +245,10 @@ impl Kernel {
         let nvmas = self.mem.mms[mm].vmas.len();
         // mmap_read_trylock / mmap_read_unlock: the count line's two
         // atomics (kernel/locking/mmap_lock.rs).
-        let mut locks_ns = self.mmap_read_trylock_unlock(cpu, mm);
+        let mut locks_ns = self
+            .mem
+            .locks
+            .mmap_read_trylock_unlock(&self.m, self.now, cpu, mm);
         let mut examined = 0u64;
         let mut marked = 0u64;
         let mut pids_skipped = false;

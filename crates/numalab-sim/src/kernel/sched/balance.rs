@@ -224,7 +224,7 @@ impl Kernel {
                 self.walk_flag_op(w);
             }
             if self.walk_run(w) {
-                self.walk_end(w);
+                self.sched.walk_end(w);
             } else {
                 paused[i] = true;
                 heap.push(Reverse((w.t.to_bits(), i)));
@@ -241,7 +241,7 @@ impl Kernel {
         while !self.walk_run(&mut w) {
             self.walk_flag_op(&mut w);
         }
-        self.walk_end(&w);
+        self.sched.walk_end(&w);
     }
 
     fn walk_new(&self, cpu: CpuId) -> BalanceWalk {
@@ -372,12 +372,6 @@ impl Kernel {
             }
             _ => {}
         }
-    }
-
-    /// A walk finished: an idle CPU stays in kernel until its clock.
-    fn walk_end(&mut self, w: &BalanceWalk) {
-        self.sched.balance.stats.softirqs += 1;
-        self.sched.kernel_time_until(w.cpu, w.t);
     }
 
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
@@ -1029,6 +1023,14 @@ impl Kernel {
             self.sched.rq[cpu].next_balance = next_balance;
         }
         pulled
+    }
+}
+
+impl Sched {
+    /// A walk finished: an idle CPU stays in kernel until its clock.
+    fn walk_end(&mut self, w: &BalanceWalk) {
+        self.balance.stats.softirqs += 1;
+        self.kernel_time_until(w.cpu, w.t);
     }
 }
 
