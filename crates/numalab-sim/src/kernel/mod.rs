@@ -3,10 +3,17 @@
 //!
 //! [`Kernel`] holds all state in tables indexed by typed ids ([`ids`]:
 //! tasks by [`TaskId`], runqueues by [`CpuId`], address spaces by [`MmId`],
-//! cgroups by [`CgroupId`], node memory by [`NodeId`]), so the functions
-//! that model kernel functions take `&mut Kernel` and read like their C
-//! namesakes. Time is virtual nanoseconds in [`Kernel::now`]; jiffies are
-//! derived from it.
+//! cgroups by [`CgroupId`], node memory by [`NodeId`]), grouped by owner as
+//! the kernel groups it: the scheduler's ([`sched::Sched`]: runqueues,
+//! balancer, task groups, sched domains), memory management's
+//! ([`mm::MmState`]: address spaces, node memory, zonelists, fault-path
+//! locks), NUMA balancing's kernel-wide state ([`numa::NumaState`]) and the
+//! cgroup tree ([`cgroup::Cgroups`]); the tasks, the machine, the knobs,
+//! the clock and the global event counters (`vmstat`) stay here. A function
+//! that needs one owner is a method on it (`k.sched.cpu_load(cpu)`,
+//! `k.mem.high_wmark_pages(nid)`); one that needs several takes `&mut
+//! Kernel` and reads like its C namesake. Time is virtual nanoseconds in
+//! [`Kernel::now`]; jiffies are derived from it.
 //!
 //! Argument order, as in the kernel where `struct task_struct *p` comes
 //! first: the task, then the CPU, then the memory it concerns (mm, VMA,
