@@ -52,10 +52,10 @@ impl Sim {
     /// Hands the items `task_tick_numa` queued to kworkers and wakes those
     /// that sleep. Called at every tick after the scheduler tick.
     pub(super) fn dispatch_numa_async(&mut self) {
-        if self.k.numa_async.queued.is_empty() {
+        if self.k.numa.async_scan.queued.is_empty() {
             return;
         }
-        let items = std::mem::take(&mut self.k.numa_async.queued);
+        let items = std::mem::take(&mut self.k.numa.async_scan.queued);
         let back = self.k.knobs.get(knob::NUMA_SCAN_ASYNC_BACKCHARGE);
         for it in items {
             let cg = if back {
@@ -160,12 +160,12 @@ impl Sim {
 
     /// `cancel_work_sync(&tsk->numa_async_work)` at task `t`'s exit.
     pub(super) fn cancel_numa_async(&mut self, t: TaskId) {
-        if self.k.cancel_numa_async_work(t) {
+        if self.k.numa.async_scan.cancel_numa_async_work(t) {
             for w in &mut self.kworkers.list {
                 w.queue.retain(|it| it.task != t);
             }
             // Not yet handed to a kworker (queued at this very tick).
-            self.k.numa_async.queued.retain(|it| it.task != t);
+            self.k.numa.async_scan.queued.retain(|it| it.task != t);
         }
     }
 }

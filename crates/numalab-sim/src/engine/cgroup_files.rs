@@ -76,6 +76,6 @@ pub(super) fn apply_cgroup_write(
 /// The kernel side of a typed cgroup write: the file's write handler.
 fn write_cgroup_file(k: &mut Kernel, id: CgroupId, w: CgroupFileWrite) {
     match w {
-        CgroupFileWrite::NumaLoadBalance(on) => k.numa_balance_write(id, on),
+        CgroupFileWrite::NumaLoadBalance(on) => k.cgroups.numa_balance_write(id, on),
     }
 }

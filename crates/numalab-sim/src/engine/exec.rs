@@ -421,7 +421,7 @@ impl Sim {
             .k
             .cpu_smt_mask(cpu)
             .iter()
-            .filter(|&&c| self.k.rq[c].curr.is_some())
+            .filter(|&&c| self.k.sched.rq[c].curr.is_some())
             .count();
         if busy <= 1 {
             1.0
@@ -543,7 +543,7 @@ impl Sim {
             if !self.exec[t].rate_fresh {
                 let key = RateKey::of(
                     &op,
-                    |vma| self.k.mms[self.k.tasks[t].mm].vmas[vma].version,
+                    |vma| self.k.mem.mms[self.k.tasks[t].mm].vmas[vma].version,
                     smt,
                 );
                 self.exec[t].rate = match key.and_then(|k| self.exec[t].memo.rate(&k)) {
@@ -626,7 +626,7 @@ impl Sim {
             unreachable!()
         };
         let mm = self.k.tasks[t].mm;
-        let shift = self.k.mms[mm].vmas[vma].page_shift;
+        let shift = self.k.mem.mms[mm].vmas[vma].page_shift;
         let lenf = len as f64;
         let mut left = budget;
         let mut bytes = 0.0;
@@ -635,7 +635,7 @@ impl Sim {
             let first = (cur >> shift) as usize;
             let last = page_span(offset, len, shift).1;
             // Fast path: nothing to fault in the rest of this pass.
-            let v = &self.k.mms[mm].vmas[vma];
+            let v = &self.k.mem.mms[mm].vmas[vma];
             let special = v.next_special(first, last);
             let stop_at = match special {
                 Some(p) => (((p as u64) << shift).max(offset) - offset) as f64,
@@ -670,7 +670,7 @@ impl Sim {
                 let pass_t = lenf / rate;
                 let full = ((left / pass_t).floor() as u64).min(passes - 1);
                 let (from, to) = page_span(offset, len, shift);
-                if full > 0 && self.k.mms[mm].vmas[vma].special_in(from, to) == 0 {
+                if full > 0 && self.k.mem.mms[mm].vmas[vma].special_in(from, to) == 0 {
                     passes -= full;
                     left -= full as f64 * pass_t;
                     bytes += full as f64 * lenf;
@@ -728,7 +728,7 @@ impl Sim {
         let n = can.min(acc_left);
         let used = n / per_ns;
         let mm = self.k.tasks[t].mm;
-        let v = &self.k.mms[mm].vmas[vma];
+        let v = &self.k.mem.mms[mm].vmas[vma];
         let shift = v.page_shift;
         let (from, to) = page_span(offset, len, shift);
         let npages = (to - from) as f64;
@@ -802,13 +802,13 @@ impl Sim {
         // The pages' states are prefetched a few faults ahead: a random
         // fault's page is a cache miss (Vma::prefetch_page).
         const PREFETCH_AHEAD: usize = 4;
-        let v = &self.k.mms[mm].vmas[vma];
+        let v = &self.k.mem.mms[mm].vmas[vma];
         for &q in faults.iter().take(PREFETCH_AHEAD) {
             v.prefetch_page(q);
         }
         for i in 0..faults.len() {
             if let Some(&ahead) = faults.get(i + PREFETCH_AHEAD) {
-                self.k.mms[mm].vmas[vma].prefetch_page(ahead);
+                self.k.mem.mms[mm].vmas[vma].prefetch_page(ahead);
             }
             self.fault_page(t, cpu, vma, faults[i], None)?;
             self.close_stall(t, true);
@@ -849,7 +849,7 @@ impl Sim {
             return;
         }
         let mm = self.k.tasks[t].mm;
-        let version = self.k.mms[mm].vmas[vma].version;
+        let version = self.k.mem.mms[mm].vmas[vma].version;
         let local = self.k.cpu_node(cpu);
         // The range's pages per node (absent ones where a first touch from
         // here puts them), remembered for the rest of the tick while the
@@ -921,7 +921,7 @@ impl Sim {
         len: u64,
     ) -> (NodeVec, f64, bool) {
         let key = (mm, vma, offset, len);
-        let v = &self.k.mms[mm].vmas[vma];
+        let v = &self.k.mem.mms[mm].vmas[vma];
         if let Some(e) = self.mix_cache.get(&key) {
             if e.version == v.version || e.at == self.tick_start {
                 let current = e.version == v.version;

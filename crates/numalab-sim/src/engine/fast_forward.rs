@@ -125,7 +125,7 @@ impl Sim {
                         continue;
                     }
                     let vma = VmaId::new(region);
-                    let v = &self.k.mms[mm].vmas[vma];
+                    let v = &self.k.mem.mms[mm].vmas[vma];
                     let (from, to) = page_span(offset, len, v.page_shift);
                     // The chunk bitmap skips settled chunks 64 at a time.
                     if v.next_special(from, to).is_some() {

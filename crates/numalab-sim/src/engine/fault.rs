@@ -142,7 +142,7 @@ impl Sim {
         p: usize,
         stream: Option<(u64, u64, u64)>,
     ) -> Result<(), String> {
-        if !self.k.locks.on.fault_retry {
+        if !self.k.mem.locks().on.fault_retry {
             let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
             self.k.charge_sys(t, cost);
             return Ok(());
@@ -162,7 +162,7 @@ impl Sim {
                 self.race_streams.vmas.len() - 1
             }
         };
-        let v = &self.k.mms[mm].vmas[vma];
+        let v = &self.k.mem.mms[mm].vmas[vma];
         let shift = v.page_shift;
         let first_touch = v.pages[p].nid == crate::kernel::mm::NO_NODE;
         let lo = (p as u64) << shift;
@@ -295,8 +295,8 @@ impl Sim {
         cur_cpu: CpuId,
         stream: Option<(u64, u64, u64)>,
     ) -> Vec<StreamRow> {
-        let mut found: Vec<StreamRow> = Vec::with_capacity(self.k.rq.len());
-        for (cpu, rq) in self.k.rq.iter_enumerated() {
+        let mut found: Vec<StreamRow> = Vec::with_capacity(self.k.sched.rq.len());
+        for (cpu, rq) in self.k.sched.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             if self.k.tasks[t].mm != mm {
                 continue;

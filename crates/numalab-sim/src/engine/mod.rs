@@ -220,7 +220,7 @@ impl Sim {
             &mut w,
             k.knobs.get(knob::PROCESS_MAPPINGS),
         );
-        k.balance.serialize.seed = opts.seed;
+        k.sched.seed_balance(opts.seed);
         if opts.trace {
             k.trace = Some(Box::default());
         }
@@ -327,7 +327,7 @@ impl Sim {
                     p.name, p.cgroup
                 ))
             })?;
-            let mm_id = self.k.mms.next_key();
+            let mm_id = self.k.mem.mms.next_key();
             let mut addr = 1u64 << 30;
             let mut vmas = Vec::new();
             for r in &p.regions {
@@ -345,7 +345,7 @@ impl Sim {
                 addr = (v.end() + (4 << 20)).next_multiple_of(2 << 20);
                 vmas.push(v);
             }
-            self.k.mms.push(Mm {
+            self.k.mem.mms.push(Mm {
                 id: mm_id,
                 tgid: pid,
                 vmas: vmas.into(),
@@ -408,6 +408,7 @@ impl Sim {
         let nn = self.k.m.nr_nodes();
         let mm = self
             .k
+            .mem
             .mms
             .position(|m| m.tgid == tgid)
             .unwrap_or(MmId::new(0));
@@ -434,7 +435,7 @@ impl Sim {
         task.vruntime = 0;
         let t = self.k.add_task(task);
         self.k.cgroups.all[cg].nr_tasks += 1;
-        self.k.mms[mm].users += 1;
+        self.k.mem.mms[mm].users += 1;
         let mut ex = ThreadExec::new(pi, ti, nn);
         ex.waits_for_creator = by.waits;
         self.exec.push(ex);
@@ -458,11 +459,11 @@ impl Sim {
             )
         });
         self.k.tasks[t].cpu = cpu;
-        self.k.tasks[t].vruntime = self.k.rq[cpu].min_vruntime;
+        self.k.tasks[t].vruntime = self.k.sched.rq[cpu].min_vruntime;
         self.k.enqueue_task(t, cpu);
         self.k.tasks[t].nr_migrations = 0;
         self.k.numa_task_init(t, by.task);
-        if self.k.rq[cpu].curr.is_none() && self.k.now > 0 {
+        if self.k.sched.rq[cpu].curr.is_none() && self.k.now > 0 {
             self.schedule(cpu)?;
         }
         Ok(t)
@@ -583,13 +584,13 @@ impl Sim {
                     }
                 }
                 Ev::CpuStop { cpu, gen } => {
-                    if self.k.rq[cpu].gen == gen {
+                    if self.k.sched.rq[cpu].gen == gen {
                         self.cpu_stop(cpu)?;
                     }
                 }
                 Ev::Wakeup { task } => self.wakeup(task)?,
                 Ev::KernelDone { cpu } => {
-                    if !self.k.rq[cpu].queue.is_empty() {
+                    if !self.k.sched.rq[cpu].queue.is_empty() {
                         self.schedule(cpu)?;
                     }
                 }
@@ -620,8 +621,8 @@ impl Sim {
         let mut resched = Vec::new();
         for cpu in CpuId::range(ncpu) {
             self.k.task_tick_fair_numa(cpu);
-            if let Some(t) = self.k.rq[cpu].curr {
-                if !self.k.rq[cpu].queue.is_empty()
+            if let Some(t) = self.k.sched.rq[cpu].curr {
+                if !self.k.sched.rq[cpu].queue.is_empty()
                     && now.saturating_sub(self.k.tasks[t].exec_start)
                         >= crate::kernel::sched::BASE_SLICE_NS
                 {
@@ -638,7 +639,7 @@ impl Sim {
         }
         self.k.run_sched_softirqs();
         for (cpu, t) in resched {
-            if self.k.rq[cpu].curr == Some(t) && !self.k.rq[cpu].queue.is_empty() {
+            if self.k.sched.rq[cpu].curr == Some(t) && !self.k.sched.rq[cpu].queue.is_empty() {
                 self.k.put_prev_task(cpu);
                 self.k
                     .charge_sys(t, crate::physics::costs::CONTEXT_SWITCH_NS / 2.0);
@@ -650,11 +651,11 @@ impl Sim {
         // Proposal 2: scans task_tick_numa queued go to their kworkers.
         self.dispatch_numa_async();
         for cpu in CpuId::range(ncpu) {
-            if self.k.rq[cpu].curr.is_none() {
-                let busy = self.k.rq[cpu].kernel_busy_until;
+            if self.k.sched.rq[cpu].curr.is_none() {
+                let busy = self.k.sched.rq[cpu].kernel_busy_until;
                 if busy > now {
                     // Still in the balancing softirq: run the queue after.
-                    if !self.k.rq[cpu].queue.is_empty() {
+                    if !self.k.sched.rq[cpu].queue.is_empty() {
                         self.push(busy, Ev::KernelDone { cpu });
                     }
                 } else {
@@ -670,7 +671,7 @@ impl Sim {
         self.solve_physics();
         self.next_tick = now + self.k.tick_ns;
         for cpu in CpuId::range(ncpu) {
-            if self.k.rq[cpu].curr.is_some() {
+            if self.k.sched.rq[cpu].curr.is_some() {
                 self.plan(cpu)?;
             }
         }
@@ -689,7 +690,7 @@ impl Sim {
         let mut spare = std::mem::take(&mut self.demands);
         let mut demands = Vec::with_capacity(spare.len());
         for cpu in CpuId::range(ncpu) {
-            let Some(t) = self.k.rq[cpu].curr else {
+            let Some(t) = self.k.sched.rq[cpu].curr else {
                 continue;
             };
             if matches!(self.exec[t].op, Op::Idle) {
@@ -740,7 +741,7 @@ impl Sim {
     /// Runs `cpu`'s current task up to the next tick, or schedules the event
     /// at which it stops earlier.
     fn plan(&mut self, cpu: CpuId) -> Result<(), SimError> {
-        let Some(t) = self.k.rq[cpu].curr else {
+        let Some(t) = self.k.sched.rq[cpu].curr else {
             return Ok(());
         };
         let now = self.k.now;
@@ -757,7 +758,7 @@ impl Sim {
         if stop != Stop::Horizon {
             let at = now + (used.ceil() as u64).min(self.next_tick - now);
             self.stops_pending(cpu, stop);
-            let gen = self.k.rq[cpu].gen;
+            let gen = self.k.sched.rq[cpu].gen;
             self.push(at, Ev::CpuStop { cpu, gen });
         }
         Ok(())
@@ -770,7 +771,7 @@ impl Sim {
     /// The running task of `cpu` stopped: block, exit or move it, then pick
     /// the next task.
     fn cpu_stop(&mut self, cpu: CpuId) -> Result<(), SimError> {
-        let Some(t) = self.k.rq[cpu].curr else {
+        let Some(t) = self.k.sched.rq[cpu].curr else {
             return Ok(());
         };
         let stop = self.pending_stop[cpu].take().unwrap_or(Stop::Horizon);
@@ -790,7 +791,7 @@ impl Sim {
             Stop::Clone(j) => {
                 self.clone_thread(t, cpu, j)?;
                 // The creator runs on: plan the rest of its tick.
-                if self.k.rq[cpu].curr == Some(t) {
+                if self.k.sched.rq[cpu].curr == Some(t) {
                     return self.plan(cpu);
                 }
             }
@@ -799,7 +800,7 @@ impl Sim {
                 self.k.dequeue_task(t);
                 self.k.tasks[t].state = TaskState::Sleeping;
                 self.k.enqueue_task(t, dst);
-                if self.k.rq[dst].curr.is_none() {
+                if self.k.sched.rq[dst].curr.is_none() {
                     self.schedule(dst)?;
                 }
             }
@@ -810,17 +811,17 @@ impl Sim {
     /// `__schedule` on an idle CPU: pick a task, or go idle after trying a
     /// newly-idle balance; run what was picked.
     fn schedule(&mut self, cpu: CpuId) -> Result<(), SimError> {
-        if self.k.rq[cpu].curr.is_some() {
+        if self.k.sched.rq[cpu].curr.is_some() {
             return Ok(());
         }
-        if self.k.rq[cpu].queue.is_empty() {
-            self.k.rq[cpu].idle_stamp = self.k.now;
+        if self.k.sched.rq[cpu].queue.is_empty() {
+            self.k.sched.rq[cpu].idle_stamp = self.k.now;
             if !self.k.sched_balance_newidle(cpu) {
                 self.k.trace_sched_switch(cpu, None);
                 return Ok(());
             }
         }
-        let busy = self.k.rq[cpu].kernel_busy_until;
+        let busy = self.k.sched.rq[cpu].kernel_busy_until;
         if busy > self.k.now {
             // The CPU is still in kernel (a balance): the task waits.
             self.push(busy, Ev::KernelDone { cpu });
@@ -837,9 +838,9 @@ impl Sim {
             return Ok(());
         }
         let cpu = self.k.select_task_rq_wake(t);
-        if self.k.rq[cpu].is_idle() {
+        if self.k.sched.rq[cpu].is_idle() {
             // update_rq_avg_idle
-            let rq = &mut self.k.rq[cpu];
+            let rq = &mut self.k.sched.rq[cpu];
             let idle = self.k.now.saturating_sub(rq.idle_stamp);
             let cap = 2 * crate::kernel::sched::MIGRATION_COST_NS.max(rq.max_newidle_lb_cost);
             let avg = rq.avg_idle as i64;
@@ -858,7 +859,7 @@ impl Sim {
         self.k.tasks[t].exit_ns = Some(self.k.now);
         self.live -= 1;
         let mm = self.k.tasks[t].mm;
-        self.k.mms[mm].users -= 1;
+        self.k.mem.mms[mm].users -= 1;
         let (pi, ti) = (self.exec[t].proc, self.exec[t].thread);
         // Threads waiting for this one start once all they wait for exited
         // (looked up by index: cloning every thread's phases at each exit
@@ -885,7 +886,7 @@ impl Sim {
                 self.spawn_thread(pi, j, tgid, by)?;
             }
         }
-        if self.k.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {
+        if self.k.mem.mms[mm].users == 0 && self.procs[pi].tasks.iter().all(|x| x.is_some()) {
             self.procs[pi].exit_ns = Some(self.k.now);
         }
         Ok(())

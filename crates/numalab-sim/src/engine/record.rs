@@ -82,7 +82,7 @@ impl Sim {
             .enumerate()
             .map(|(pi, p)| {
                 let tasks: Vec<TaskId> = p.tasks.iter().flatten().copied().collect();
-                let mm = k.mms.iter().find(|m| m.tgid == p.pid);
+                let mm = k.mem.mms.iter().find(|m| m.tgid == p.pid);
                 ProcessFigures {
                     pid: p.pid,
                     name: self.w.processes[pi].name.clone(),
@@ -126,14 +126,14 @@ impl Sim {
         let nodes = (0..nn)
             .map(|n| NodeFigures {
                 node: n,
-                mem_total_bytes: k.nodes[NodeId::new(n)].total_pages * 4096,
-                mem_used_bytes: (k.nodes[NodeId::new(n)].total_pages
-                    - k.nodes[NodeId::new(n)].free_pages)
+                mem_total_bytes: k.mem.nodes()[NodeId::new(n)].total_pages * 4096,
+                mem_used_bytes: (k.mem.nodes()[NodeId::new(n)].total_pages
+                    - k.mem.nodes()[NodeId::new(n)].free_pages)
                     * 4096,
                 traffic_bytes: self.fluid.node_traffic[n].round() as u64,
             })
             .collect();
-        let b = &k.balance.stats;
+        let b = &k.sched.balance().stats;
         let total_cpu_ns = elapsed_ns * k.m.nr_cpus() as f64;
         let mut lab = Lab::new();
         lab.set(lab::LB_COUNT, b.lb_count as f64);
@@ -145,7 +145,7 @@ impl Sim {
         lab.set(lab::NEWIDLE_PULLED, b.newidle_pulled as f64);
         // SD_SERIALIZE: the sched_balance_running flag, its cache line and
         // the invariant checker (kernel/sched/serialize.rs).
-        let sz = &k.balance.serialize.stats;
+        let sz = &k.sched.balance().serialize.stats;
         lab.set(lab::SOFTIRQS, b.softirqs as f64);
         lab.set(lab::SERIALIZE_ATTEMPTS, sz.attempts as f64);
         lab.set(lab::SERIALIZE_CONTENDED, sz.contended as f64);
@@ -174,11 +174,12 @@ impl Sim {
                 0.0
             },
         );
-        lab.set(lab::IDLE_KERNEL_S, secs(k.idle_kernel_ns));
+        lab.set(lab::IDLE_KERNEL_S, secs(k.sched.idle_kernel_ns()));
         lab.set(
             lab::CPU_BUSY_SHARE,
             if total_cpu_ns > 0.0 {
-                (k.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6).round()
+                (k.sched.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() / total_cpu_ns * 1e6)
+                    .round()
                     / 1e6
             } else {
                 0.0
@@ -232,7 +233,7 @@ impl Sim {
     /// happened is added: a run without scans or histograms adds nothing.
     fn lab_async_scan(&self, lab: &mut Lab, elapsed_ns: f64) {
         let k = &self.k;
-        let st = &k.numa_async.stats;
+        let st = &k.numa.async_scan.stats;
         if st.scans > 0 {
             lab.set(lab::NUMA_SCANS, st.scans as f64);
             lab.set(lab::NUMA_SCAN_S, secs(st.scan_ns));

@@ -59,12 +59,14 @@ pub(super) const SERIES: [Series; 7] = [
     },
     Series {
         columns: |_, c| c.push(Column::RunningTasks.name()),
-        values: |s, _, row| row.push(s.k.rq.iter().filter(|r| r.curr.is_some()).count() as f64),
+        values: |s, _, row| {
+            row.push(s.k.sched.rq.iter().filter(|r| r.curr.is_some()).count() as f64)
+        },
     },
     Series {
         columns: |s, c| c.extend((0..s.k.m.nr_nodes()).map(|n| Column::NodeUsedGib(n).name())),
         values: |s, _, row| {
-            for node in &s.k.nodes {
+            for node in s.k.mem.nodes() {
                 let used = node.total_pages - node.free_pages;
                 row.push(used as f64 * 4096.0 / (1u64 << 30) as f64);
             }
@@ -93,7 +95,7 @@ pub(super) const SERIES: [Series; 7] = [
         values: |s, _, row| {
             let nn = s.k.m.nr_nodes();
             for (pi, p) in s.procs.iter().enumerate() {
-                let mm = s.k.mms.iter().find(|m| m.tgid == p.pid);
+                let mm = s.k.mem.mms.iter().find(|m| m.tgid == p.pid);
                 let regions = &s.w.processes[pi].regions;
                 for r in (0..regions.len()).filter(|&r| !regions[r].runtime) {
                     match mm.and_then(|m| m.vmas.get(VmaId::new(r))) {

@@ -85,7 +85,7 @@ impl Sim {
         let mut found = std::mem::take(&mut self.shared_scratch);
         found.clear();
         for cpu in CpuId::range(self.k.m.nr_cpus()) {
-            let Some(t) = self.k.rq[cpu].curr else {
+            let Some(t) = self.k.sched.rq[cpu].curr else {
                 continue;
             };
             let Some(span) = Span::of(&self.exec[t].op) else {

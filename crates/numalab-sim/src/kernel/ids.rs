@@ -72,7 +72,7 @@ id!(
     TaskId
 );
 id!(
-    /// A CPU, numbered as the machine numbers it; indexes `Kernel::rq`.
+    /// A CPU, numbered as the machine numbers it; indexes `Sched::rq`.
     CpuId
 );
 id!(
@@ -80,7 +80,7 @@ id!(
     NodeId
 );
 id!(
-    /// An address space: index into `Kernel::mms`.
+    /// An address space: index into `MmState::mms`.
     MmId
 );
 id!(

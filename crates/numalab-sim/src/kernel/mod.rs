@@ -3,10 +3,17 @@
 //!
 //! [`Kernel`] holds all state in tables indexed by typed ids ([`ids`]:
 //! tasks by [`TaskId`], runqueues by [`CpuId`], address spaces by [`MmId`],
-//! cgroups by [`CgroupId`], node memory by [`NodeId`]), so the functions
-//! that model kernel functions take `&mut Kernel` and read like their C
-//! namesakes. Time is virtual nanoseconds in [`Kernel::now`]; jiffies are
-//! derived from it.
+//! cgroups by [`CgroupId`], node memory by [`NodeId`]), grouped by owner as
+//! the kernel groups it: the scheduler's ([`sched::Sched`]: runqueues,
+//! balancer, task groups, sched domains), memory management's
+//! ([`mm::MmState`]: address spaces, node memory, zonelists, fault-path
+//! locks), NUMA balancing's kernel-wide state ([`numa::NumaState`]) and the
+//! cgroup tree ([`cgroup::Cgroups`]); the tasks, the machine, the knobs,
+//! the clock and the global event counters (`vmstat`) stay here. A function
+//! that needs one owner is a method on it (`k.sched.cpu_load(cpu)`,
+//! `k.mem.high_wmark_pages(nid)`); one that needs several takes `&mut
+//! Kernel` and reads like its C namesake. Time is virtual nanoseconds in
+//! [`Kernel::now`]; jiffies are derived from it.
 //!
 //! Argument order, as in the kernel where `struct task_struct *p` comes
 //! first: the task, then the CPU, then the memory it concerns (mm, VMA,
@@ -33,11 +40,8 @@ use cgroup::Cgroups;
 pub use ids::{CgroupId, CpuId, MmId, NodeId, TaskId, VmaId};
 use ids::{CpuSetExt, TiVec};
 use mm::mempolicy::MemPolicy;
-use mm::page_alloc::NodeMem;
-use mm::Mm;
 use numalab_topology::{CpuSet, Machine, NodeMask};
-use sched::topology::SchedDomain;
-use sched::{Rq, Task};
+use sched::Task;
 use stats::VmStat;
 use sysctl::{knob, Knobs};
 
@@ -45,38 +49,6 @@ use sysctl::{knob, Knobs};
 pub const NSEC_PER_MSEC: u64 = 1_000_000;
 
 pub use trace::{TraceEvent, TraceFilter, Tracer};
-
-/// What the kernel derives from the machine at boot and never changes:
-/// scheduling domains, zonelists and the CPU masks of cores and LLCs
-/// (`sched_domain`s, `build_zonelists`, `cpu_smt_mask`, `cpu_llc_mask`).
-pub struct Topology {
-    /// Scheduling domains of each CPU, lowest first.
-    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
-    /// Zonelists: nodes by distance from each node.
-    pub zonelists: TiVec<NodeId, Vec<NodeId>>,
-    /// CPUs of each core (SMT siblings), by the machine's core id.
-    pub core_cpus: Vec<Vec<CpuId>>,
-    /// CPUs of each LLC, by the machine's LLC id.
-    pub llc_cpus: Vec<Vec<CpuId>>,
-}
-
-impl Topology {
-    fn new(m: &Machine) -> Topology {
-        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
-        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
-        let mut llc_cpus = vec![Vec::new(); nllc];
-        for c in &m.cpus {
-            core_cpus[c.core].push(CpuId::new(c.id));
-            llc_cpus[c.llc].push(CpuId::new(c.id));
-        }
-        Topology {
-            sd: sched::topology::build_sched_domains(m).into(),
-            zonelists: mm::page_alloc::zonelists(&m.distance),
-            core_cpus,
-            llc_cpus,
-        }
-    }
-}
 
 /// The modeled kernel. The engine drives it (time, the tick, task life
 /// cycles) and reads its state for the Run record; the fields it needs are
@@ -90,41 +62,25 @@ pub struct Kernel {
     pub tick_ns: u64,
     /// Knobs in force.
     pub knobs: Knobs,
-    /// Runqueues, by CPU.
-    pub rq: TiVec<CpuId, Rq>,
+    /// The scheduler: runqueues, balancer, task groups, topology.
+    pub sched: sched::Sched,
     /// Tasks (pid = index + first pid in runs). Add with
     /// [`Kernel::add_task`], which keeps [`Kernel::owed`] beside it.
     pub tasks: TiVec<TaskId, Task>,
     /// Kernel time each task owes the engine, by task
     /// ([`sched::owed`]).
     pub owed: TiVec<TaskId, sched::owed::Owed>,
-    /// Address spaces.
-    pub mms: TiVec<MmId, Mm>,
+    /// Memory management: address spaces, node memory, fault-path locks.
+    pub mem: mm::MmState,
     /// Cgroup tree.
     pub cgroups: Cgroups,
-    /// Free memory per node.
-    pub nodes: TiVec<NodeId, NodeMem>,
     /// /proc/vmstat.
     pub vmstat: VmStat,
     /// The trace recorder, when tracing (boxed: off the hot structure).
     pub trace: Option<Box<Tracer>>,
-    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
-    pub idle_kernel_ns: f64,
-    /// Load-balancer state (the SD_SERIALIZE flag and counts).
-    pub balance: sched::balance::BalanceState,
-    /// Fault-path locks, on the contended-line model (kernel/locking/).
-    pub locks: locking::Locks,
-    /// Task groups' load (kernel/sched/group.rs).
-    pub tg: sched::group::TaskGroups,
-    /// Proposal 2's asynchronous NUMA scanner (kernel/numa/async_scan.rs).
-    pub numa_async: numa::async_scan::AsyncScan,
-    /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
-    /// callbacks make the decisions (kernel/numa/policy).
-    pub numa_ops: &'static numa::policy::NumaPolicyOps,
-    /// Derived topology, fixed at boot.
-    topo: Topology,
-    /// Runqueues with more than one task (`rd->overloaded` as a count).
-    nr_overloaded: usize,
+    /// NUMA balancing's kernel-wide state: the policy and the
+    /// asynchronous scanner.
+    pub numa: numa::NumaState,
 }
 
 /// The CPUs a task may run on ([`Kernel::task_allowed`]), read in place:
@@ -150,45 +106,20 @@ impl Kernel {
     /// lists the known ones).
     pub fn new(m: Machine, knobs: Knobs) -> Result<Kernel, String> {
         let numa_ops = numa::policy::find(knobs.name(knob::POLICY))?;
-        let topo = Topology::new(&m);
         let hz = knobs.get(knob::CONFIG_HZ).max(1);
-        let rq = topo
-            .sd
-            .iter_enumerated()
-            .map(|(cpu, sds)| Rq::new(cpu, sds))
-            .collect();
-        let nodes = m
-            .nodes
-            .iter()
-            .map(|n| NodeMem {
-                total_pages: n.mem_bytes >> mm::PAGE_SHIFT,
-                free_pages: n.mem_bytes >> mm::PAGE_SHIFT,
-            })
-            .collect();
         let cgroups = Cgroups::new(m.all_cpus(), NodeMask::first_n(m.nr_nodes()));
-        let variant =
-            sched::serialize::SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
-        let locks = locking::Locks::new(&m, &knobs);
         Ok(Kernel {
-            locks,
-            numa_async: Default::default(),
-            tg: Default::default(),
-            numa_ops,
-            topo,
-            balance: sched::balance::BalanceState::new(variant),
-            nr_overloaded: 0,
+            mem: mm::MmState::new(&m, &knobs),
+            numa: numa::NumaState::new(numa_ops),
+            sched: sched::Sched::new(&m, &knobs),
             now: 0,
             tick_ns: 1_000_000_000 / hz,
             knobs,
-            rq,
             tasks: TiVec::new(),
             owed: TiVec::new(),
-            mms: TiVec::new(),
             cgroups,
-            nodes,
             vmstat: VmStat::default(),
             trace: None,
-            idle_kernel_ns: 0.0,
             m,
         })
     }
@@ -208,7 +139,7 @@ impl Kernel {
 
     /// `cpu_smt_mask`: the CPUs of `cpu`'s core, `cpu` included.
     pub fn cpu_smt_mask(&self, cpu: CpuId) -> &[CpuId] {
-        &self.topo.core_cpus[self.cpu_info(cpu).core]
+        &self.sched.topo.core_cpus[self.cpu_info(cpu).core]
     }
 
     /// `jiffies` at the current time.
@@ -291,7 +222,7 @@ impl Kernel {
     /// The policy that governs a fault in `vma` of task `t`'s address
     /// space: the VMA policy, else the task policy (`get_vma_policy`).
     pub fn vma_policy(&self, t: TaskId, vma: VmaId) -> MemPolicy {
-        self.mms[self.tasks[t].mm].vmas[vma]
+        self.mem.mms[self.tasks[t].mm].vmas[vma]
             .policy
             .unwrap_or(self.tasks[t].mempolicy)
     }
@@ -299,33 +230,10 @@ impl Kernel {
     /// Checks model invariants (debug builds and tests): every page on one
     /// node within capacity, every task on at most one CPU, summaries right.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let mut used = vec![0u64; self.m.nr_nodes()];
-        for mm in &self.mms {
-            for v in &mm.vmas {
-                v.check_invariants()?;
-                for (n, p) in v.pages_by_node().into_iter().enumerate() {
-                    used[n] += p * v.nr_base_pages();
-                }
-            }
-        }
-        for (nm, (n, u)) in self.nodes.iter().zip(used.iter().enumerate()) {
-            if nm.total_pages - nm.free_pages != *u {
-                return Err(format!(
-                    "node {n}: {} pages allocated but {} mapped",
-                    nm.total_pages - nm.free_pages,
-                    u
-                ));
-            }
-        }
-        let overloaded = self.rq.iter().filter(|r| r.nr_running() > 1).count();
-        if overloaded != self.nr_overloaded {
-            return Err(format!(
-                "{overloaded} runqueues overloaded but nr_overloaded = {}",
-                self.nr_overloaded
-            ));
-        }
+        self.mem.check_invariants()?;
+        self.sched.check_invariants()?;
         let mut seen: TiVec<TaskId, bool> = vec![false; self.tasks.len()].into();
-        for rq in &self.rq {
+        for rq in &self.sched.rq {
             for &t in rq.curr.iter().chain(rq.queue.iter()) {
                 if seen[t] {
                     return Err(format!("task {t} is on two runqueues"));

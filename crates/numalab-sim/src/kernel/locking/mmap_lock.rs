@@ -13,27 +13,29 @@
 //! fault per anonymous VMA that falls back to `mmap_read_lock` to set up
 //! its `anon_vma` is left out too.
 
-use crate::kernel::{CpuId, Kernel, MmId};
+use super::Locks;
+use crate::kernel::{CpuId, MmId};
 use crate::physics::line::Line;
+use numalab_topology::Machine;
 
-impl Kernel {
-    /// `mmap_read_trylock` + `mmap_read_unlock` of `mm` by `cpu` now:
-    /// two atomics on the count line. Returns their CPU time (ns): wait and
+impl Locks {
+    /// `mmap_read_trylock` + `mmap_read_unlock` of `mm` by `cpu` at `now`
+    /// (ns) on machine `m`: two atomics on the count line. Returns their CPU time (ns): wait and
     /// transfer; 0 with `numalab.fault_locks` off (inside the scan's fixed
     /// cost).
-    pub fn mmap_read_trylock_unlock(&mut self, cpu: CpuId, mm: MmId) -> f64 {
-        if !self.locks.on.fault_locks {
+    pub fn mmap_read_trylock_unlock(&mut self, m: &Machine, now: u64, cpu: CpuId, mm: MmId) -> f64 {
+        if !self.on.fault_locks {
             return 0.0;
         }
         let i = mm.index();
-        if self.locks.mmap_lock.len() <= i {
-            self.locks.mmap_lock.resize_with(i + 1, Line::new);
+        if self.mmap_lock.len() <= i {
+            self.mmap_lock.resize_with(i + 1, Line::new);
         }
-        let now = self.now as f64;
-        let model = self.locks.model;
-        let line = &mut self.locks.mmap_lock[i];
-        let a = line.request(&model, &self.m, now, cpu);
-        let b = line.request(&model, &self.m, a.done_ns, cpu);
+        let now = now as f64;
+        let model = self.model;
+        let line = &mut self.mmap_lock[i];
+        let a = line.request(&model, m, now, cpu);
+        let b = line.request(&model, m, a.done_ns, cpu);
         (a.done_ns - now) + (b.done_ns - a.done_ns)
     }
 }

@@ -220,15 +220,15 @@ impl Kernel {
     /// Returns the CPU time (spin + hold, ns); with `numalab.fault_locks`
     /// off, the hold only.
     fn node_spin_lock(&mut self, which: NodeLock, cpu: CpuId, nid: NodeId, hold: f64) -> f64 {
-        if !self.locks.on.fault_locks {
+        if !self.mem.locks.on.fault_locks {
             return hold;
         }
         let (tick, tick_ns) = (self.jiffies(), self.tick_ns as f64);
         let lock = match which {
-            NodeLock::Zone => &mut self.locks.zone_lock[nid.index()],
-            NodeLock::Lru => &mut self.locks.lru_lock[nid.index()],
+            NodeLock::Zone => &mut self.mem.locks.zone_lock[nid.index()],
+            NodeLock::Lru => &mut self.mem.locks.lru_lock[nid.index()],
         };
-        let spin = lock.acquire(&self.locks.model, &self.m, tick, tick_ns, cpu, hold);
+        let spin = lock.acquire(&self.mem.locks.model, &self.m, tick, tick_ns, cpu, hold);
         spin + hold
     }
 
@@ -241,7 +241,7 @@ impl Kernel {
             return self.zone_lock(cpu, nid, 1) - crate::physics::costs::ZONE_LOCK_PER_PAGE_NS;
         }
         self.size_pcp();
-        let moved = self.locks.pcp.alloc(cpu.index(), nid);
+        let moved = self.mem.locks.pcp.alloc(cpu.index(), nid);
         self.pcp_zone_lock(cpu, nid, moved)
     }
 
@@ -252,7 +252,7 @@ impl Kernel {
             return self.zone_lock(cpu, nid, 1) - crate::physics::costs::ZONE_LOCK_PER_PAGE_NS;
         }
         self.size_pcp();
-        let moved = self.locks.pcp.free(cpu.index(), nid);
+        let moved = self.mem.locks.pcp.free(cpu.index(), nid);
         self.pcp_zone_lock(cpu, nid, moved)
     }
 
@@ -261,7 +261,7 @@ impl Kernel {
     /// measurements they come from include it), so only the spin is
     /// added.
     fn pcp_zone_lock(&mut self, cpu: CpuId, nid: NodeId, moved: u32) -> f64 {
-        if moved == 0 || !self.locks.on.fault_locks {
+        if moved == 0 || !self.mem.locks.on.fault_locks {
             return 0.0;
         }
         let hold = f64::from(moved) * crate::physics::costs::ZONE_LOCK_PER_PAGE_NS;
@@ -270,15 +270,15 @@ impl Kernel {
 
     /// Sizes the per-CPU lists from the nodes' memory on first use.
     fn size_pcp(&mut self) {
-        if self.locks.pcp.is_sized() {
+        if self.mem.locks.pcp.is_sized() {
             return;
         }
         let online = self.m.nr_cpus();
         let sizes: Vec<(u32, u32)> = NodeId::range(self.m.nr_nodes())
             .map(|n| {
-                let batch = zone_batchsize(self.nodes[n].total_pages);
+                let batch = zone_batchsize(self.mem.nodes[n].total_pages);
                 let high = zone_highsize(
-                    self.low_wmark_pages(n),
+                    self.mem.low_wmark_pages(n),
                     batch,
                     self.node_cpus(n).count(),
                     online,
@@ -286,7 +286,7 @@ impl Kernel {
                 (batch, high)
             })
             .collect();
-        self.locks.pcp = Pcp::new(online, &sizes);
+        self.mem.locks.pcp = Pcp::new(online, &sizes);
     }
 
     /// `spin_lock_irq(&lruvec->lru_lock)` by `cpu` on node `nid`'s lruvec
@@ -301,7 +301,8 @@ impl Kernel {
     /// `mm_cpumask` (x86 clears a CPU's bit when it switches to another
     /// mm; lazy-TLB CPUs are skipped by the flush IPI anyway).
     pub fn mm_cpumask(&self, mm: MmId) -> Vec<CpuId> {
-        self.rq
+        self.sched
+            .rq
             .iter_enumerated()
             .filter(|(_, rq)| rq.curr.is_some_and(|t| self.tasks[t].mm == mm))
             .map(|(c, _)| c)

@@ -28,11 +28,12 @@
 
 use super::mempolicy::alloc_order;
 use super::page_alloc::alloc_pages_on;
-use super::PAGE_SHIFT;
+use super::{MmState, PAGE_SHIFT};
 use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::stats::Vm;
 use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
+use numalab_topology::Machine;
 
 /// The threads faulting one page at once.
 #[derive(Clone, Copy, Debug, Default)]
@@ -100,13 +101,13 @@ impl Kernel {
         idx: usize,
         race: Race<'_>,
     ) -> Result<FaultCost, Oom> {
-        let race = if self.locks.on.fault_retry && race.cpus.len() > 1 {
+        let race = if self.mem.locks.on.fault_retry && race.cpus.len() > 1 {
             race
         } else {
             Race::default()
         };
         let mm = self.tasks[t].mm;
-        let page = self.mms[mm].vmas[vma].pages[idx];
+        let page = self.mem.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
             return self.do_anonymous_page(t, cpu, vma, idx, race);
         }
@@ -115,7 +116,7 @@ impl Kernel {
             // Everyone gets to the lock after the exception entry; the
             // winner then holds it through the PTE update, the losers for
             // the check.
-            let spin = self.race_spin(race, costs::FAULT_ENTRY_NS);
+            let spin = self.mem.race_spin(&self.m, race, costs::FAULT_ENTRY_NS);
             let lost = race.losers() > 0;
             return Ok(FaultCost {
                 cpu_ns: own + spin,
@@ -128,26 +129,6 @@ impl Kernel {
             });
         }
         Ok(FaultCost::default())
-    }
-
-    /// Spin per fault (page-table lock and per-VMA lock) of each thread of
-    /// `race`, each doing `own_ns` of work before the lock; 0 without a
-    /// race or with `numalab.fault_locks` off.
-    fn race_spin(&mut self, race: Race<'_>, own_ns: f64) -> f64 {
-        if race.cpus.len() < 2 || !self.locks.on.fault_locks {
-            return 0.0;
-        }
-        let model = self.locks.model;
-        let s = self.locks.races.solve(
-            &model,
-            &self.m,
-            race.cpus,
-            race.key,
-            own_ns,
-            costs::PTL_HOLD_MAP_NS,
-            costs::PTL_HOLD_CHECK_NS,
-        );
-        s.ptl_ns + s.vm_lock_ns
     }
 
     /// What turns the first-touch path's native costs into the units
@@ -172,7 +153,7 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         let pol = self.vma_policy(t, vma);
         let local = self.cpu_node(cpu);
-        let v = &self.mms[mm].vmas[vma];
+        let v = &self.mem.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
         let psize = v.page_size();
         // Interleave: VMA policies interleave by page offset
@@ -189,9 +170,9 @@ impl Kernel {
             0
         };
         let mems = self.task_mems(t);
-        let order = alloc_order(&pol, local, il_index, mems, &self.topo.zonelists);
+        let order = alloc_order(&pol, local, il_index, mems, &self.mem.zonelists);
         let intended = order.first().copied();
-        let Some(nid) = alloc_pages_on(&mut self.nodes, &order, nr) else {
+        let Some(nid) = alloc_pages_on(&mut self.mem.nodes, &order, nr) else {
             return Err(Oom(format!(
                 "out of memory: task {} could not allocate a {} KiB page on any allowed node ({:?} policy)",
                 self.tasks[t].name,
@@ -199,7 +180,7 @@ impl Kernel {
                 pol.mode
             )));
         };
-        self.mms[mm].vmas[vma].set_page_node(idx, nid);
+        self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
         // zone_statistics()
         if Some(nid) == intended {
             self.vmstat.add(Vm::NumaHit, nr);
@@ -223,7 +204,9 @@ impl Kernel {
         // zeroed, queued on the lock and freed its folio. Its folio comes
         // from and goes back to its own per-CPU list: no `zone->lock`
         // beyond the list's first refill, left out.
-        let spin = self.race_spin(race, base - costs::PTL_HOLD_MAP_NS);
+        let spin = self
+            .mem
+            .race_spin(&self.m, race, base - costs::PTL_HOLD_MAP_NS);
         let losers = race.losers();
         if losers > 0 {
             self.vmstat.add(Vm::PgFault, losers);
@@ -262,6 +245,29 @@ impl Kernel {
     /// Bytes of a base page.
     pub fn page_bytes() -> u64 {
         1 << PAGE_SHIFT
+    }
+}
+
+impl MmState {
+    /// Spin per fault (page-table lock and per-VMA lock) of each thread of
+    /// `race`, each doing `own_ns` of work before the lock; 0 without a
+    /// race or with `numalab.fault_locks` off. The locks' lines sit on
+    /// machine `m`.
+    fn race_spin(&mut self, m: &Machine, race: Race<'_>, own_ns: f64) -> f64 {
+        if race.cpus.len() < 2 || !self.locks.on.fault_locks {
+            return 0.0;
+        }
+        let model = self.locks.model;
+        let s = self.locks.races.solve(
+            &model,
+            m,
+            race.cpus,
+            race.key,
+            own_ns,
+            costs::PTL_HOLD_MAP_NS,
+            costs::PTL_HOLD_CHECK_NS,
+        );
+        s.ptl_ns + s.vm_lock_ns
     }
 }
 

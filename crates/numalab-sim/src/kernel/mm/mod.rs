@@ -15,11 +15,13 @@ pub mod fault;
 pub mod mempolicy;
 pub mod page_alloc;
 pub mod page_types;
+pub mod state;
 pub mod tlb;
 
 use crate::kernel::ids::TiVec;
 use crate::kernel::{MmId, NodeId, VmaId};
 use mempolicy::MemPolicy;
+pub use state::MmState;
 
 pub use page_types::{CPUPID_UNSET, HPAGE_PMD_NR, HPAGE_SHIFT, NO_NODE, PAGE_SHIFT};
 

@@ -92,18 +92,18 @@ impl Kernel {
     /// &curr->numa_async_work)` from `task_tick_numa` of task `t` on `cpu`.
     /// A pending item is not queued twice.
     pub fn queue_numa_async_work(&mut self, t: TaskId, cpu: CpuId) {
-        if !self.numa_async.pending.insert(t) {
-            self.numa_async.stats.already_pending += 1;
+        if !self.numa.async_scan.pending.insert(t) {
+            self.numa.async_scan.stats.already_pending += 1;
             return;
         }
         let node = self.cpu_node(cpu);
-        self.numa_async.queued.push(AsyncItem {
+        self.numa.async_scan.queued.push(AsyncItem {
             task: t,
             node,
             cpu,
             queued_ns: self.now,
         });
-        self.numa_async.stats.queued += 1;
+        self.numa.async_scan.stats.queued += 1;
     }
 
     /// `numa_async_work`: kworker `worker`, running on `cpu`, scans for the
@@ -111,8 +111,8 @@ impl Kernel {
     /// the CPU time charged to the kworker, ns.
     pub fn numa_async_work(&mut self, worker: TaskId, item: AsyncItem, cpu: CpuId) -> f64 {
         let p = item.task;
-        self.numa_async.pending.remove(&p);
-        let st = &mut self.numa_async.stats;
+        self.numa.async_scan.pending.remove(&p);
+        let st = &mut self.numa.async_scan.stats;
         st.run += 1;
         let delay = self.now.saturating_sub(item.queued_ns);
         st.delay_sum_ns += delay as f64;
@@ -121,23 +121,25 @@ impl Kernel {
             return 0.0;
         }
         if !self.task_allowed_cpus(p).has(cpu) {
-            self.numa_async.stats.outside_cpuset += 1;
+            self.numa.async_scan.stats.outside_cpuset += 1;
         }
         let charged = self.numa_scan(p, cpu, worker);
-        let st = &mut self.numa_async.stats;
+        let st = &mut self.numa.async_scan.stats;
         st.worker_ns += charged;
         if self.tasks[worker].cgroup != self.tasks[p].cgroup {
             st.hidden_ns += charged;
         }
         charged
     }
+}
 
+impl AsyncScan {
     /// `cancel_work_sync(&tsk->numa_async_work)` from `do_exit`: true when
     /// an item was pending (the engine then drops it from its kworker).
     pub fn cancel_numa_async_work(&mut self, t: TaskId) -> bool {
-        let was = self.numa_async.pending.remove(&t);
+        let was = self.pending.remove(&t);
         if was {
-            self.numa_async.stats.cancelled += 1;
+            self.stats.cancelled += 1;
         }
         was
     }
@@ -156,7 +158,7 @@ mod tests {
     fn setup(sets: &[&str]) -> (Kernel, MmId, TaskId, TaskId) {
         let mut k = fx::kernel("tiny-2n", sets);
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
         fx::populate(&mut k, mm, 0, n, fx::n(0));
         let t = fx::add_task(&mut k, mm, fx::c(0));
         fx::add_task(&mut k, mm, fx::c(2));
@@ -173,12 +175,12 @@ mod tests {
         k.task_tick_numa(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0, "nothing scanned yet");
         assert_eq!(k.tasks[t].sys_ns, 0.0, "the task paid nothing");
-        assert_eq!(k.numa_async.queued.len(), 1);
-        assert_eq!(k.numa_async.queued[0].node, fx::n(0));
+        assert_eq!(k.numa.async_scan.queued.len(), 1);
+        assert_eq!(k.numa.async_scan.queued[0].node, fx::n(0));
         // queue_work on a pending item does nothing.
         k.queue_numa_async_work(t, fx::c(0));
-        assert_eq!(k.numa_async.queued.len(), 1);
-        assert_eq!(k.numa_async.stats.already_pending, 1);
+        assert_eq!(k.numa.async_scan.queued.len(), 1);
+        assert_eq!(k.numa.async_scan.stats.already_pending, 1);
     }
 
     #[test]
@@ -186,7 +188,7 @@ mod tests {
         let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
         k.task_tick_numa(t, fx::c(0));
         let stamp = k.tasks[t].numa.node_stamp;
-        let it = k.numa_async.queued.pop().unwrap();
+        let it = k.numa.async_scan.queued.pop().unwrap();
         let charged = k.numa_async_work(kw, it, fx::c(1));
         assert!(charged > 4096.0 * crate::physics::costs::PTE_UPDATE_NS);
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
@@ -195,9 +197,9 @@ mod tests {
         assert_eq!(k.tasks[kw].sys_ns, charged);
         assert!(k.tasks[t].numa.node_stamp >= stamp + 32 * charged as u64);
         // Same cgroup (root) for both: nothing hidden; CPU 1 is allowed.
-        assert_eq!(k.numa_async.stats.hidden_ns, 0.0);
-        assert_eq!(k.numa_async.stats.outside_cpuset, 0);
-        assert!(k.numa_async.pending.is_empty());
+        assert_eq!(k.numa.async_scan.stats.hidden_ns, 0.0);
+        assert_eq!(k.numa.async_scan.stats.outside_cpuset, 0);
+        assert!(k.numa.async_scan.pending.is_empty());
     }
 
     #[test]
@@ -207,11 +209,14 @@ mod tests {
         k.cgroups.all[cg].effective_cpus = [0usize, 2].into_iter().collect();
         k.tasks[t].cgroup = cg;
         k.task_tick_numa(t, fx::c(0));
-        let it = k.numa_async.queued.pop().unwrap();
+        let it = k.numa.async_scan.queued.pop().unwrap();
         let charged = k.numa_async_work(kw, it, fx::c(1));
         assert!(charged > 0.0);
-        assert_eq!(k.numa_async.stats.hidden_ns, charged);
-        assert_eq!(k.numa_async.stats.outside_cpuset, 1, "CPU 1 is not in /job");
+        assert_eq!(k.numa.async_scan.stats.hidden_ns, charged);
+        assert_eq!(
+            k.numa.async_scan.stats.outside_cpuset, 1,
+            "CPU 1 is not in /job"
+        );
         assert!(k.cgroups.all[CgroupId::new(0)].sys_ns >= charged);
         // /job's task paid only its TLB-shootdown interrupt.
         assert!(k.cgroups.all[cg].sys_ns < charged / 10.0);
@@ -223,14 +228,14 @@ mod tests {
         k.task_tick_numa(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
         assert!(k.tasks[t].sys_ns > 0.0, "the task paid");
-        assert!(k.numa_async.queued.is_empty());
+        assert!(k.numa.async_scan.queued.is_empty());
         let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
         k.task_tick_numa(t, fx::c(0));
-        assert!(k.cancel_numa_async_work(t));
-        assert!(!k.cancel_numa_async_work(t), "only once");
-        assert_eq!(k.numa_async.stats.cancelled, 1);
+        assert!(k.numa.async_scan.cancel_numa_async_work(t));
+        assert!(!k.numa.async_scan.cancel_numa_async_work(t), "only once");
+        assert_eq!(k.numa.async_scan.stats.cancelled, 1);
         // A dead task's item scans nothing.
-        let it = k.numa_async.queued.pop().unwrap();
+        let it = k.numa.async_scan.queued.pop().unwrap();
         k.tasks[t].state = TaskState::Dead;
         assert_eq!(k.numa_async_work(kw, it, fx::c(1)), 0.0);
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);

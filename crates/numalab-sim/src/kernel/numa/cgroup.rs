@@ -28,6 +28,7 @@
 //! period, not charged).
 
 use super::{NUMA_BALANCING_CGROUP, NUMA_BALANCING_NORMAL};
+use crate::kernel::cgroup::Cgroups;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CgroupId, Kernel, TaskId};
 
@@ -77,13 +78,6 @@ impl Kernel {
         self.tasks[t].numa.prctl = v;
     }
 
-    /// A write of `on` to cgroup `cg`'s `cpu.numa_load_balance`
-    /// (`numa_balance_write_u64`): takes effect at each of its tasks' next
-    /// scan or hinting fault, which read the flag.
-    pub fn numa_balance_write(&mut self, cg: CgroupId, on: bool) {
-        self.cgroups.all[cg].nlb_enabled = on;
-    }
-
     /// A write of process `tgid` to cgroup `cg`'s `cgroup.procs`: every
     /// thread of the process moves (`cgroup_attach_task`), and from then
     /// on is gated, charged and counted by `cg`. Charges already made
@@ -95,6 +89,15 @@ impl Kernel {
                 self.cgroups.all[cg].nr_tasks += 1;
             }
         }
+    }
+}
+
+impl Cgroups {
+    /// A write of `on` to cgroup `cg`'s `cpu.numa_load_balance`
+    /// (`numa_balance_write_u64`): takes effect at each of its tasks' next
+    /// scan or hinting fault, which read the flag.
+    pub fn numa_balance_write(&mut self, cg: CgroupId, on: bool) {
+        self.all[cg].nlb_enabled = on;
     }
 }
 
@@ -112,7 +115,7 @@ mod tests {
         let a = k.cgroups.mkdir("/a", None, None).unwrap();
         let b = k.cgroups.mkdir("/a/b", None, None).unwrap();
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
         fx::populate(&mut k, mm, 0, n, fx::n(0));
         let t = fx::add_task(&mut k, mm, fx::c(0));
         fx::add_task(&mut k, mm, fx::c(2));
@@ -150,10 +153,10 @@ mod tests {
     #[test]
     fn parent_0_child_1_scans_nothing_and_parent_1_child_1_scans() {
         let (mut k, mm, t, a, b) = setup(&["kernel.numa_balancing=4"]);
-        k.numa_balance_write(b, true);
+        k.cgroups.numa_balance_write(b, true);
         assert_eq!(scan(&mut k, t), 0, "parent 0 / child 1");
         assert!(!fault_accounted(&mut k, mm, t));
-        k.numa_balance_write(a, true);
+        k.cgroups.numa_balance_write(a, true);
         assert_eq!(scan(&mut k, t), 4096, "parent 1 / child 1: 16 MB");
         assert!(fault_accounted(&mut k, mm, t));
         // Charged to /a/b, the task's cgroup, and summed up when reported.
@@ -166,7 +169,7 @@ mod tests {
             "kernel.numa_balancing=4",
             "numalab.numa_balancing_cgroup_hierarchy=0",
         ]);
-        k.numa_balance_write(b, true);
+        k.cgroups.numa_balance_write(b, true);
         assert_eq!(scan(&mut k, t), 4096, "as posted: parent 0 / child 1 scans");
     }
 
@@ -174,8 +177,8 @@ mod tests {
     fn a_moved_process_follows_its_new_cgroup() {
         let (mut k, _, t, a, b) = setup(&["kernel.numa_balancing=4"]);
         let c = k.cgroups.mkdir("/c", None, None).unwrap();
-        k.numa_balance_write(a, true);
-        k.numa_balance_write(b, true);
+        k.cgroups.numa_balance_write(a, true);
+        k.cgroups.numa_balance_write(b, true);
         k.cgroup_attach_process(k.tasks[t].tgid, c);
         assert!(k.tasks.iter().all(|x| x.cgroup == c), "every thread moves");
         assert_eq!(scan(&mut k, t), 0, "/c is disabled");
@@ -187,10 +190,10 @@ mod tests {
     #[test]
     fn a_write_takes_effect_at_the_next_scan() {
         let (mut k, _, t, a, b) = setup(&["kernel.numa_balancing=4"]);
-        k.numa_balance_write(a, true);
-        k.numa_balance_write(b, true);
+        k.cgroups.numa_balance_write(a, true);
+        k.cgroups.numa_balance_write(b, true);
         assert_eq!(scan(&mut k, t), 4096);
-        k.numa_balance_write(b, false);
+        k.cgroups.numa_balance_write(b, false);
         k.now += 10_000_000_000;
         assert_eq!(scan(&mut k, t), 0);
     }
@@ -203,8 +206,8 @@ mod tests {
         assert_eq!(scan(&mut k, t), 4096);
         // Mode 4, cgroup enabled, task disabled: not scanned.
         let (mut k, mm, t, a, b) = setup(&["kernel.numa_balancing=4"]);
-        k.numa_balance_write(a, true);
-        k.numa_balance_write(b, true);
+        k.cgroups.numa_balance_write(a, true);
+        k.cgroups.numa_balance_write(b, true);
         k.prctl_set_numa_balancing(t, PrNumaBalancing::Disabled);
         assert_eq!(scan(&mut k, t), 0);
         assert!(!fault_accounted(&mut k, mm, t));

@@ -41,6 +41,7 @@ use super::{
 use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
+use crate::kernel::mm::MmState;
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId, VmaId};
@@ -86,13 +87,13 @@ impl Kernel {
         idx: usize,
     ) -> (f64, f64) {
         let mm = self.tasks[t].mm;
-        let page = self.mms[mm].vmas[vma].pages[idx];
-        let nr_pages = self.mms[mm].vmas[vma].nr_base_pages();
+        let page = self.mem.mms[mm].vmas[vma].pages[idx];
+        let nr_pages = self.mem.mms[mm].vmas[vma].nr_base_pages();
         // pte_modify(old_pte, vma->vm_page_prot): the page is accessible
         // again whatever happens below.
-        self.mms[mm].vmas[vma].set_protnone(idx, false);
+        self.mem.mms[mm].vmas[vma].set_protnone(idx, false);
         if self.trace.is_some() {
-            let v = &self.mms[mm].vmas[vma];
+            let v = &self.mem.mms[mm].vmas[vma];
             let addr = v.start + idx as u64 * v.page_size();
             // exc_page_fault → trace_page_fault_user. The model has no
             // instruction pointer (ip=0x0) and no read/write split: the
@@ -112,11 +113,11 @@ impl Kernel {
         // was not changed, so a PMD THP still migrates to it.
         let target = target.filter(|&n| {
             self.knobs.get(knob::INTERLEAVE_NUMA_BALANCING) != InterleaveNumaBalancing::AsPosted
-                || self.mms[mm].vmas[vma].is_thp()
+                || self.mem.mms[mm].vmas[vma].is_thp()
                 || n != NUMA_TASK_MIG_AS_POSTED
         });
         if let Some(target) = target {
-            if !self.migrate_misplaced_folio_prepare(target, nr_pages) {
+            if !self.mem.migrate_misplaced_folio_prepare(target, nr_pages) {
                 flags |= TNF_MIGRATE_FAIL;
             } else {
                 match self.migrate_misplaced_folio(t, vma, idx, target) {
@@ -151,14 +152,14 @@ impl Kernel {
         flags: &mut u32,
     ) -> (Option<NodeId>, u32) {
         let mm = self.tasks[t].mm;
-        let last_cpupid = self.mms[mm].vmas[vma].pages[idx].last_cpupid;
+        let last_cpupid = self.mem.mms[mm].vmas[vma].pages[idx].last_cpupid;
         // vma_set_access_pid_bit
         let bit = hash_32(self.tasks[t].pid as u32, VMA_PID_HASH_BITS);
-        if let Some(ns) = self.mms[mm].vmas[vma].numab.as_mut() {
+        if let Some(ns) = self.mem.mms[mm].vmas[vma].numab.as_mut() {
             ns.pids_active[1] |= 1u64 << bit;
         }
         self.count_memcg_event(t, Vm::NumaHintFaults, 1);
-        if self.mms[mm].vmas[vma].pages[idx].node_id() == self.cpu_node(cpu) {
+        if self.mem.mms[mm].vmas[vma].pages[idx].node_id() == self.cpu_node(cpu) {
             self.vmstat.add(Vm::NumaHintFaultsLocal, 1);
             *flags |= TNF_FAULT_LOCAL;
         }
@@ -199,7 +200,7 @@ impl Kernel {
                 _ => None,
             };
         }
-        let curnid = self.mms[mm].vmas[vma].pages[idx].node_id();
+        let curnid = self.mem.mms[mm].vmas[vma].pages[idx].node_id();
         let thisnid = self.cpu_node(cpu);
         let polnid = match pol.mode {
             PolicyMode::Default => {
@@ -226,7 +227,7 @@ impl Kernel {
                     if pol.nodes.has(curnid) {
                         return None;
                     }
-                    *self.topo.zonelists[thisnid]
+                    *self.mem.zonelists[thisnid]
                         .iter()
                         .find(|&&n| pol.nodes.has(n))?
                 }
@@ -259,12 +260,12 @@ impl Kernel {
     ) -> bool {
         let mm = self.tasks[t].mm;
         let dst_nid = self.cpu_node(dst_cpu);
-        if self.nodes[dst_nid].total_pages == 0 {
+        if self.mem.nodes[dst_nid].total_pages == 0 {
             return false;
         }
         let pid = self.tasks[t].pid;
         let this_cpupid = cpu_pid_to_cpupid(dst_cpu, pid);
-        let page = &mut self.mms[mm].vmas[vma].pages[idx];
+        let page = &mut self.mem.mms[mm].vmas[vma].pages[idx];
         let last_cpupid = std::mem::replace(&mut page.last_cpupid, this_cpupid);
         let n = &self.tasks[t].numa;
         // Without preferred nodes (3.9) "no preferred node yet" would hold
@@ -307,47 +308,6 @@ impl Kernel {
         cpu_f(dst_nid) * mem_f(src_nid) * 3 > cpu_f(src_nid) * mem_f(dst_nid) * 4
     }
 
-    /// `high_wmark_pages` of node `nid`: `min_free_kbytes` (the square root
-    /// of 16 x memory in KiB, clamped) shared among nodes by size, plus
-    /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
-    /// zones, lowmem reserves, watermark boosting.
-    pub fn high_wmark_pages(&self, nid: NodeId) -> u64 {
-        let (min, tmp) = self.wmark_parts(nid);
-        min + 2 * tmp
-    }
-
-    /// `low_wmark_pages` of node `nid`: the min watermark plus one step
-    /// (see [`Kernel::high_wmark_pages`]).
-    pub fn low_wmark_pages(&self, nid: NodeId) -> u64 {
-        let (min, tmp) = self.wmark_parts(nid);
-        min + tmp
-    }
-
-    /// The min watermark of `nid` and the step between watermarks
-    /// (`__setup_per_zone_wmarks`).
-    fn wmark_parts(&self, nid: NodeId) -> (u64, u64) {
-        let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
-        if total_pages == 0 {
-            return (0, 0);
-        }
-        let kbytes = total_pages * (Kernel::page_bytes() / 1024);
-        let (lo, hi) = MIN_FREE_KBYTES_RANGE;
-        let min_free_kbytes = int_sqrt(kbytes * 16).clamp(lo, hi);
-        let node_pages = self.nodes[nid].total_pages;
-        let min = min_free_kbytes / (Kernel::page_bytes() / 1024) * node_pages / total_pages;
-        let tmp = (min / 4).max(node_pages * WATERMARK_SCALE_FACTOR / 10_000);
-        (min, tmp)
-    }
-
-    /// `migrate_misplaced_folio_prepare` (mm/migrate.c): may `nr` pages be
-    /// migrated to `nid`? Refuses a node whose free memory would not stay
-    /// above its high watermark (`migrate_balanced_pgdat`), without
-    /// counting a migration failure. Left out: file folios, LRU isolation
-    /// failing, waking kswapd (tiering only).
-    pub fn migrate_misplaced_folio_prepare(&self, nid: NodeId, nr: u64) -> bool {
-        self.nodes[nid].free_pages > self.high_wmark_pages(nid) + nr
-    }
-
     /// `migrate_misplaced_folio` (mm/migrate.c → `migrate_pages`,
     /// MIGRATE_ASYNC, MR_NUMA_MISPLACED): moves page `idx` of VMA `vma` to
     /// `nid`. The destination folio is allocated node-exact
@@ -364,13 +324,13 @@ impl Kernel {
         nid: NodeId,
     ) -> Result<f64, f64> {
         let mm = self.tasks[t].mm;
-        let v = &self.mms[mm].vmas[vma];
+        let v = &self.mem.mms[mm].vmas[vma];
         let nr = v.nr_base_pages();
         let thp = v.is_thp();
         let bytes = v.page_size() as f64;
         let src = v.pages[idx].node_id();
         let allowed = self.task_mems(t).has(nid);
-        let ok = allowed && alloc_pages_on(&mut self.nodes, &[nid], nr).is_some();
+        let ok = allowed && alloc_pages_on(&mut self.mem.nodes, &[nid], nr).is_some();
         let thp_n = u64::from(thp);
         if !ok {
             let cost = self.migrate_cost(t, src, nid, nr, bytes, false);
@@ -382,9 +342,9 @@ impl Kernel {
             });
             return Err(cost);
         }
-        self.nodes[src].free_pages += nr;
+        self.mem.nodes[src].free_pages += nr;
         // folio_migrate_flags copies last_cpupid; set_page_node keeps it.
-        self.mms[mm].vmas[vma].set_page_node(idx, nid);
+        self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
         self.vmstat.add(Vm::PgmigrateSuccess, nr);
         if thp {
             self.vmstat.add(Vm::ThpMigrationSuccess, 1);
@@ -429,7 +389,7 @@ impl Kernel {
         bytes: f64,
         ok: bool,
     ) -> f64 {
-        if !self.locks.on.migrate_cost {
+        if !self.mem.locks.on.migrate_cost {
             return if ok {
                 costs::MIGRATE_PAGE_FIXED_NS + self.bytes_cost_ns(bytes)
             } else {
@@ -448,6 +408,49 @@ impl Kernel {
         let copy = self.bytes_cost_ns(bytes) * (lat(src) + lat(dst)) / local;
         let remap = costs::MIGRATE_REMAP_NS + self.pcp_free(cpu, src, nr);
         isolate + alloc + costs::MIGRATE_UNMAP_NS + copy + remap
+    }
+}
+
+impl MmState {
+    /// `high_wmark_pages` of node `nid`: `min_free_kbytes` (the square root
+    /// of 16 x memory in KiB, clamped) shared among nodes by size, plus
+    /// twice `max(min/4, watermark_scale_factor of the node)`. Left out:
+    /// zones, lowmem reserves, watermark boosting.
+    pub fn high_wmark_pages(&self, nid: NodeId) -> u64 {
+        let (min, tmp) = self.wmark_parts(nid);
+        min + 2 * tmp
+    }
+
+    /// `low_wmark_pages` of node `nid`: the min watermark plus one step
+    /// (see [`MmState::high_wmark_pages`]).
+    pub fn low_wmark_pages(&self, nid: NodeId) -> u64 {
+        let (min, tmp) = self.wmark_parts(nid);
+        min + tmp
+    }
+
+    /// The min watermark of `nid` and the step between watermarks
+    /// (`__setup_per_zone_wmarks`).
+    fn wmark_parts(&self, nid: NodeId) -> (u64, u64) {
+        let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
+        if total_pages == 0 {
+            return (0, 0);
+        }
+        let kbytes = total_pages * (Kernel::page_bytes() / 1024);
+        let (lo, hi) = MIN_FREE_KBYTES_RANGE;
+        let min_free_kbytes = int_sqrt(kbytes * 16).clamp(lo, hi);
+        let node_pages = self.nodes[nid].total_pages;
+        let min = min_free_kbytes / (Kernel::page_bytes() / 1024) * node_pages / total_pages;
+        let tmp = (min / 4).max(node_pages * WATERMARK_SCALE_FACTOR / 10_000);
+        (min, tmp)
+    }
+
+    /// `migrate_misplaced_folio_prepare` (mm/migrate.c): may `nr` pages be
+    /// migrated to `nid`? Refuses a node whose free memory would not stay
+    /// above its high watermark (`migrate_balanced_pgdat`), without
+    /// counting a migration failure. Left out: file folios, LRU isolation
+    /// failing, waking kswapd (tiering only).
+    pub fn migrate_misplaced_folio_prepare(&self, nid: NodeId, nr: u64) -> bool {
+        self.nodes[nid].free_pages > self.high_wmark_pages(nid) + nr
     }
 }
 
@@ -472,7 +475,7 @@ mod tests {
     }
 
     fn node_of(k: &Kernel, mm: MmId, idx: usize) -> usize {
-        k.mms[mm].vmas[fx::V0].pages[idx].node_id().index()
+        k.mem.mms[mm].vmas[fx::V0].pages[idx].node_id().index()
     }
 
     #[test]
@@ -485,7 +488,7 @@ mod tests {
             0,
             "no preferred node yet: the page follows at once"
         );
-        assert!(!k.mms[mm].vmas[fx::V0].pages[0].protnone);
+        assert!(!k.mem.mms[mm].vmas[fx::V0].pages[0].protnone);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaultsLocal), 0);
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 1);
@@ -518,12 +521,12 @@ mod tests {
         k.tasks[t].numa.scan_seq = NUMA_EARLY_SCAN_SEQ + 1;
         // Its previous fault on this page came from node 1 (CPU 2).
         let pid = k.tasks[t].pid;
-        k.mms[mm].vmas[fx::V0].pages[3].last_cpupid = cpu_pid_to_cpupid(fx::c(2), pid);
+        k.mem.mms[mm].vmas[fx::V0].pages[3].last_cpupid = cpu_pid_to_cpupid(fx::c(2), pid);
         fx::mark(&mut k, mm, 3);
         k.do_numa_page(t, fx::c(0), fx::V0, 3);
         assert_eq!(node_of(&k, mm, 3), 1, "first fault from node 0 is refused");
         assert_eq!(
-            k.mms[mm].vmas[fx::V0].pages[3].last_cpupid,
+            k.mem.mms[mm].vmas[fx::V0].pages[3].last_cpupid,
             cpu_pid_to_cpupid(fx::c(0), pid)
         );
         fx::mark(&mut k, mm, 3);
@@ -539,7 +542,7 @@ mod tests {
         k.sched_setnuma(t, Some(fx::n(0)));
         k.tasks[t].numa.scan_seq = NUMA_EARLY_SCAN_SEQ + 1;
         // Another pid faulted it last, from node 1.
-        k.mms[mm].vmas[fx::V0].pages[5].last_cpupid = cpu_pid_to_cpupid(fx::c(3), 77);
+        k.mem.mms[mm].vmas[fx::V0].pages[5].last_cpupid = cpu_pid_to_cpupid(fx::c(3), 77);
         fx::mark(&mut k, mm, 5);
         k.do_numa_page(t, fx::c(0), fx::V0, 5);
         assert_eq!(node_of(&k, mm, 5), 1);
@@ -555,16 +558,18 @@ mod tests {
         assert_eq!(k.vmstat.get(Vm::NumaHintFaultsLocal), 1);
         assert_eq!(k.tasks[t2].numa.faults_locality, [0, 1, 0]);
         // mpol_misplaced returns before should_numa_migrate_memory.
-        assert!(cpupid_unset(k.mms[mm].vmas[fx::V0].pages[1].last_cpupid));
+        assert!(cpupid_unset(
+            k.mem.mms[mm].vmas[fx::V0].pages[1].last_cpupid
+        ));
     }
 
     #[test]
     fn migration_to_a_nearly_full_node_fails_in_prepare_without_pgmigrate_fail() {
         let (mut k, mm, t) = setup(None);
         // Node 0 has no more than its high watermark free.
-        let wm = k.high_wmark_pages(fx::n(0));
+        let wm = k.mem.high_wmark_pages(fx::n(0));
         assert!(wm > 0);
-        k.nodes[fx::n(0)].free_pages = wm;
+        k.mem.nodes[fx::n(0)].free_pages = wm;
         fx::mark(&mut k, mm, 0);
         k.do_numa_page(t, fx::c(0), fx::V0, 0);
         assert_eq!(node_of(&k, mm, 0), 1);
@@ -573,7 +578,7 @@ mod tests {
         // migrate_misplaced_folio_prepare refuses before migrate_pages:
         // mainline counts no pgmigrate_fail for it.
         assert_eq!(k.vmstat.get(Vm::PgmigrateFail), 0);
-        assert_eq!(k.nodes[fx::n(0)].free_pages, wm);
+        assert_eq!(k.mem.nodes[fx::n(0)].free_pages, wm);
     }
 
     #[test]
@@ -643,10 +648,10 @@ mod tests {
     #[test]
     fn high_watermark_is_small_but_grows_with_the_node() {
         let k = fx::kernel("tiny-2n", &[]);
-        let w = k.high_wmark_pages(fx::n(0));
+        let w = k.mem.high_wmark_pages(fx::n(0));
         // ~5 MB of a 1 GiB node.
         assert!(w > 512 && w < 4096, "{w}");
         let big = fx::kernel("spr-4n", &[]);
-        assert!(big.high_wmark_pages(fx::n(0)) > 50 * w);
+        assert!(big.mem.high_wmark_pages(fx::n(0)) > 50 * w);
     }
 }

@@ -95,7 +95,7 @@ fn flagged_interleave_is_scanned_and_its_remote_faults_move_no_page() {
     assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 64);
     assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), 0);
     assert_eq!(k.vmstat.get(Vm::PgmigrateSuccess), 0);
-    assert!(k.mms[mm].vmas[fx::V0]
+    assert!(k.mem.mms[mm].vmas[fx::V0]
         .pages
         .iter()
         .all(|p| p.node_id() == fx::n(1)));
@@ -105,7 +105,7 @@ fn flagged_interleave_is_scanned_and_its_remote_faults_move_no_page() {
     assert_eq!(f[faults_idx(nn, NUMA_MEMBUF, fx::n(1), 1)], 64);
     assert_eq!(f[faults_idx(nn, NUMA_MEMBUF, fx::n(0), 1)], 0);
     assert!(cpupid_pid_unset(
-        k.mms[mm].vmas[fx::V0].pages[0].last_cpupid
+        k.mem.mms[mm].vmas[fx::V0].pages[0].last_cpupid
     ));
 }
 
@@ -120,7 +120,7 @@ fn flagged_thp_does_not_migrate_as_intended_but_does_as_posted() {
     fx::mark(&mut k, mm, 0);
     k.do_numa_page(t, fx::c(0), fx::V0, 0);
     assert_eq!(
-        k.mms[mm].vmas[fx::V0].pages[0].node_id(),
+        k.mem.mms[mm].vmas[fx::V0].pages[0].node_id(),
         fx::n(1),
         "the huge page went to node 1 though the task is on node 0"
     );
@@ -142,14 +142,14 @@ fn as_posted_never_migrates_a_4k_page_to_node_1_under_the_default_policy() {
         assert_eq!(k.vmstat.get(Vm::NumaPagesMigrated), want, "{word}");
         // The other way (node 1 -> node 0) is unaffected.
         let mm1 = fx::add_mm(&mut k, fx::pages(4), false, None::<MemPolicy>);
-        let v = &mut k.mms[mm1].vmas[fx::V0];
+        let v = &mut k.mem.mms[mm1].vmas[fx::V0];
         v.set_page_node(0, fx::n(1));
-        k.nodes[fx::n(1)].free_pages -= 1;
+        k.mem.nodes[fx::n(1)].free_pages -= 1;
         let t0 = fx::add_task(&mut k, mm1, fx::c(0));
-        k.mms[mm1].vmas[fx::V0].set_protnone(0, true);
+        k.mem.mms[mm1].vmas[fx::V0].set_protnone(0, true);
         k.do_numa_page(t0, fx::c(0), fx::V0, 0);
         assert_eq!(
-            k.mms[mm1].vmas[fx::V0].pages[0].node_id(),
+            k.mem.mms[mm1].vmas[fx::V0].pages[0].node_id(),
             fx::n(0),
             "{word}"
         );

@@ -151,13 +151,13 @@ impl Kernel {
         let mut idle_core: Option<CpuId> = None;
         let allowed = self.task_allowed(env.p);
         for cpu in self.node_cpus(nid) {
-            let rq = &self.rq[cpu];
+            let rq = &self.sched.rq[cpu];
             let nr = rq.nr_running() as i64;
-            ns.load += self.cpu_load(cpu);
-            ns.runnable += self.cpu_runnable(cpu);
-            ns.util += self.cpu_util_cfs(cpu);
+            ns.load += self.sched.cpu_load(cpu);
+            ns.runnable += self.sched.cpu_runnable(cpu);
+            ns.util += self.sched.cpu_util_cfs(cpu);
             ns.nr_running += nr;
-            ns.compute_capacity += self.capacity_of(cpu);
+            ns.compute_capacity += self.sched.capacity_of(cpu);
             if find_idle && idle_core.is_none() && nr == 0 {
                 if rq.numa_migrate_on || !allowed.has(cpu) {
                     continue;
@@ -166,8 +166,8 @@ impl Kernel {
                     ns.idle_cpu = Some(cpu);
                 }
                 // numa_idle_core: prefer a CPU whose whole core is idle.
-                let core = &self.topo.core_cpus[self.cpu_info(cpu).core];
-                if core.len() > 1 && core.iter().all(|&c| self.rq[c].is_idle()) {
+                let core = &self.sched.topo.core_cpus[self.cpu_info(cpu).core];
+                if core.len() > 1 && core.iter().all(|&c| self.sched.rq[c].is_idle()) {
                     idle_core = Some(cpu);
                 }
             }
@@ -185,7 +185,7 @@ impl Kernel {
     /// idle CPU of the node when it is already claimed).
     fn task_numa_assign(&mut self, env: &mut TaskNumaEnv, cur: Option<TaskId>, imp: i64) {
         if env.best_cpu != Some(env.dst_cpu)
-            && std::mem::replace(&mut self.rq[env.dst_cpu].numa_migrate_on, true)
+            && std::mem::replace(&mut self.sched.rq[env.dst_cpu].numa_migrate_on, true)
         {
             let cpus: Vec<CpuId> = self.node_cpus(env.dst_nid).collect();
             let allowed = self.task_allowed(env.p);
@@ -196,11 +196,11 @@ impl Kernel {
             let mut found = false;
             for k in 0..cpus.len() {
                 let cpu = cpus[(start + k) % cpus.len()];
-                if Some(cpu) == env.best_cpu || !self.rq[cpu].is_idle() || !allowed.has(cpu) {
+                if Some(cpu) == env.best_cpu || !self.sched.rq[cpu].is_idle() || !allowed.has(cpu) {
                     continue;
                 }
                 env.dst_cpu = cpu;
-                if !std::mem::replace(&mut self.rq[cpu].numa_migrate_on, true) {
+                if !std::mem::replace(&mut self.sched.rq[cpu].numa_migrate_on, true) {
                     found = true;
                     break;
                 }
@@ -211,7 +211,7 @@ impl Kernel {
         }
         if let Some(b) = env.best_cpu {
             if b != env.dst_cpu {
-                self.rq[b].numa_migrate_on = false;
+                self.sched.rq[b].numa_migrate_on = false;
             }
         }
         env.best_task = cur;
@@ -230,13 +230,13 @@ impl Kernel {
         maymove: bool,
     ) -> bool {
         let dst_rq = env.dst_cpu;
-        if self.rq[dst_rq].numa_migrate_on {
+        if self.sched.rq[dst_rq].numa_migrate_on {
             return false;
         }
         let p_ng = self.tasks[env.p].numa.group;
         let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
-        let mut cur = self.rq[dst_rq].curr;
+        let mut cur = self.sched.rq[dst_rq].curr;
         if cur == Some(env.p) {
             return true;
         }
@@ -313,9 +313,9 @@ impl Kernel {
         // assign:
         if cur.is_none() {
             let mut cpu = env.dst_stats.idle_cpu.unwrap_or(env.dst_cpu);
-            if !self.rq[cpu].is_idle() {
+            if !self.sched.rq[cpu].is_idle() {
                 if let Some(b) = env.best_cpu {
-                    if self.rq[b].is_idle() {
+                    if self.sched.rq[b].is_idle() {
                         cpu = b;
                     }
                 }
@@ -324,7 +324,7 @@ impl Kernel {
         }
         self.task_numa_assign(env, cur, imp);
         let mut stop = false;
-        if maymove && cur.is_none() && env.best_cpu.is_some_and(|b| self.rq[b].is_idle()) {
+        if maymove && cur.is_none() && env.best_cpu.is_some_and(|b| self.sched.rq[b].is_idle()) {
             stop = true;
         }
         if !maymove
@@ -385,7 +385,7 @@ impl Kernel {
     pub fn mainline_task_numa_migrate(&mut self, t: TaskId) {
         let src_cpu = self.tasks[t].cpu;
         let src_nid = self.cpu_node(src_cpu);
-        let Some(sd) = lowest_numa_domain(&self.topo.sd[src_cpu]) else {
+        let Some(sd) = lowest_numa_domain(&self.sched.topo.sd[src_cpu]) else {
             // Trapped in a domain that does not cross nodes.
             self.sched_setnuma(t, Some(src_nid));
             return;
@@ -457,14 +457,14 @@ impl Kernel {
         match env.best_task {
             None => {
                 let ok = self.migrate_task_to(t, best_cpu);
-                self.rq[best_cpu].numa_migrate_on = false;
+                self.sched.rq[best_cpu].numa_migrate_on = false;
                 if !ok {
                     self.trace_sched_stick_numa(t, src_cpu, None, Some(best_cpu));
                 }
             }
             Some(other) => {
                 let ok = self.migrate_swap(t, other, best_cpu, src_cpu);
-                self.rq[best_cpu].numa_migrate_on = false;
+                self.sched.rq[best_cpu].numa_migrate_on = false;
                 if !ok {
                     let oc = self.tasks[other].cpu;
                     self.trace_sched_stick_numa(t, src_cpu, Some(other), Some(oc));
@@ -647,7 +647,7 @@ mod tests {
             ev.fields
         );
         assert!(ev.fields.contains("src_nid=0") && ev.fields.contains("dst_nid=1"));
-        assert!(k.rq.iter().all(|r| !r.numa_migrate_on));
+        assert!(k.sched.rq.iter().all(|r| !r.numa_migrate_on));
         k.check_invariants().unwrap();
         k.check_numa_counters().unwrap();
     }
@@ -678,8 +678,8 @@ mod tests {
         faults_on(&mut k, a, fx::n(1), 500);
         k.task_numa_migrate(a);
         assert_eq!(k.cpu_node(k.tasks[a].cpu), fx::n(1));
-        assert_eq!(k.rq[k.tasks[a].cpu].nr_preferred_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 0);
+        assert_eq!(k.sched.rq[k.tasks[a].cpu].nr_preferred_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 0);
         assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 1);
         assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
         let root = CgroupId::new(0);
@@ -728,7 +728,7 @@ mod tests {
         // A task without faults waits on CPU 0 too.
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
         fx::add_task(&mut k, mm, fx::c(0));
-        let numa_level = k.topo.sd[fx::c(0)]
+        let numa_level = k.sched.topo.sd[fx::c(0)]
             .iter()
             .position(|d| d.flags.has(crate::kernel::sched::topology::SdFlags::NUMA))
             .unwrap();

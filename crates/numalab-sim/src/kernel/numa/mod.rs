@@ -62,8 +62,11 @@ pub mod placement;
 pub mod policy;
 pub mod scan;
 pub mod series2013;
+pub mod state;
 #[cfg(test)]
 pub(crate) mod tests;
+
+pub use state::NumaState;
 
 use crate::kernel::mm::page_types::CPUPID_UNSET;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
@@ -418,7 +421,7 @@ impl Kernel {
     /// Checks that every runqueue's `nr_numa_running` and
     /// `nr_preferred_running` match its tasks (a debug invariant).
     pub fn check_numa_counters(&self) -> Result<(), String> {
-        for rq in &self.rq {
+        for rq in &self.sched.rq {
             let nid = self.cpu_node(rq.cpu);
             let tasks = rq.curr.iter().chain(rq.queue.iter());
             let (mut numa, mut preferred) = (0u32, 0u32);
@@ -474,7 +477,7 @@ impl Kernel {
             self.numa_tick_housekeeping();
         }
         // Kernel threads have no mm to scan (task_tick_numa: PF_KTHREAD).
-        if let Some(t) = self.rq[cpu].curr.filter(|&t| !self.tasks[t].kthread) {
+        if let Some(t) = self.sched.rq[cpu].curr.filter(|&t| !self.tasks[t].kthread) {
             self.task_tick_numa(t, cpu);
         }
     }

@@ -144,7 +144,7 @@ impl Kernel {
     /// faults, the group's if grouped), and adapts the scan period.
     pub fn mainline_task_numa_placement(&mut self, t: TaskId) {
         let mm = self.tasks[t].mm;
-        let seq = self.mms[mm].numa.scan_seq;
+        let seq = self.mem.mms[mm].numa.scan_seq;
         if self.tasks[t].numa.scan_seq == seq {
             return;
         }
@@ -237,7 +237,7 @@ impl Kernel {
             let p = max.min(self.tasks[t].numa.scan_period << 1);
             self.tasks[t].numa.scan_period = p;
             let mm = self.tasks[t].mm;
-            self.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(p);
+            self.mem.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(p);
             return;
         }
         let period_slot = (period + NUMA_PERIOD_SLOTS - 1) / NUMA_PERIOD_SLOTS;
@@ -312,7 +312,7 @@ impl Kernel {
             self.tasks[t].numa.group = Some(t);
         }
         let cpu = cpupid_to_cpu(cpupid);
-        let Some(tsk) = self.rq.get(cpu).and_then(|rq| rq.curr) else {
+        let Some(tsk) = self.sched.rq.get(cpu).and_then(|rq| rq.curr) else {
             return;
         };
         if !cpupid_match_pid(self.tasks[tsk].pid, cpupid) {
@@ -575,7 +575,7 @@ mod tests {
 
     /// Ends the scan pass so the next placement runs.
     fn next_pass(k: &mut Kernel, mm: MmId) {
-        k.mms[mm].numa.scan_seq += 1;
+        k.mem.mms[mm].numa.scan_seq += 1;
     }
 
     #[test]
@@ -605,14 +605,14 @@ mod tests {
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
         assert_eq!(k.tasks[t].numa.preferred_nid, Some(fx::n(1)));
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 0);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_preferred_running, 0);
         // Node 0 overtakes as the old faults decay.
         k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(0), 200, TNF_FAULT_LOCAL);
         next_pass(&mut k, mm);
         k.task_numa_placement(t);
         assert_eq!(k.tasks[t].numa.preferred_nid, Some(fx::n(0)));
-        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_preferred_running, 1);
     }
 
     #[test]
@@ -652,7 +652,7 @@ mod tests {
         k.update_task_scan_period(t, 0, 100);
         assert_eq!(k.tasks[t].numa.scan_period, 2000);
         assert_eq!(
-            k.mms[mm].numa.next_scan,
+            k.mem.mms[mm].numa.next_scan,
             k.jiffies() + k.msecs_to_jiffies(2000)
         );
         // A failed migration: the counters are not cleared, so it keeps

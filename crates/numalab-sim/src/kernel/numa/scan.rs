@@ -25,7 +25,7 @@ use super::{
     hash_32, VmaNumabState, HPAGE_SIZE, MAX_SCAN_WINDOW_MB, PAGES_PER_MB, SCAN_STAMP_FACTOR,
     SCAN_VIRT_FACTOR, SCAN_WINNER_TICKS, VMA_PID_HASH_BITS, VMA_PID_RESET_DELAYS,
 };
-use crate::kernel::mm::{HPAGE_PMD_NR, NO_NODE, PAGE_SHIFT};
+use crate::kernel::mm::{MmState, HPAGE_PMD_NR, NO_NODE, PAGE_SHIFT};
 use crate::kernel::sched::TaskState;
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
@@ -38,21 +38,11 @@ impl Kernel {
         self.knobs.get(knob::SCAN_DELAY_MS)
     }
 
-    /// `get_mm_rss`: resident base pages of address space `mm`, from the
-    /// per-chunk summaries.
-    pub fn mm_rss(&self, mm: MmId) -> u64 {
-        self.mms[mm]
-            .vmas
-            .iter()
-            .map(|v| v.chunk_nodes.iter().map(|&x| x as u64).sum::<u64>() * v.nr_base_pages())
-            .sum()
-    }
-
     /// `task_nr_scan_windows` (fair.c): RSS in units of `scan_size_mb`,
     /// rounded up, at least 1.
     pub fn task_nr_scan_windows(&self, t: TaskId) -> u64 {
         let nr_scan_pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB).max(1);
-        let mut rss = self.mm_rss(self.tasks[t].mm);
+        let mut rss = self.mem.mm_rss(self.tasks[t].mm);
         if rss == 0 {
             rss = nr_scan_pages;
         }
@@ -116,12 +106,12 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         let delay = self.numa_scan_delay_ms();
         // mm_users as sched_fork() sees it: the child is not counted yet.
-        let mm_users = self.mms[mm].users.saturating_sub(1);
+        let mm_users = self.mem.mms[mm].users.saturating_sub(1);
         if parent.is_none() || mm_users == 1 {
-            self.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(delay);
-            self.mms[mm].numa.scan_seq = 0;
+            self.mem.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(delay);
+            self.mem.mms[mm].numa.scan_seq = 0;
         }
-        let seq = self.mms[mm].numa.scan_seq;
+        let seq = self.mem.mms[mm].numa.scan_seq;
         let n = &mut self.tasks[t].numa;
         n.node_stamp = 0;
         n.scan_seq = seq;
@@ -160,7 +150,7 @@ impl Kernel {
             }
             self.tasks[t].numa.node_stamp += period;
             let mm = self.tasks[t].mm;
-            if self.jiffies() >= self.mms[mm].numa.next_scan {
+            if self.jiffies() >= self.mem.mms[mm].numa.next_scan {
                 // Proposal 2 (kernel.numa_balancing_scan_async): queue the
                 // scan on a kworker of this node instead (async_scan.rs).
                 if self.numa_scan_async() {
@@ -172,15 +162,9 @@ impl Kernel {
         }
     }
 
-    /// `reset_ptenuma_scan` (fair.c): a pass is complete.
-    fn reset_ptenuma_scan(&mut self, mm: MmId) {
-        self.mms[mm].numa.scan_seq += 1;
-        self.mms[mm].numa.scan_offset = 0;
-    }
-
     /// `vma_is_accessed` (fair.c): should task `t` scan VMA `vi`?
     fn vma_is_accessed(&self, t: TaskId, mm: MmId, vi: VmaId) -> bool {
-        let m = &self.mms[mm];
+        let m = &self.mem.mms[mm];
         let v = &m.vmas[vi];
         let Some(ns) = v.numab.as_ref() else {
             return true;
@@ -231,21 +215,22 @@ impl Kernel {
         }
         let mm = self.tasks[t].mm;
         let delay = self.numa_scan_delay_ms();
-        if self.mms[mm].numa.next_scan == 0 {
-            self.mms[mm].numa.next_scan = now + self.msecs_to_jiffies(delay);
+        if self.mem.mms[mm].numa.next_scan == 0 {
+            self.mem.mms[mm].numa.next_scan = now + self.msecs_to_jiffies(delay);
         }
         // 3.9's reset hammer runs before the rate check, as it did there.
         if !self.numa_scan_adapt_on() {
             self.numa_scan_reset_39(t, mm, now);
         }
-        if now < self.mms[mm].numa.next_scan {
+        if now < self.mem.mms[mm].numa.next_scan {
             return 0.0;
         }
         if self.tasks[t].numa.scan_period == 0 {
             self.tasks[t].numa.scan_period_max = self.task_scan_max(t);
             self.tasks[t].numa.scan_period = self.task_scan_start(t);
         }
-        self.mms[mm].numa.next_scan = now + self.msecs_to_jiffies(self.tasks[t].numa.scan_period);
+        self.mem.mms[mm].numa.next_scan =
+            now + self.msecs_to_jiffies(self.tasks[t].numa.scan_period);
         self.tasks[t].numa.node_stamp += SCAN_WINNER_TICKS * self.tick_ns;
 
         let mut pages = (self.knobs.get(knob::SCAN_SIZE_MB) * PAGES_PER_MB) as i64;
@@ -255,12 +240,15 @@ impl Kernel {
         }
         // change_pte_range: in a single-threaded mm, pages already on the
         // scanning CPU's node are left alone.
-        let target_node = (self.mms[mm].users == 1).then(|| self.cpu_node(cpu));
+        let target_node = (self.mem.mms[mm].users == 1).then(|| self.cpu_node(cpu));
         let pid_reset = self.msecs_to_jiffies(VMA_PID_RESET_DELAYS * delay);
-        let nvmas = self.mms[mm].vmas.len();
+        let nvmas = self.mem.mms[mm].vmas.len();
         // mmap_read_trylock / mmap_read_unlock: the count line's two
         // atomics (kernel/locking/mmap_lock.rs).
-        let mut locks_ns = self.mmap_read_trylock_unlock(cpu, mm);
+        let mut locks_ns = self
+            .mem
+            .locks
+            .mmap_read_trylock_unlock(&self.m, self.now, cpu, mm);
         let mut examined = 0u64;
         let mut marked = 0u64;
         let mut pids_skipped = false;
@@ -269,12 +257,12 @@ impl Kernel {
         // The VMA the walk stopped in (`vma != NULL` at `out:`).
         let mut stopped: Option<VmaId>;
         'retry: loop {
-            start = self.mms[mm].numa.scan_offset;
-            let mut vi = self.mms[mm].vmas.position(|v| v.end() > start);
+            start = self.mem.mms[mm].numa.scan_offset;
+            let mut vi = self.mem.mms[mm].vmas.position(|v| v.end() > start);
             if vi.is_none() {
-                self.reset_ptenuma_scan(mm);
+                self.mem.reset_ptenuma_scan(mm);
                 start = 0;
-                vi = self.mms[mm].vmas.first_key();
+                vi = self.mem.mms[mm].vmas.first_key();
             }
             stopped = None;
             let mut cur = vi;
@@ -286,10 +274,10 @@ impl Kernel {
                     self.trace_skip_vma(t, cpu, mm, i, "unsuitable");
                     continue;
                 }
-                let seq = self.mms[mm].numa.scan_seq;
-                if self.mms[mm].vmas[i].numab.is_none() {
+                let seq = self.mem.mms[mm].numa.scan_seq;
+                if self.mem.mms[mm].vmas[i].numab.is_none() {
                     let next_scan = now + self.msecs_to_jiffies(delay);
-                    self.mms[mm].vmas[i].numab = Some(VmaNumabState {
+                    self.mem.mms[mm].vmas[i].numab = Some(VmaNumabState {
                         next_scan,
                         pids_active_reset: next_scan + pid_reset,
                         pids_active: [0, 0],
@@ -297,11 +285,11 @@ impl Kernel {
                         prev_scan_seq: seq as i64 - 1,
                     });
                 }
-                let vm_start = self.mms[mm].vmas[i].start;
-                let vm_end = self.mms[mm].vmas[i].end();
+                let vm_start = self.mem.mms[mm].vmas[i].start;
+                let vm_end = self.mem.mms[mm].vmas[i].end();
                 let mut skip = None;
                 {
-                    let ns = self.mms[mm].vmas[i]
+                    let ns = self.mem.mms[mm].vmas[i]
                         .numab
                         .as_mut()
                         .expect("numab set above");
@@ -317,7 +305,7 @@ impl Kernel {
                     }
                     // Not twice within one sequence.
                     if skip.is_none() && ns.prev_scan_seq == seq as i64 {
-                        self.mms[mm].numa.scan_offset = vm_end;
+                        self.mem.mms[mm].numa.scan_offset = vm_end;
                         skip = Some("seq_completed");
                     }
                 }
@@ -341,7 +329,7 @@ impl Kernel {
                     marked += updated;
                     if updated > 0 {
                         // tlb_finish_mmu: flush what changed (kernel/mm/tlb.rs).
-                        let stride = self.mms[mm].vmas[i].page_shift;
+                        let stride = self.mem.mms[mm].vmas[i].page_shift;
                         locks_ns += self.flush_tlb_mm_range(cpu, mm, start, end, stride);
                     }
                     let span = ((end - start) >> PAGE_SHIFT) as i64;
@@ -358,7 +346,7 @@ impl Kernel {
                         break;
                     }
                 }
-                if let Some(ns) = self.mms[mm].vmas[i].numab.as_mut() {
+                if let Some(ns) = self.mem.mms[mm].vmas[i].numab.as_mut() {
                     ns.prev_scan_seq = seq as i64;
                 }
                 // Force-scan only one VMA at a time.
@@ -375,11 +363,11 @@ impl Kernel {
             break;
         }
         if stopped.is_some() {
-            self.mms[mm].numa.scan_offset = start;
+            self.mem.mms[mm].numa.scan_offset = start;
         } else {
-            self.reset_ptenuma_scan(mm);
+            self.mem.reset_ptenuma_scan(mm);
         }
-        let off = self.mms[mm].numa.scan_offset;
+        let off = self.mem.mms[mm].numa.scan_offset;
         let (pid, period) = (self.tasks[t].pid, self.tasks[t].numa.scan_period);
         // The model's own event: the kernel has no tracepoint for a pass.
         self.trace(Some(t), cpu, "numalab_scan", || {
@@ -392,8 +380,8 @@ impl Kernel {
         // measured on `current`'s clock.
         let charged = self.charge_sys(current, cost);
         self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * charged as u64;
-        self.numa_async.stats.scan_ns += charged;
-        self.numa_async.stats.scans += 1;
+        self.numa.async_scan.stats.scan_ns += charged;
+        self.numa.async_scan.stats.scans += 1;
         charged
     }
 
@@ -403,8 +391,11 @@ impl Kernel {
         if self.trace.is_none() {
             return;
         }
-        let off = self.mms[mm].numa.scan_offset;
-        let (vs, ve) = (self.mms[mm].vmas[vi].start, self.mms[mm].vmas[vi].end());
+        let off = self.mem.mms[mm].numa.scan_offset;
+        let (vs, ve) = (
+            self.mem.mms[mm].vmas[vi].start,
+            self.mem.mms[mm].vmas[vi].end(),
+        );
         self.trace(Some(t), cpu, "sched_skip_vma_numa", || {
             format!("numa_scan_offset={off:X} vm_start={vs:X} vm_end={ve:X} reason={reason}")
         });
@@ -426,7 +417,7 @@ impl Kernel {
         target_node: Option<NodeId>,
     ) -> (u64, u64) {
         let nn = self.m.nr_nodes();
-        let v = &mut self.mms[mm].vmas[vi];
+        let v = &mut self.mem.mms[mm].vmas[vi];
         if end <= start || start >= v.end() {
             return (0, 0);
         }
@@ -536,7 +527,7 @@ impl Kernel {
         let pref = self.tasks[t].numa.preferred_nid;
         let numa = u32::from(pref.is_some());
         let preferred = u32::from(pref == Some(nid));
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         if add {
             rq.nr_numa_running += numa;
             rq.nr_preferred_running += preferred;
@@ -544,6 +535,24 @@ impl Kernel {
             rq.nr_numa_running = rq.nr_numa_running.saturating_sub(numa);
             rq.nr_preferred_running = rq.nr_preferred_running.saturating_sub(preferred);
         }
+    }
+}
+
+impl MmState {
+    /// `get_mm_rss`: resident base pages of address space `mm`, from the
+    /// per-chunk summaries.
+    pub fn mm_rss(&self, mm: MmId) -> u64 {
+        self.mms[mm]
+            .vmas
+            .iter()
+            .map(|v| v.chunk_nodes.iter().map(|&x| x as u64).sum::<u64>() * v.nr_base_pages())
+            .sum()
+    }
+
+    /// `reset_ptenuma_scan` (fair.c): a pass is complete.
+    fn reset_ptenuma_scan(&mut self, mm: MmId) {
+        self.mms[mm].numa.scan_seq += 1;
+        self.mms[mm].numa.scan_offset = 0;
     }
 }
 
@@ -562,7 +571,7 @@ mod tests {
     fn setup(mb: u64, thp: bool, policy: Option<MemPolicy>) -> (Kernel, MmId, TaskId) {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, mb << 20, thp, policy);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
         fx::populate(&mut k, mm, 0, n, fx::n(0));
         let t = fx::add_task(&mut k, mm, fx::c(0));
         fx::add_task(&mut k, mm, fx::c(2));
@@ -583,9 +592,9 @@ mod tests {
             k.cgroups.all[CgroupId::new(0)].stat.get(Vm::NumaPteUpdates),
             65536
         );
-        let start = k.mms[mm].vmas[fx::V0].start;
-        assert_eq!(k.mms[mm].numa.scan_offset, start + (256 << 20));
-        assert_eq!(k.mms[mm].numa.scan_seq, 0);
+        let start = k.mem.mms[mm].vmas[fx::V0].start;
+        assert_eq!(k.mem.mms[mm].numa.scan_offset, start + (256 << 20));
+        assert_eq!(k.mem.mms[mm].numa.scan_seq, 0);
         assert!(k.tasks[t].sys_ns > 65536.0 * crate::physics::costs::PTE_UPDATE_NS);
         // Too early: the mm's next scan is a scan period away.
         k.task_numa_work(t, fx::c(0));
@@ -594,10 +603,10 @@ mod tests {
         k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 98304, "the last 128 MB");
         assert_eq!(
-            k.mms[mm].numa.scan_seq, 1,
+            k.mem.mms[mm].numa.scan_seq, 1,
             "end of the address space: next pass"
         );
-        assert_eq!(k.mms[mm].numa.scan_offset, 0);
+        assert_eq!(k.mem.mms[mm].numa.scan_offset, 0);
         k.check_invariants().unwrap();
     }
 
@@ -607,7 +616,7 @@ mod tests {
         k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4 * 512);
         assert_eq!(k.vmstat.get(Vm::NumaHugePteUpdates), 4);
-        assert!(k.mms[mm].vmas[fx::V0].pages.iter().all(|p| p.protnone));
+        assert!(k.mem.mms[mm].vmas[fx::V0].pages.iter().all(|p| p.protnone));
     }
 
     #[test]
@@ -630,9 +639,9 @@ mod tests {
             let (mut k, mm, t) = setup(16, false, Some(pol));
             k.task_numa_work(t, fx::c(0));
             assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0, "{:?}", pol.mode);
-            assert!(k.mms[mm].vmas[fx::V0].numab.is_none());
+            assert!(k.mem.mms[mm].vmas[fx::V0].numab.is_none());
             // The walk still reached the end of the address space.
-            assert_eq!(k.mms[mm].numa.scan_seq, 1);
+            assert_eq!(k.mem.mms[mm].numa.scan_seq, 1);
         }
         // Bind with MPOL_F_NUMA_BALANCING is scanned.
         let flagged = MemPolicy {
@@ -688,7 +697,7 @@ mod tests {
     fn task_tick_numa_follows_cpu_time_and_waits_for_the_scan_delay() {
         let mut k = fx::kernel("tiny-2n", &[]);
         let mm = fx::add_mm(&mut k, 16 << 20, false, None);
-        let n = k.mms[mm].vmas[fx::V0].pages.len();
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
         fx::populate(&mut k, mm, 0, n, fx::n(1));
         let t = fx::add_task(&mut k, mm, fx::c(0));
         assert_eq!(k.tasks[t].numa.scan_period, 1000, "starts at scan_delay");
@@ -704,7 +713,7 @@ mod tests {
         let stamp = k.tasks[t].numa.node_stamp;
         assert!(stamp > 1_000_000_000 + 2 * k.tick_ns, "{stamp}");
         // The mm's next scan moved one scan period on.
-        let next = k.mms[mm].numa.next_scan;
+        let next = k.mem.mms[mm].numa.next_scan;
         assert_eq!(
             next,
             k.jiffies() + k.msecs_to_jiffies(k.tasks[t].numa.scan_period)
@@ -722,8 +731,8 @@ mod tests {
         // min(task_scan_max in ms, period * users in ns) read as ns, + 2 ticks.
         let expect = k.task_scan_max(t0) + 2 * k.tick_ns;
         assert_eq!(k.tasks[t1].numa.node_stamp, expect);
-        assert_eq!(k.rq[fx::c(2)].nr_preferred_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 1);
-        assert_eq!(k.rq[fx::c(0)].nr_preferred_running, 0);
+        assert_eq!(k.sched.rq[fx::c(2)].nr_preferred_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 1);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_preferred_running, 0);
     }
 }

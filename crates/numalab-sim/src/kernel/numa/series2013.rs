@@ -71,11 +71,11 @@ impl Kernel {
     /// first scan (3.9 set it at the mm's first fork).
     pub(crate) fn numa_scan_reset_39(&mut self, t: TaskId, mm: MmId, now: u64) {
         let reset = self.msecs_to_jiffies(NUMA_SCAN_PERIOD_RESET_MS);
-        if self.mms[mm].numa.next_reset == 0 {
-            self.mms[mm].numa.next_reset = now + reset;
-        } else if now > self.mms[mm].numa.next_reset {
+        if self.mem.mms[mm].numa.next_reset == 0 {
+            self.mem.mms[mm].numa.next_reset = now + reset;
+        } else if now > self.mem.mms[mm].numa.next_reset {
             self.tasks[t].numa.scan_period = self.task_scan_min(t);
-            self.mms[mm].numa.next_reset = now + reset;
+            self.mem.mms[mm].numa.next_reset = now + reset;
         }
     }
 }
@@ -101,7 +101,7 @@ mod tests {
     /// Remote faults on node 1, then the end of a pass and placement.
     fn remote_pass(k: &mut Kernel, mm: MmId, t: TaskId) {
         k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(1), 100, 0);
-        k.mms[mm].numa.scan_seq += 1;
+        k.mem.mms[mm].numa.scan_seq += 1;
         k.task_numa_placement(t);
     }
 
@@ -113,7 +113,7 @@ mod tests {
         let (mut k, mm, t) = setup(&["numalab.numa_preferred_node=0"]);
         remote_pass(&mut k, mm, t);
         assert_eq!(k.tasks[t].numa.preferred_nid, None);
-        assert_eq!(k.rq[fx::c(0)].nr_numa_running, 0);
+        assert_eq!(k.sched.rq[fx::c(0)].nr_numa_running, 0);
     }
 
     #[test]
@@ -166,7 +166,7 @@ mod tests {
         k.task_numa_fault(t, fx::c(0), CPUPID_UNSET, fx::n(1), 1, TNF_MIGRATED);
         assert_eq!(k.tasks[t].numa.scan_period, 1000 + step);
         // The end of a pass does not adapt it (no update_task_scan_period).
-        k.mms[mm].numa.scan_seq += 1;
+        k.mem.mms[mm].numa.scan_seq += 1;
         k.task_numa_placement(t);
         assert_eq!(k.tasks[t].numa.scan_period, 1000 + step);
         // The reset hammer: armed at the first scan, fires 60 s later.

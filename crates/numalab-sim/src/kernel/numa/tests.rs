@@ -38,9 +38,9 @@ pub(crate) mod fx {
     /// A new address space with one VMA of `bytes` (THP or 4 KiB pages)
     /// under `policy` (None: the task policy). Returns the mm index.
     pub fn add_mm(k: &mut Kernel, bytes: u64, thp: bool, policy: Option<MemPolicy>) -> MmId {
-        let id = k.mms.next_key();
+        let id = k.mem.mms.next_key();
         let nn = k.m.nr_nodes();
-        k.mms.push(Mm {
+        k.mem.mms.push(Mm {
             id,
             tgid: PID0 + 100 * id.index() as u64,
             vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)].into(),
@@ -52,10 +52,10 @@ pub(crate) mod fx {
 
     /// Puts pages `[from, to)` of the mm's first VMA on `nid`.
     pub fn populate(k: &mut Kernel, mm: MmId, from: usize, to: usize, nid: NodeId) {
-        let nr = k.mms[mm].vmas[V0].nr_base_pages();
+        let nr = k.mem.mms[mm].vmas[V0].nr_base_pages();
         for i in from..to {
-            k.mms[mm].vmas[V0].set_page_node(i, nid);
-            k.nodes[nid].free_pages -= nr;
+            k.mem.mms[mm].vmas[V0].set_page_node(i, nid);
+            k.mem.nodes[nid].free_pages -= nr;
         }
     }
 
@@ -66,7 +66,7 @@ pub(crate) mod fx {
         let root = CgroupId::new(0);
         let mut task = Task::new(
             PID0 + t.index() as u64,
-            k.mms[mm].tgid,
+            k.mem.mms[mm].tgid,
             format!("t{t}"),
             mm,
             root,
@@ -74,9 +74,9 @@ pub(crate) mod fx {
         task.affinity = k.m.all_cpus();
         task.cpu = cpu;
         k.add_task(task);
-        k.mms[mm].users += 1;
+        k.mem.mms[mm].users += 1;
         k.enqueue_task(t, cpu);
-        if k.rq[cpu].curr.is_none() {
+        if k.sched.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);
         }
         let parent = k.tasks.keys().find(|&o| o != t && k.tasks[o].mm == mm);
@@ -86,7 +86,7 @@ pub(crate) mod fx {
 
     /// Marks page `idx` of the first VMA PROT_NONE, as a scan would.
     pub fn mark(k: &mut Kernel, mm: MmId, idx: usize) {
-        k.mms[mm].vmas[V0].set_protnone(idx, true);
+        k.mem.mms[mm].vmas[V0].set_protnone(idx, true);
     }
 
     /// Bytes of `n` base pages.
@@ -95,7 +95,7 @@ pub(crate) mod fx {
     pub fn remote_task(sets: &[&str]) -> (Kernel, MmId, TaskId) {
         let mut k = kernel("tiny-2n", sets);
         let mm = add_mm(&mut k, 64 << 20, false, None);
-        let n = k.mms[mm].vmas[V0].pages.len();
+        let n = k.mem.mms[mm].vmas[V0].pages.len();
         populate(&mut k, mm, 0, n, self::n(1));
         let t = add_task(&mut k, mm, c(0));
         k.now = 2_000_000_000;

@@ -25,8 +25,8 @@ impl Kernel {
     /// `kthread_create_on_cpu`/`kthread_create`: a sleeping kernel thread
     /// `name` allowed on `affinity`, last on `cpu`. Returns its id.
     pub fn kthread_create(&mut self, pid: u64, name: &str, affinity: CpuSet, cpu: CpuId) -> TaskId {
-        let mm = self.mms.next_key();
-        self.mms.push(Mm {
+        let mm = self.mem.mms.next_key();
+        self.mem.mms.push(Mm {
             id: mm,
             tgid: pid,
             vmas: Default::default(),

@@ -51,6 +51,7 @@
 use super::fair::adjust_numa_imbalance;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
+use super::Sched;
 use super::MIGRATION_COST_NS;
 use crate::kernel::ids::CpuSetExt;
 use crate::kernel::scratch;
@@ -194,30 +195,14 @@ pub struct BalanceWalk {
 const SWB_NS: f64 = costs::BALANCE_FIXED_NS / 4.0;
 
 impl Kernel {
-    /// `get_sd_balance_interval` in jiffies.
-    fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
-        let sd = &self.topo.sd[cpu][level];
-        let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
-        if busy {
-            ms *= sd.busy_factor;
-        }
-        let hz = 1_000_000_000 / self.tick_ns;
-        let mut j = (ms * hz).div_ceil(1000);
-        if busy {
-            j = j.saturating_sub(1);
-        }
-        let max = (hz * self.m.nr_cpus() as u64 / 10).max(1);
-        j.clamp(1, max)
-    }
-
     /// `sched_balance_trigger`: from the tick of `cpu`, raise SCHED_SOFTIRQ
     /// when its `next_balance` is due. The raised softirqs run in
     /// [`Kernel::run_sched_softirqs`].
     pub fn sched_balance_trigger(&mut self, cpu: CpuId) {
-        if self.jiffies() < self.rq[cpu].next_balance {
+        if self.jiffies() < self.sched.rq[cpu].next_balance {
             return;
         }
-        self.balance.raised.push(cpu);
+        self.sched.balance.raised.push(cpu);
     }
 
     /// Runs every SCHED_SOFTIRQ raised at this tick (`sched_balance_softirq`
@@ -225,7 +210,7 @@ impl Kernel {
     /// always the walk whose clock is earliest resumes, up to its next
     /// operation on the serialize flag.
     pub fn run_sched_softirqs(&mut self) {
-        let raised = std::mem::take(&mut self.balance.raised);
+        let raised = std::mem::take(&mut self.sched.balance.raised);
         let mut walks: Vec<BalanceWalk> = raised.iter().map(|&c| self.walk_new(c)).collect();
         let mut paused = vec![false; walks.len()];
         let mut heap: BinaryHeap<Reverse<(u64, usize)>> = walks
@@ -239,14 +224,14 @@ impl Kernel {
                 self.walk_flag_op(w);
             }
             if self.walk_run(w) {
-                self.walk_end(w);
+                self.sched.walk_end(w);
             } else {
                 paused[i] = true;
                 heap.push(Reverse((w.t.to_bits(), i)));
             }
         }
-        self.balance.raised = raised;
-        self.balance.raised.clear();
+        self.sched.balance.raised = raised;
+        self.sched.balance.raised.clear();
     }
 
     /// `sched_balance_domains` run to completion at once (tests; the tick
@@ -256,11 +241,11 @@ impl Kernel {
         while !self.walk_run(&mut w) {
             self.walk_flag_op(&mut w);
         }
-        self.walk_end(&w);
+        self.sched.walk_end(&w);
     }
 
     fn walk_new(&self, cpu: CpuId) -> BalanceWalk {
-        let idle = if self.rq[cpu].is_idle() {
+        let idle = if self.sched.rq[cpu].is_idle() {
             CpuIdleType::Idle
         } else {
             CpuIdleType::NotIdle
@@ -268,7 +253,7 @@ impl Kernel {
         let jiffies = self.jiffies();
         let mut t = self.softirq_start(cpu);
         if idle == CpuIdleType::Idle {
-            t = t.max(self.rq[cpu].kernel_busy_until as f64);
+            t = t.max(self.sched.rq[cpu].kernel_busy_until as f64);
         }
         BalanceWalk {
             cpu,
@@ -293,14 +278,16 @@ impl Kernel {
         loop {
             match w.at {
                 WalkAt::Level => {
-                    if w.level >= self.topo.sd[cpu].len() || !w.continue_balancing {
-                        self.rq[cpu].next_balance = w.next_balance;
+                    if w.level >= self.sched.topo.sd[cpu].len() || !w.continue_balancing {
+                        self.sched.rq[cpu].next_balance = w.next_balance;
                         w.at = WalkAt::Done;
                         continue;
                     }
-                    w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
-                    let serialize = self.topo.sd[cpu][w.level].flags.has(SdFlags::SERIALIZE);
-                    if serialize && self.balance.serialize.variant.in_domains_walk() {
+                    w.interval = self.sched.sd_balance_interval(cpu, w.level, w.busy);
+                    let serialize = self.sched.topo.sd[cpu][w.level]
+                        .flags
+                        .has(SdFlags::SERIALIZE);
+                    if serialize && self.sched.balance.serialize.variant.in_domains_walk() {
                         // Pre-6.19: the flag before the interval check.
                         w.at = WalkAt::LegacyTryLock;
                         return false;
@@ -308,9 +295,9 @@ impl Kernel {
                     w.at = WalkAt::Due;
                 }
                 WalkAt::Due => {
-                    let last = self.rq[cpu].sd[w.level].last_balance;
+                    let last = self.sched.rq[cpu].sd[w.level].last_balance;
                     if w.jiffies >= last + w.interval {
-                        w.rq = Some(self.rq_pass_new(cpu, w.level, w.idle));
+                        w.rq = Some(self.sched.rq_pass_new(cpu, w.level, w.idle));
                         w.at = WalkAt::InRq;
                     } else {
                         w.at = if w.legacy_held {
@@ -333,7 +320,7 @@ impl Kernel {
                     if p.ld_moved > 0 {
                         // The LBF_DST_PINNED logic could have changed the
                         // destination: recompute our idle state.
-                        w.idle = if self.rq[cpu].is_idle() {
+                        w.idle = if self.sched.rq[cpu].is_idle() {
                             CpuIdleType::Idle
                         } else {
                             CpuIdleType::NotIdle
@@ -341,8 +328,8 @@ impl Kernel {
                         w.busy = w.idle == CpuIdleType::NotIdle;
                     }
                     w.continue_balancing &= p.continue_balancing;
-                    self.rq[cpu].sd[w.level].last_balance = w.jiffies;
-                    w.interval = self.sd_balance_interval(cpu, w.level, w.busy);
+                    self.sched.rq[cpu].sd[w.level].last_balance = w.jiffies;
+                    w.interval = self.sched.sd_balance_interval(cpu, w.level, w.busy);
                     w.at = if w.legacy_held {
                         WalkAt::LegacyUnlock
                     } else {
@@ -351,7 +338,7 @@ impl Kernel {
                 }
                 WalkAt::LegacyTryLock | WalkAt::LegacyUnlock => return false,
                 WalkAt::Out => {
-                    let next = self.rq[cpu].sd[w.level].last_balance + w.interval;
+                    let next = self.sched.rq[cpu].sd[w.level].last_balance + w.interval;
                     w.next_balance = w.next_balance.min(next);
                     w.level += 1;
                     w.at = WalkAt::Level;
@@ -387,22 +374,6 @@ impl Kernel {
         }
     }
 
-    /// A walk finished: an idle CPU stays in kernel until its clock.
-    fn walk_end(&mut self, w: &BalanceWalk) {
-        self.balance.stats.softirqs += 1;
-        self.kernel_time_until(w.cpu, w.t);
-    }
-
-    /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
-    /// CPU cannot start one before then.
-    fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
-        if self.rq[cpu].curr.is_none() {
-            let until = t.ceil() as u64;
-            let rq = &mut self.rq[cpu];
-            rq.kernel_busy_until = rq.kernel_busy_until.max(until);
-        }
-    }
-
     /// Charges `ns` of balancing work to `cpu` and moves its clock.
     fn charge_walk(&mut self, cpu: CpuId, t: &mut f64, ns: f64) {
         *t += self.charge_cpu(cpu, ns);
@@ -426,24 +397,24 @@ impl Kernel {
             return false;
         }
         if idle == CpuIdleType::NewlyIdle {
-            return self.rq[cpu].nr_running() == 0;
+            return self.sched.rq[cpu].nr_running() == 0;
         }
-        let sd = &self.topo.sd[cpu][level];
+        let sd = &self.sched.topo.sd[cpu][level];
         let group = &sd.groups[0];
         let smt_level = sd.flags.has(SdFlags::SHARE_CPUCAPACITY);
         let mut idle_smt = None;
         let mut skip = CpuSet::new();
         for c in group.cpu_ids() {
-            if !cpus.has(c) || skip.has(c) || !self.rq[c].is_idle() {
+            if !cpus.has(c) || skip.has(c) || !self.sched.rq[c].is_idle() {
                 continue;
             }
             let core = self.cpu_info(c).core;
-            let core_idle = self.topo.core_cpus[core]
+            let core_idle = self.sched.topo.core_cpus[core]
                 .iter()
-                .all(|&o| self.rq[o].is_idle());
+                .all(|&o| self.sched.rq[o].is_idle());
             if !smt_level && !core_idle {
                 idle_smt.get_or_insert(c);
-                for &o in &self.topo.core_cpus[core] {
+                for &o in &self.sched.topo.core_cpus[core] {
                     skip.insert(o.index());
                 }
                 continue;
@@ -475,15 +446,15 @@ impl Kernel {
         let mut nr_cores = 0;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
             s.weight += 1;
-            let n = self.rq[c].nr_running() as i64;
+            let n = self.sched.rq[c].nr_running() as i64;
             s.nr_running += n;
             if n == 0 {
                 s.idle_cpus += 1;
             }
-            s.load += self.cpu_load(c);
-            s.util += self.cpu_util_cfs(c);
-            s.runnable += self.cpu_runnable(c);
-            s.capacity += self.capacity_of(c);
+            s.load += self.sched.cpu_load(c);
+            s.util += self.sched.cpu_util_cfs(c);
+            s.runnable += self.sched.cpu_runnable(c);
+            s.capacity += self.sched.capacity_of(c);
             let core = self.cpu_info(c).core;
             let (word, bit) = (core / 64, 1u64 << (core % 64));
             if cores[word] & bit == 0 {
@@ -492,7 +463,7 @@ impl Kernel {
             }
         }
         s.cores = nr_cores;
-        s.group_type = if !self.pelt_enabled() {
+        s.group_type = if !self.sched.pelt_enabled() {
             if s.nr_running > s.weight {
                 GroupType::Overloaded
             } else if imbalanced {
@@ -515,14 +486,6 @@ impl Kernel {
             s.avg_load = s.load_per_capacity();
         }
         s
-    }
-
-    /// `sg_imbalanced`: the `sgc->imbalance` flag of the group of domain
-    /// `level` that starts at `first`.
-    fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
-        group
-            .first()
-            .is_some_and(|f| self.balance.group_imbalance.contains(&(level, f)))
     }
 
     /// `update_sd_pick_busiest`: is `s` busier than the busiest so far?
@@ -570,18 +533,18 @@ impl Kernel {
         idle: CpuIdleType,
         cpus: &CpuSet,
     ) -> Option<(usize, MigrationType, i64)> {
-        let sd = &self.topo.sd[cpu][level];
+        let sd = &self.sched.topo.sd[cpu][level];
         let pct = sd.imbalance_pct as i64;
         let local = self.sg_stats(
             pct,
-            self.sg_imbalanced(level, &sd.groups[0]),
+            self.sched.sg_imbalanced(level, &sd.groups[0]),
             &sd.groups[0],
             cpus,
         );
         let mut busiest: Option<(usize, SgStats)> = None;
         let (mut total_load, mut total_capacity) = (local.load, local.capacity);
         for (i, g) in sd.groups.iter().enumerate().skip(1) {
-            let s = self.sg_stats(pct, self.sg_imbalanced(level, g), g, cpus);
+            let s = self.sg_stats(pct, self.sched.sg_imbalanced(level, g), g, cpus);
             total_load += s.load;
             total_capacity += s.capacity;
             if s.weight == 0 || s.nr_running == 0 {
@@ -594,7 +557,7 @@ impl Kernel {
         let (bi, busiest) = busiest?;
         let sds_avg_load = total_load * 1024 / total_capacity.max(1);
         let prefer_sibling = level > 0
-            && self.topo.sd[cpu][level - 1]
+            && self.sched.topo.sd[cpu][level - 1]
                 .flags
                 .has(SdFlags::PREFER_SIBLING);
         let (lt, bt) = (local.group_type, busiest.group_type);
@@ -691,18 +654,18 @@ impl Kernel {
     ) -> Option<CpuId> {
         let mut best: Option<(i64, CpuId)> = None;
         for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            let n = self.rq[c].nr_running() as i64;
+            let n = self.sched.rq[c].nr_running() as i64;
             if n == 0 {
                 continue;
             }
             // NUMA balancing: leave well-placed NUMA tasks alone while there
             // are better candidates (fbq_classify_rq > env->fbq_type).
-            if self.fbq_classify_rq(c) > fbq {
+            if self.sched.fbq_classify_rq(c) > fbq {
                 continue;
             }
             let key = match kind {
                 MigrationType::Load => {
-                    let load = self.cpu_load(c);
+                    let load = self.sched.cpu_load(c);
                     // One task bigger than the imbalance: leave it
                     // (check_cpu_capacity never holds at full capacity).
                     if n == 1 && load > imbalance {
@@ -714,7 +677,7 @@ impl Kernel {
                     if n <= 1 {
                         continue;
                     }
-                    self.cpu_util_cfs(c)
+                    self.sched.cpu_util_cfs(c)
                 }
                 MigrationType::Task | MigrationType::Misfit => n,
             };
@@ -726,42 +689,6 @@ impl Kernel {
     }
 
     // --- NUMA balancing pieces of the load balancer (fair.c) -------------
-
-    /// `fbq_classify_group`: `regular` if the group runs tasks without a
-    /// preferred node, `remote` if some run off their preferred node, else
-    /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
-    fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
-        let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            let rq = &self.rq[c];
-            if rq.nr_running() == 0 {
-                continue;
-            }
-            nr += rq.nr_running() as u32;
-            numa += rq.nr_numa_running;
-            preferred += rq.nr_preferred_running;
-        }
-        if nr > numa {
-            FbqType::Regular
-        } else if nr > preferred {
-            FbqType::Remote
-        } else {
-            FbqType::All
-        }
-    }
-
-    /// `fbq_classify_rq`: the same classes for one runqueue.
-    fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
-        let rq = &self.rq[cpu];
-        let nr = rq.nr_running() as u32;
-        if nr > rq.nr_numa_running {
-            FbqType::Regular
-        } else if nr > rq.nr_preferred_running {
-            FbqType::Remote
-        } else {
-            FbqType::All
-        }
-    }
 
     /// `migrate_degrades_locality` (fair.c): positive if moving task `t`
     /// from `src` to `dst` hurts its NUMA locality, negative if it helps, 0
@@ -782,7 +709,7 @@ impl Kernel {
             return 0;
         }
         if self.tasks[t].numa.faults.is_empty()
-            || !self.topo.sd[dst][level].flags.has(SdFlags::NUMA)
+            || !self.sched.topo.sd[dst][level].flags.has(SdFlags::NUMA)
         {
             return 0;
         }
@@ -792,7 +719,7 @@ impl Kernel {
         }
         let pref = self.tasks[t].numa.preferred_nid;
         if pref == Some(src_nid) {
-            let rq = &self.rq[src];
+            let rq = &self.sched.rq[src];
             return i64::from(rq.nr_running() as u32 > rq.nr_preferred_running);
         }
         if pref == Some(dst_nid) {
@@ -816,24 +743,6 @@ impl Kernel {
         hot && failed <= cache_nice_tries
     }
 
-    /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
-    pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
-        let sd = &self.topo.sd[cpu][level];
-        RqPass {
-            cpu,
-            level,
-            idle,
-            cpus: sd.span.clone(),
-            serialize: sd.flags.has(SdFlags::SERIALIZE),
-            need_unlock: false,
-            ld_moved: 0,
-            imbalance_found: false,
-            active: false,
-            continue_balancing: true,
-            at: RqAt::Redo,
-        }
-    }
-
     /// `sched_balance_rq`: balance domain `level` of `cpu` at once (flag
     /// operations included), from the CPU's clock `*t`. Returns the number
     /// of tasks moved here.
@@ -845,7 +754,7 @@ impl Kernel {
         continue_balancing: &mut bool,
         t: &mut f64,
     ) -> usize {
-        let mut p = self.rq_pass_new(cpu, level, idle);
+        let mut p = self.sched.rq_pass_new(cpu, level, idle);
         while !self.rq_pass_run(&mut p, t) {
             self.rq_pass_flag_op(&mut p, t);
         }
@@ -864,10 +773,10 @@ impl Kernel {
                     self.charge_walk(p.cpu, t, SWB_NS);
                     if !self.should_we_balance(p.cpu, p.level, p.idle, &p.cpus) {
                         p.continue_balancing = false;
-                        self.rq_pass_out(p);
+                        self.sched.rq_pass_out(p);
                         continue;
                     }
-                    let variant = self.balance.serialize.variant;
+                    let variant = self.sched.balance.serialize.variant;
                     if p.serialize && variant.rq_tries(p.idle, p.need_unlock) {
                         p.at = RqAt::TryLock;
                         return false;
@@ -890,12 +799,12 @@ impl Kernel {
                     p.at = RqAt::Body;
                 } else {
                     // goto out_balanced (a v3 retry still has need_unlock set).
-                    self.rq_pass_out(p);
+                    self.sched.rq_pass_out(p);
                 }
             }
             RqAt::RedoUnlock => {
                 self.sched_balance_running_unlock(p.cpu, *t);
-                if self.balance.serialize.variant.redo() == RedoFlag::ReleaseAndClear {
+                if self.sched.balance.serialize.variant.redo() == RedoFlag::ReleaseAndClear {
                     p.need_unlock = false;
                 }
                 p.at = RqAt::Redo;
@@ -913,45 +822,45 @@ impl Kernel {
     /// pinned. Leaves `p` at its next stop.
     fn rq_pass_body(&mut self, p: &mut RqPass, t: &mut f64) {
         let (cpu, level, idle) = (p.cpu, p.level, p.idle);
-        let span_w = self.topo.sd[cpu][level].span_weight() as f64;
-        let cache_nice_tries = self.topo.sd[cpu][level].cache_nice_tries;
-        self.balance.stats.lb_count += 1;
+        let span_w = self.sched.topo.sd[cpu][level].span_weight() as f64;
+        let cache_nice_tries = self.sched.topo.sd[cpu][level].cache_nice_tries;
+        self.sched.balance.stats.lb_count += 1;
         self.charge_walk(
             cpu,
             t,
             costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
         );
         let Some((bi, kind, mut imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
-            self.balance.stats.lb_balanced += 1;
-            self.rq_pass_out(p);
+            self.sched.balance.stats.lb_balanced += 1;
+            self.sched.rq_pass_out(p);
             return;
         };
-        let group = self.topo.sd[cpu][level].groups[bi].clone();
+        let group = self.sched.topo.sd[cpu][level].groups[bi].clone();
         // NUMA balancing: classify the busiest group on NUMA levels
         // (update_sd_lb_stats → fbq_classify_group); `all` elsewhere.
-        let fbq = if self.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
-            self.fbq_classify_group(&group, &p.cpus)
+        let fbq = if self.sched.topo.sd[cpu][level].flags.has(SdFlags::NUMA) {
+            self.sched.fbq_classify_group(&group, &p.cpus)
         } else {
             FbqType::All
         };
         let Some(src) = self.find_busiest_queue(&group, &p.cpus, fbq, kind, imb) else {
-            self.balance.stats.lb_balanced += 1;
-            self.rq_pass_out(p);
+            self.sched.balance.stats.lb_balanced += 1;
+            self.sched.rq_pass_out(p);
             return;
         };
         p.imbalance_found = true;
-        if self.rq[src].nr_running() > 1 {
-            let failed = self.rq[cpu].sd[level].nr_balance_failed;
+        if self.sched.rq[src].nr_running() > 1 {
+            let failed = self.sched.rq[cpu].sd[level].nr_balance_failed;
             let mut moved = 0i64;
             let mut all_pinned = true;
             let mut some_pinned = false;
             // cfs_tasks from the tail: least recently run first.
-            let mut cands: Vec<TaskId> = self.rq[src].queue.clone();
+            let mut cands: Vec<TaskId> = self.sched.rq[src].queue.clone();
             cands.sort_by_key(|&x| self.tasks[x].lru_stamp);
             cands.truncate(SCHED_NR_MIGRATE);
             for tk in cands {
                 // detach_tasks: never take the last task of an idle pull.
-                if idle != CpuIdleType::NotIdle && self.rq[src].nr_running() <= 1 {
+                if idle != CpuIdleType::NotIdle && self.sched.rq[src].nr_running() <= 1 {
                     break;
                 }
                 if !self.task_allowed_cpus(tk).has(cpu) {
@@ -1001,21 +910,21 @@ impl Kernel {
             }
             // LBF_SOME_PINNED with imbalance left: mark this CPU's group in
             // the parent domain imbalanced (sgc->imbalance).
-            if let Some(parent) = self.topo.sd[cpu].get(level + 1) {
+            if let Some(parent) = self.sched.topo.sd[cpu].get(level + 1) {
                 let key = (level + 1, parent.groups[0].first().unwrap_or(0));
                 if some_pinned && imb > 0 {
-                    self.balance.group_imbalance.insert(key);
+                    self.sched.balance.group_imbalance.insert(key);
                 }
             }
             p.ld_moved += moved as usize;
-            self.balance.stats.lb_gained += moved as u64;
+            self.sched.balance.stats.lb_gained += moved as u64;
             if all_pinned {
                 // LBF_ALL_PINNED: try again without that CPU.
                 p.cpus.remove(src.index());
-                let dst_group = &self.topo.sd[cpu][level].groups[0];
+                let dst_group = &self.sched.topo.sd[cpu][level].groups[0];
                 if !p.cpus.is_subset(dst_group) {
-                    self.balance.stats.lb_redo += 1;
-                    let redo = self.balance.serialize.variant.redo();
+                    self.sched.balance.stats.lb_redo += 1;
+                    let redo = self.sched.balance.serialize.variant.redo();
                     p.at = if p.need_unlock && redo != RedoFlag::Keep {
                         RqAt::RedoUnlock
                     } else {
@@ -1026,13 +935,13 @@ impl Kernel {
             }
         }
         if p.ld_moved == 0 {
-            self.balance.stats.lb_failed += 1;
+            self.sched.balance.stats.lb_failed += 1;
             if idle != CpuIdleType::NewlyIdle {
-                self.rq[cpu].sd[level].nr_balance_failed += 1;
+                self.sched.rq[cpu].sd[level].nr_balance_failed += 1;
                 // need_active_balance → imbalanced_active_balance: only a
                 // task-count imbalance that keeps failing.
                 if kind == MigrationType::Task
-                    && self.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2
+                    && self.sched.rq[cpu].sd[level].nr_balance_failed > cache_nice_tries + 2
                 {
                     p.active = self.active_load_balance(src, cpu);
                     if p.active {
@@ -1041,7 +950,189 @@ impl Kernel {
                 }
             }
         }
-        self.rq_pass_out(p);
+        self.sched.rq_pass_out(p);
+    }
+
+    /// `active_load_balance_cpu_stop`: push the running task of `src` to
+    /// `dst` if it may run there. Only called at tick time, when every
+    /// running task's progress is accounted up to now.
+    fn active_load_balance(&mut self, src: CpuId, dst: CpuId) -> bool {
+        let Some(t) = self.sched.rq[src].curr else {
+            return false;
+        };
+        if !self.sched.rq[dst].is_idle()
+            || !self.task_allowed_cpus(t).has(dst)
+            || self.sched.rq[src].nr_running() != 1
+        {
+            return false;
+        }
+        self.move_task(t, dst);
+        self.sched.balance.stats.alb_pushed += 1;
+        true
+    }
+
+    /// `sched_balance_newidle`: `cpu` is about to go idle; try to pull a
+    /// task from the domains bottom-up. Returns true when one was pulled.
+    /// Runs to completion at once; the CPU is in kernel until its clock.
+    /// Either way the CPU's `next_balance` moves forward to its domains'
+    /// idle intervals, so an idle CPU balances at its next due tick.
+    pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> bool {
+        let jiffies = self.jiffies();
+        let mut next_balance = jiffies + self.tick_hz();
+        let mut pulled = false;
+        if self.sched.nr_overloaded == 0 || self.sched.rq[cpu].avg_idle < MIGRATION_COST_NS {
+            if !self.sched.topo.sd[cpu].is_empty() {
+                self.sched.update_next_balance(cpu, 0, &mut next_balance);
+            }
+        } else {
+            let mut t = (self.now.max(self.sched.rq[cpu].kernel_busy_until)) as f64;
+            let mut curr_cost = 0.0;
+            let mut continue_balancing = true;
+            for level in 0..self.sched.topo.sd[cpu].len() {
+                self.sched
+                    .update_next_balance(cpu, level, &mut next_balance);
+                let sd = &self.sched.topo.sd[cpu][level];
+                let cost =
+                    costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
+                if (self.sched.rq[cpu].avg_idle as f64) < curr_cost + cost {
+                    break;
+                }
+                if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
+                    let n = self.sched_balance_rq(
+                        cpu,
+                        level,
+                        CpuIdleType::NewlyIdle,
+                        &mut continue_balancing,
+                        &mut t,
+                    );
+                    curr_cost += cost;
+                    if n > 0 {
+                        self.sched.balance.stats.newidle_pulled += 1;
+                        pulled = true;
+                        break;
+                    }
+                }
+                if !continue_balancing {
+                    break;
+                }
+            }
+            self.sched.kernel_time_until(cpu, t);
+        }
+        // out: move the next balance forward.
+        if self.sched.rq[cpu].next_balance > next_balance {
+            self.sched.rq[cpu].next_balance = next_balance;
+        }
+        pulled
+    }
+}
+
+impl Sched {
+    /// A walk finished: an idle CPU stays in kernel until its clock.
+    fn walk_end(&mut self, w: &BalanceWalk) {
+        self.balance.stats.softirqs += 1;
+        self.kernel_time_until(w.cpu, w.t);
+    }
+}
+
+impl Sched {
+    /// `get_sd_balance_interval` in jiffies.
+    fn sd_balance_interval(&self, cpu: CpuId, level: usize, busy: bool) -> u64 {
+        let sd = &self.topo.sd[cpu][level];
+        let mut ms = self.rq[cpu].sd[level].balance_interval_ms;
+        if busy {
+            ms *= sd.busy_factor;
+        }
+        let hz = self.hz;
+        let mut j = (ms * hz).div_ceil(1000);
+        if busy {
+            j = j.saturating_sub(1);
+        }
+        let max = (hz * self.rq.len() as u64 / 10).max(1);
+        j.clamp(1, max)
+    }
+
+    /// `update_next_balance`: pull `*next_balance` forward to when domain
+    /// `level` of `cpu` is next due at its idle interval.
+    fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut u64) {
+        let interval = self.sd_balance_interval(cpu, level, false);
+        let next = self.rq[cpu].sd[level].last_balance + interval;
+        if *next_balance > next {
+            *next_balance = next;
+        }
+    }
+}
+
+impl Sched {
+    /// Kernel work on `cpu` lasted until `t` (ns): if no task runs there, the
+    /// CPU cannot start one before then.
+    fn kernel_time_until(&mut self, cpu: CpuId, t: f64) {
+        if self.rq[cpu].curr.is_none() {
+            let until = t.ceil() as u64;
+            let rq = &mut self.rq[cpu];
+            rq.kernel_busy_until = rq.kernel_busy_until.max(until);
+        }
+    }
+
+    /// `sg_imbalanced`: the `sgc->imbalance` flag of the group of domain
+    /// `level` that starts at `first`.
+    fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
+        group
+            .first()
+            .is_some_and(|f| self.balance.group_imbalance.contains(&(level, f)))
+    }
+
+    /// `fbq_classify_group`: `regular` if the group runs tasks without a
+    /// preferred node, `remote` if some run off their preferred node, else
+    /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
+    fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
+        let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
+        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
+            let rq = &self.rq[c];
+            if rq.nr_running() == 0 {
+                continue;
+            }
+            nr += rq.nr_running() as u32;
+            numa += rq.nr_numa_running;
+            preferred += rq.nr_preferred_running;
+        }
+        if nr > numa {
+            FbqType::Regular
+        } else if nr > preferred {
+            FbqType::Remote
+        } else {
+            FbqType::All
+        }
+    }
+
+    /// `fbq_classify_rq`: the same classes for one runqueue.
+    fn fbq_classify_rq(&self, cpu: CpuId) -> FbqType {
+        let rq = &self.rq[cpu];
+        let nr = rq.nr_running() as u32;
+        if nr > rq.nr_numa_running {
+            FbqType::Regular
+        } else if nr > rq.nr_preferred_running {
+            FbqType::Remote
+        } else {
+            FbqType::All
+        }
+    }
+
+    /// A new `sched_balance_rq(cpu, sd, idle)` for domain `level`.
+    pub fn rq_pass_new(&self, cpu: CpuId, level: usize, idle: CpuIdleType) -> RqPass {
+        let sd = &self.topo.sd[cpu][level];
+        RqPass {
+            cpu,
+            level,
+            idle,
+            cpus: sd.span.clone(),
+            serialize: sd.flags.has(SdFlags::SERIALIZE),
+            need_unlock: false,
+            ld_moved: 0,
+            imbalance_found: false,
+            active: false,
+            continue_balancing: true,
+            at: RqAt::Redo,
+        }
     }
 
     /// The end of `sched_balance_rq` (`out_balanced:` … `out:`): interval
@@ -1079,87 +1170,6 @@ impl Kernel {
         } else {
             RqAt::Done
         };
-    }
-
-    /// `active_load_balance_cpu_stop`: push the running task of `src` to
-    /// `dst` if it may run there. Only called at tick time, when every
-    /// running task's progress is accounted up to now.
-    fn active_load_balance(&mut self, src: CpuId, dst: CpuId) -> bool {
-        let Some(t) = self.rq[src].curr else {
-            return false;
-        };
-        if !self.rq[dst].is_idle()
-            || !self.task_allowed_cpus(t).has(dst)
-            || self.rq[src].nr_running() != 1
-        {
-            return false;
-        }
-        self.move_task(t, dst);
-        self.balance.stats.alb_pushed += 1;
-        true
-    }
-
-    /// `sched_balance_newidle`: `cpu` is about to go idle; try to pull a
-    /// task from the domains bottom-up. Returns true when one was pulled.
-    /// Runs to completion at once; the CPU is in kernel until its clock.
-    /// Either way the CPU's `next_balance` moves forward to its domains'
-    /// idle intervals, so an idle CPU balances at its next due tick.
-    pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> bool {
-        let jiffies = self.jiffies();
-        let mut next_balance = jiffies + self.tick_hz();
-        let mut pulled = false;
-        if self.nr_overloaded == 0 || self.rq[cpu].avg_idle < MIGRATION_COST_NS {
-            if !self.topo.sd[cpu].is_empty() {
-                self.update_next_balance(cpu, 0, &mut next_balance);
-            }
-        } else {
-            let mut t = (self.now.max(self.rq[cpu].kernel_busy_until)) as f64;
-            let mut curr_cost = 0.0;
-            let mut continue_balancing = true;
-            for level in 0..self.topo.sd[cpu].len() {
-                self.update_next_balance(cpu, level, &mut next_balance);
-                let sd = &self.topo.sd[cpu][level];
-                let cost =
-                    costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
-                if (self.rq[cpu].avg_idle as f64) < curr_cost + cost {
-                    break;
-                }
-                if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
-                    let n = self.sched_balance_rq(
-                        cpu,
-                        level,
-                        CpuIdleType::NewlyIdle,
-                        &mut continue_balancing,
-                        &mut t,
-                    );
-                    curr_cost += cost;
-                    if n > 0 {
-                        self.balance.stats.newidle_pulled += 1;
-                        pulled = true;
-                        break;
-                    }
-                }
-                if !continue_balancing {
-                    break;
-                }
-            }
-            self.kernel_time_until(cpu, t);
-        }
-        // out: move the next balance forward.
-        if self.rq[cpu].next_balance > next_balance {
-            self.rq[cpu].next_balance = next_balance;
-        }
-        pulled
-    }
-
-    /// `update_next_balance`: pull `*next_balance` forward to when domain
-    /// `level` of `cpu` is next due at its idle interval.
-    fn update_next_balance(&self, cpu: CpuId, level: usize, next_balance: &mut u64) {
-        let interval = self.sd_balance_interval(cpu, level, false);
-        let next = self.rq[cpu].sd[level].last_balance + interval;
-        if *next_balance > next {
-            *next_balance = next;
-        }
     }
 }
 
@@ -1211,7 +1221,7 @@ mod tests {
             .set(&format!("numalab.sched_balance_serialize={variant}"))
             .expect("knob");
         let mut k = Kernel::new(m, knobs).expect("mainline policy");
-        k.mms.push(Mm {
+        k.mem.mms.push(Mm {
             id: MmId::new(0),
             tgid: 100,
             vmas: Default::default(),
@@ -1232,7 +1242,7 @@ mod tests {
         task.cpu = cpu;
         k.add_task(task);
         k.enqueue_task(t, cpu);
-        if k.rq[cpu].curr.is_none() {
+        if k.sched.rq[cpu].curr.is_none() {
             k.pick_next_task(cpu);
         }
         t
@@ -1244,7 +1254,7 @@ mod tests {
 
     /// Index of the lowest SD_SERIALIZE domain of `cpu`.
     fn numa_level(k: &Kernel, cpu: usize) -> usize {
-        k.topo.sd[c(cpu)]
+        k.sched.topo.sd[c(cpu)]
             .iter()
             .position(|d| d.flags.has(SdFlags::SERIALIZE))
             .expect("a NUMA level")
@@ -1265,7 +1275,7 @@ mod tests {
         // 4s-48: node 0 is cores 0-5, CPU c's SMT sibling is c + 24.
         let mut k = kernel("4s-48", "fixed");
         let lvl = numa_level(&k, 0);
-        let span = k.topo.sd[c(0)][lvl].span.clone();
+        let span = k.sched.topo.sd[c(0)][lvl].span.clone();
         // CPU 0 runs a task: its core is not idle, so its idle sibling 24
         // is only an idle SMT sibling; core 1 (CPUs 1, 25) is fully idle.
         let all = k.m.all_cpus();
@@ -1302,11 +1312,11 @@ mod tests {
         let mut k = kernel("gnr-2s-snc3", variant);
         k.now = 100_000 * k.tick_ns;
         let j = k.jiffies();
-        for l in 0..k.topo.sd[cpu].len() {
-            k.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
+        for l in 0..k.sched.topo.sd[cpu].len() {
+            k.sched.rq[cpu].sd[l].last_balance = if due { 0 } else { j };
         }
         k.sched_balance_domains(cpu);
-        k.balance.serialize.stats.attempts
+        k.sched.balance.serialize.stats.attempts
     }
 
     #[test]
@@ -1351,9 +1361,9 @@ mod tests {
         for _ in 0..ticks {
             tick(&mut k);
         }
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         (
-            k.balance.stats.lb_redo,
+            k.sched.balance.stats.lb_redo,
             s.attempts,
             s.bad_releases,
             s.overlaps,
@@ -1398,9 +1408,9 @@ mod tests {
             let mut t = k.now as f64;
             assert!(k.sched_balance_running_trylock(c(h), &mut t));
         }
-        let before = k.balance.serialize.stats.attempts;
+        let before = k.sched.balance.serialize.stats.attempts;
         let pulled = k.sched_balance_newidle(c(6));
-        (pulled, k.balance.serialize.stats.attempts - before)
+        (pulled, k.sched.balance.serialize.stats.attempts - before)
     }
 
     #[test]
@@ -1421,12 +1431,15 @@ mod tests {
     fn newly_idle_cpus_pull_their_next_balance_forward() {
         let mut k = kernel("4s-48", "fixed");
         k.now = 1000 * k.tick_ns;
-        k.rq[c(6)].next_balance = k.jiffies() + 500;
+        k.sched.rq[c(6)].next_balance = k.jiffies() + 500;
         // Nothing is overloaded: no balance, but the next one is due at
         // the lowest domain's idle interval.
         assert!(!k.sched_balance_newidle(c(6)));
-        let iv = k.sd_balance_interval(c(6), 0, false);
-        assert_eq!(k.rq[c(6)].next_balance, k.rq[c(6)].sd[0].last_balance + iv);
+        let iv = k.sched.sd_balance_interval(c(6), 0, false);
+        assert_eq!(
+            k.sched.rq[c(6)].next_balance,
+            k.sched.rq[c(6)].sd[0].last_balance + iv
+        );
     }
 
     #[test]
@@ -1437,18 +1450,27 @@ mod tests {
         // checks the intervals, and takes the flag at both NUMA levels.
         let j = k.jiffies();
         for cpu in k.cpu_ids() {
-            k.rq[cpu].sd.iter_mut().for_each(|d| d.last_balance = j);
+            k.sched.rq[cpu]
+                .sd
+                .iter_mut()
+                .for_each(|d| d.last_balance = j);
             k.sched_balance_trigger(cpu);
         }
         k.run_sched_softirqs();
         // 480 CPUs hit the flag's line at once: the last waits for the
         // transfers of all before it, tens of microseconds.
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         assert_eq!(s.attempts, 960, "every CPU at both NUMA levels");
         assert!(s.max_atomic_ns > 480.0 * costs::C2C_SAME_LLC_NS, "{s:?}");
-        let busiest = k.rq.iter().map(|r| r.kernel_busy_until).max().unwrap_or(0);
+        let busiest = k
+            .sched
+            .rq
+            .iter()
+            .map(|r| r.kernel_busy_until)
+            .max()
+            .unwrap_or(0);
         assert!(busiest > k.now + 20_000, "{}", busiest - k.now);
-        assert_eq!(k.balance.stats.lb_count, 0);
-        assert!((k.idle_kernel_ns - s.atomic_ns).abs() < 1e-3);
+        assert_eq!(k.sched.balance.stats.lb_count, 0);
+        assert!((k.sched.idle_kernel_ns - s.atomic_ns).abs() < 1e-3);
     }
 }

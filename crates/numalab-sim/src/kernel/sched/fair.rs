@@ -19,6 +19,7 @@
 //! shortcut of `find_idlest_group` is modeled; the state is numa/'s.)
 
 use super::topology::SdFlags;
+use super::Sched;
 use crate::kernel::ids::CpuSetExt;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use numalab_topology::CpuSet;
@@ -49,23 +50,23 @@ impl Kernel {
         } else {
             CpuId::new(allowed.first().unwrap_or(0))
         };
-        let sds = &self.topo.sd[cpu];
+        let sds = &self.sched.topo.sd[cpu];
         // Highest domain that balances on fork.
         let Some(top) = sds.iter().rposition(|d| d.flags.has(SdFlags::BALANCE_FORK)) else {
-            return self.idlest_cpu_in(&allowed, cpu);
+            return self.sched.idlest_cpu_in(&allowed, cpu);
         };
         let mut level = top as isize;
         while level >= 0 {
-            let sd = &self.topo.sd[cpu][level as usize];
+            let sd = &self.sched.topo.sd[cpu][level as usize];
             let mut next = level - 1;
             if let Some(g) = self.find_idlest_group(sd, t, cpu, &allowed) {
-                let cand = self.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
+                let cand = self.sched.idlest_cpu_in(&sd.groups[g].and(&allowed), cpu);
                 if cand != cpu {
                     // As find_idlest_cpu(): go on in the new CPU's highest
                     // domain smaller than this one. Its domain stack may
                     // differ from this CPU's (asymmetric SLIT distances).
                     let weight = sd.span_weight();
-                    next = self.topo.sd[cand]
+                    next = self.sched.topo.sd[cand]
                         .iter()
                         .rposition(|d| d.span_weight() < weight)
                         .map_or(-1, |i| i as isize);
@@ -74,8 +75,8 @@ impl Kernel {
             }
             level = next;
         }
-        self.idlest_cpu_in(
-            &self.topo.sd[cpu]
+        self.sched.idlest_cpu_in(
+            &self.sched.topo.sd[cpu]
                 .first()
                 .map_or_else(|| allowed.clone(), |d| d.span.and(&allowed)),
             cpu,
@@ -186,6 +187,72 @@ impl Kernel {
         }
     }
 
+    /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
+    /// `select_idle_sibling`): the previous CPU if idle; else, in its LLC,
+    /// an idle core (SMT machines: `select_idle_core`, no scan limit), else
+    /// an idle CPU among the next `nr_idle_scan` (`select_idle_cpu` with
+    /// SIS_UTIL; with `numalab.pelt=0` the whole LLC), else the previous
+    /// CPU.
+    pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
+        let allowed = self.task_allowed_cpus(t);
+        let prev = self.tasks[t].cpu;
+        if !allowed.has(prev) {
+            return self.select_task_rq_fork(t, prev);
+        }
+        if self.sched.rq[prev].is_idle() {
+            return prev;
+        }
+        let llc = &self.sched.topo.llc_cpus[self.cpu_info(prev).llc];
+        if llc.len() <= 1 {
+            return prev;
+        }
+        // for_each_cpu_wrap(cpu, llc, target + 1)
+        let at = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        let order = llc.iter().cycle().skip(at + 1).take(llc.len() - 1).copied();
+        let smt = llc.iter().any(|&c| self.cpu_smt_mask(c).len() > 1);
+        if smt {
+            let mut idle_cpu = None;
+            for c in order {
+                if !allowed.has(c) || !self.sched.rq[c].is_idle() {
+                    continue;
+                }
+                if self
+                    .cpu_smt_mask(c)
+                    .iter()
+                    .all(|&o| self.sched.rq[o].is_idle())
+                {
+                    return c;
+                }
+                idle_cpu.get_or_insert(c);
+            }
+            return idle_cpu.unwrap_or(prev);
+        }
+        let mut nr = if self.sched.pelt_enabled() {
+            let pct = self.sched.topo.sd[prev]
+                .iter()
+                .find(|d| d.flags.has(SdFlags::SHARE_LLC))
+                .map_or(117, |d| d.imbalance_pct as i64);
+            self.sched.nr_idle_scan(llc, pct) + 1
+        } else {
+            i64::MAX
+        };
+        if nr == 1 {
+            return prev;
+        }
+        for c in order {
+            nr -= 1;
+            if nr <= 0 {
+                break;
+            }
+            if allowed.has(c) && self.sched.rq[c].is_idle() {
+                return c;
+            }
+        }
+        prev
+    }
+}
+
+impl Sched {
     /// `find_idlest_group_cpu`: an idle CPU of `set` (preferring `prefer`,
     /// then the lowest id), else the least loaded (`cpu_load`).
     pub fn idlest_cpu_in(&self, set: &CpuSet, prefer: CpuId) -> CpuId {
@@ -211,65 +278,5 @@ impl Kernel {
         let x = sum / w.max(1);
         let tmp = (x * x * pct * pct / (10_000 * 1024)).min(1024);
         (1024 - tmp) * w / 1024
-    }
-
-    /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
-    /// `select_idle_sibling`): the previous CPU if idle; else, in its LLC,
-    /// an idle core (SMT machines: `select_idle_core`, no scan limit), else
-    /// an idle CPU among the next `nr_idle_scan` (`select_idle_cpu` with
-    /// SIS_UTIL; with `numalab.pelt=0` the whole LLC), else the previous
-    /// CPU.
-    pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
-        let allowed = self.task_allowed_cpus(t);
-        let prev = self.tasks[t].cpu;
-        if !allowed.has(prev) {
-            return self.select_task_rq_fork(t, prev);
-        }
-        if self.rq[prev].is_idle() {
-            return prev;
-        }
-        let llc = &self.topo.llc_cpus[self.cpu_info(prev).llc];
-        if llc.len() <= 1 {
-            return prev;
-        }
-        // for_each_cpu_wrap(cpu, llc, target + 1)
-        let at = llc.iter().position(|&c| c == prev).unwrap_or(0);
-        let order = llc.iter().cycle().skip(at + 1).take(llc.len() - 1).copied();
-        let smt = llc.iter().any(|&c| self.cpu_smt_mask(c).len() > 1);
-        if smt {
-            let mut idle_cpu = None;
-            for c in order {
-                if !allowed.has(c) || !self.rq[c].is_idle() {
-                    continue;
-                }
-                if self.cpu_smt_mask(c).iter().all(|&o| self.rq[o].is_idle()) {
-                    return c;
-                }
-                idle_cpu.get_or_insert(c);
-            }
-            return idle_cpu.unwrap_or(prev);
-        }
-        let mut nr = if self.pelt_enabled() {
-            let pct = self.topo.sd[prev]
-                .iter()
-                .find(|d| d.flags.has(SdFlags::SHARE_LLC))
-                .map_or(117, |d| d.imbalance_pct as i64);
-            self.nr_idle_scan(llc, pct) + 1
-        } else {
-            i64::MAX
-        };
-        if nr == 1 {
-            return prev;
-        }
-        for c in order {
-            nr -= 1;
-            if nr <= 0 {
-                break;
-            }
-            if allowed.has(c) && self.rq[c].is_idle() {
-                return c;
-            }
-        }
-        prev
     }
 }

@@ -30,6 +30,7 @@
 //! `update_tg_load_avg`.
 
 use super::pelt::{SchedAvg, SCHED_CAPACITY_SCALE};
+use super::Sched;
 use crate::kernel::ids::TiVec;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CgroupId, CpuId, Kernel, TaskId};
@@ -71,31 +72,14 @@ impl Kernel {
         }
     }
 
-    fn group_mut(&mut self, g: CgroupId) -> &mut GroupLoad {
-        let i = g.index();
-        if self.tg.by_cgroup.len() <= i {
-            self.tg.by_cgroup.resize(i + 1, None);
-        }
-        if self.tg.by_cgroup[i].is_none() {
-            let n = self.m.nr_cpus();
-            self.tg.by_cgroup[i] = Some(GroupLoad {
-                per_cpu: vec![SchedAvg::default(); n].into(),
-                nr: vec![0; n].into(),
-                load_avg: 0.0,
-            });
-            self.tg.active.push(g);
-        }
-        self.tg.by_cgroup[i].as_mut().expect("just made")
-    }
-
     /// Brings group `g`'s signal on `cpu` to now (`update_cfs_rq_load_avg`
     /// of the group runqueue), keeping `tg->load_avg` in step.
     pub(crate) fn update_group_load_avg(&mut self, g: CgroupId, cpu: CpuId) {
-        let running = self.rq[cpu]
+        let running = self.sched.rq[cpu]
             .curr
             .is_some_and(|c| self.task_group(c) == Some(g));
         let now = self.now;
-        let grp = self.group_mut(g);
+        let grp = self.sched.group_mut(g);
         let nr = f64::from(grp.nr[cpu]);
         let before = grp.per_cpu[cpu].load_avg;
         grp.per_cpu[cpu].update(now, nr, nr, running);
@@ -104,8 +88,8 @@ impl Kernel {
 
     /// Brings every group's signal on `cpu` to now.
     pub(crate) fn update_groups_on(&mut self, cpu: CpuId) {
-        for i in 0..self.tg.active.len() {
-            let g = self.tg.active[i];
+        for i in 0..self.sched.tg.active.len() {
+            let g = self.sched.tg.active[i];
             self.update_group_load_avg(g, cpu);
         }
     }
@@ -114,13 +98,13 @@ impl Kernel {
     pub(crate) fn group_count(&mut self, t: TaskId, cpu: CpuId, on: bool) {
         // A task's group exists from its first attach, before it queues:
         // with none, there is nothing to count (and no knob to read).
-        if self.tg.active.is_empty() {
+        if self.sched.tg.active.is_empty() {
             return;
         }
         let Some(g) = self.task_group(t) else {
             return;
         };
-        let nr = &mut self.group_mut(g).nr[cpu];
+        let nr = &mut self.sched.group_mut(g).nr[cpu];
         *nr = if on { *nr + 1 } else { nr.saturating_sub(1) };
     }
 
@@ -132,7 +116,7 @@ impl Kernel {
         };
         self.update_group_load_avg(g, cpu);
         let se = self.tasks[t].avg;
-        let grp = self.group_mut(g);
+        let grp = self.sched.group_mut(g);
         let before = grp.per_cpu[cpu].load_avg;
         if add {
             grp.per_cpu[cpu].add(&se);
@@ -140,6 +124,42 @@ impl Kernel {
             grp.per_cpu[cpu].sub(&se);
         }
         grp.load_avg += grp.per_cpu[cpu].load_avg - before;
+    }
+
+    /// `task_h_load`'s group factor for task `t`: its group entity's
+    /// weight over its group runqueue's load on its CPU (1 outside groups).
+    pub(crate) fn group_h_factor(&self, t: TaskId) -> f64 {
+        let Some(g) = self.task_group(t) else {
+            return 1.0;
+        };
+        let Some(Some(grp)) = self.sched.tg.by_cgroup.get(g.index()) else {
+            return 1.0;
+        };
+        let cpu = self.tasks[t].pelt_cpu.unwrap_or(self.tasks[t].cpu);
+        let avg = grp.per_cpu[cpu].load_avg;
+        if avg <= 0.0 || grp.load_avg <= 0.0 {
+            return 1.0;
+        }
+        (SCHED_CAPACITY_SCALE / grp.load_avg).min(SCHED_CAPACITY_SCALE / avg)
+    }
+}
+
+impl Sched {
+    fn group_mut(&mut self, g: CgroupId) -> &mut GroupLoad {
+        let i = g.index();
+        if self.tg.by_cgroup.len() <= i {
+            self.tg.by_cgroup.resize(i + 1, None);
+        }
+        if self.tg.by_cgroup[i].is_none() {
+            let n = self.rq.len();
+            self.tg.by_cgroup[i] = Some(GroupLoad {
+                per_cpu: vec![SchedAvg::default(); n].into(),
+                nr: vec![0; n].into(),
+                load_avg: 0.0,
+            });
+            self.tg.active.push(g);
+        }
+        self.tg.by_cgroup[i].as_mut().expect("just made")
     }
 
     /// What the task groups change in `cpu`'s root load: each group's load
@@ -161,23 +181,6 @@ impl Kernel {
             d += shares - avg;
         }
         d
-    }
-
-    /// `task_h_load`'s group factor for task `t`: its group entity's
-    /// weight over its group runqueue's load on its CPU (1 outside groups).
-    pub(crate) fn group_h_factor(&self, t: TaskId) -> f64 {
-        let Some(g) = self.task_group(t) else {
-            return 1.0;
-        };
-        let Some(Some(grp)) = self.tg.by_cgroup.get(g.index()) else {
-            return 1.0;
-        };
-        let cpu = self.tasks[t].pelt_cpu.unwrap_or(self.tasks[t].cpu);
-        let avg = grp.per_cpu[cpu].load_avg;
-        if avg <= 0.0 || grp.load_avg <= 0.0 {
-            return 1.0;
-        }
-        (SCHED_CAPACITY_SCALE / grp.load_avg).min(SCHED_CAPACITY_SCALE / avg)
     }
 }
 
@@ -202,15 +205,15 @@ mod tests {
         // then one after a dequeue.
         if let Some(g) = k.task_group(tasks[0]) {
             let nr = |k: &crate::kernel::Kernel, c: usize| {
-                k.tg.by_cgroup[g.index()].as_ref().unwrap().nr[CpuId::new(c)]
+                k.sched.tg.by_cgroup[g.index()].as_ref().unwrap().nr[CpuId::new(c)]
             };
             assert!((0..4).all(|c| nr(&k, c) == 2));
-            let load = (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]));
+            let load = (k.sched.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]));
             k.dequeue_task(tasks[4]);
             assert_eq!(nr(&k, 0), 1);
             return load;
         }
-        (k.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
+        (k.sched.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
     }
 
     #[test]

@@ -25,11 +25,14 @@ pub mod topology;
 
 pub use task_state::TaskState;
 
+use crate::kernel::ids::TiVec;
 use crate::kernel::mm::mempolicy::MemPolicy;
 use crate::kernel::numa::TaskNumaState;
+use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, TaskId};
-use numalab_topology::CpuSet;
-use topology::SchedDomain;
+use numalab_topology::{CpuSet, Machine};
+use serialize::SerializeVariant;
+use topology::{SchedDomain, Topology};
 
 /// `sysctl_sched_base_slice` for machines with 8+ CPUs: 0.75 ms scaled by
 /// 1 + ilog2(min(ncpus, 8)) = 3 ms (ns).
@@ -37,6 +40,85 @@ pub const BASE_SLICE_NS: u64 = 3_000_000;
 /// `sysctl_sched_migration_cost`: a task that ran this recently is cache
 /// hot (ns).
 pub const MIGRATION_COST_NS: u64 = 500_000;
+
+/// The scheduler's own state, as kernel/sched keeps it apart from the
+/// tasks, address spaces and NUMA balancing state: per-CPU `struct rq`s,
+/// the balancer's and the root domain's state, task groups' load and the
+/// `sched_domain` hierarchy. Functions that need only this take it
+/// (`impl Sched` blocks beside their `impl Kernel` namesakes).
+pub struct Sched {
+    /// Runqueues, by CPU.
+    pub rq: TiVec<CpuId, Rq>,
+    /// Load-balancer state (the SD_SERIALIZE flag and counts); read with
+    /// [`Sched::balance()`].
+    pub(in crate::kernel) balance: balance::BalanceState,
+    /// Task groups' load (group.rs).
+    pub(in crate::kernel) tg: group::TaskGroups,
+    /// Kernel time spent on CPUs with no task to charge (idle balancing),
+    /// ns; read with [`Sched::idle_kernel_ns()`].
+    pub(in crate::kernel) idle_kernel_ns: f64,
+    /// Derived topology, fixed at boot.
+    pub(in crate::kernel) topo: Topology,
+    /// Runqueues with more than one task (`rd->overloaded` as a count).
+    pub(in crate::kernel) nr_overloaded: usize,
+    /// `numalab.pelt`, read at boot (knobs do not change after it): the
+    /// balancer reads PELT signals, not runnable counts (pelt.rs).
+    pelt: bool,
+    /// Ticks per second as the kernel's tick length gives them
+    /// (1e9 / `Kernel::tick_ns`), fixed at boot.
+    hz: u64,
+}
+
+impl Sched {
+    /// The scheduler of machine `m` at boot with knobs `knobs`.
+    pub fn new(m: &Machine, knobs: &Knobs) -> Sched {
+        let variant = SerializeVariant::from(knobs.get(knob::SCHED_BALANCE_SERIALIZE));
+        let topo = Topology::new(m);
+        let rq = topo
+            .sd
+            .iter_enumerated()
+            .map(|(cpu, sds)| Rq::new(cpu, sds))
+            .collect();
+        Sched {
+            rq,
+            balance: balance::BalanceState::new(variant),
+            tg: Default::default(),
+            idle_kernel_ns: 0.0,
+            topo,
+            nr_overloaded: 0,
+            pelt: knobs.get(knob::PELT),
+            hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
+        }
+    }
+
+    /// The load balancer's state and counts.
+    pub fn balance(&self) -> &balance::BalanceState {
+        &self.balance
+    }
+
+    /// Seeds the spread of balancing softirqs over a tick (the run's seed).
+    pub fn seed_balance(&mut self, seed: u64) {
+        self.balance.serialize.seed = seed;
+    }
+
+    /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
+    pub fn idle_kernel_ns(&self) -> f64 {
+        self.idle_kernel_ns
+    }
+
+    /// Checks the scheduler's own invariants (debug builds and tests): the
+    /// overload count matches the runqueues.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let overloaded = self.rq.iter().filter(|r| r.nr_running() > 1).count();
+        if overloaded != self.nr_overloaded {
+            return Err(format!(
+                "{overloaded} runqueues overloaded but nr_overloaded = {}",
+                self.nr_overloaded
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// A task (`struct task_struct`, the parts modeled).
 #[derive(Clone, Debug)]
@@ -234,12 +316,12 @@ impl Kernel {
             let (name, pid) = (self.tasks[t].name.clone(), self.tasks[t].pid);
             // Hit by whoever runs set_task_cpu: the destination's current
             // task (a pull by its balancer) or idle.
-            let ctx = self.rq[cpu].curr;
+            let ctx = self.sched.rq[cpu].curr;
             self.trace(ctx, cpu, "sched_migrate_task", || {
                 format!("comm={name} pid={pid} prio=120 orig_cpu={from} dest_cpu={cpu}")
             });
         }
-        let minv = self.rq[cpu].min_vruntime;
+        let minv = self.sched.rq[cpu].min_vruntime;
         let task = &mut self.tasks[t];
         task.vruntime = task.vruntime.max(minv.saturating_sub(BASE_SLICE_NS));
         if task.cpu != cpu && task.state != TaskState::New {
@@ -249,10 +331,10 @@ impl Kernel {
         task.state = TaskState::Runnable;
         task.wait_start = self.now;
         task.lru_stamp = self.now;
-        self.rq[cpu].queue.push(t);
+        self.sched.rq[cpu].queue.push(t);
         self.group_count(t, cpu, true);
-        if self.rq[cpu].nr_running() == 2 {
-            self.nr_overloaded += 1;
+        if self.sched.rq[cpu].nr_running() == 2 {
+            self.sched.nr_overloaded += 1;
         }
         self.account_numa_enqueue(t, cpu);
     }
@@ -262,7 +344,7 @@ impl Kernel {
     pub fn dequeue_task(&mut self, t: TaskId) {
         let cpu = self.tasks[t].cpu;
         self.update_load_avg(t);
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         let was_overloaded = rq.nr_running() > 1;
         let mut removed = true;
         if rq.curr == Some(t) {
@@ -280,8 +362,8 @@ impl Kernel {
         if removed {
             self.group_count(t, cpu, false);
         }
-        if was_overloaded && self.rq[cpu].nr_running() == 1 {
-            self.nr_overloaded -= 1;
+        if was_overloaded && self.sched.rq[cpu].nr_running() == 1 {
+            self.sched.nr_overloaded -= 1;
         }
         self.account_numa_dequeue(t, cpu);
     }
@@ -289,17 +371,17 @@ impl Kernel {
     /// Picks the waiting task with the least vruntime and makes it current
     /// (`pick_next_task_fair` + `set_next_entity`). Returns it.
     pub fn pick_next_task(&mut self, cpu: CpuId) -> Option<TaskId> {
-        if self.rq[cpu].curr.is_some() {
-            return self.rq[cpu].curr;
+        if self.sched.rq[cpu].curr.is_some() {
+            return self.sched.rq[cpu].curr;
         }
-        let rq = &self.rq[cpu];
+        let rq = &self.sched.rq[cpu];
         let (i, &t) = rq
             .queue
             .iter()
             .enumerate()
             .min_by_key(|&(_, &t)| (self.tasks[t].vruntime, t))?;
         self.update_load_avg(t);
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         rq.queue.remove(i);
         rq.curr = Some(t);
         rq.gen += 1;
@@ -315,17 +397,17 @@ impl Kernel {
 
     /// Puts the running task of `cpu` back in the queue (`put_prev_task`).
     pub fn put_prev_task(&mut self, cpu: CpuId) {
-        if let Some(t) = self.rq[cpu].curr {
+        if let Some(t) = self.sched.rq[cpu].curr {
             self.update_load_avg(t);
             self.tasks[t].exec_start = self.now;
-            self.rq[cpu].curr = None;
-            self.rq[cpu].gen += 1;
+            self.sched.rq[cpu].curr = None;
+            self.sched.rq[cpu].gen += 1;
             self.trace_off_cpu(t, cpu);
             let now = self.now;
             let task = &mut self.tasks[t];
             task.state = TaskState::Runnable;
             task.wait_start = now;
-            self.rq[cpu].queue.push(t);
+            self.sched.rq[cpu].queue.push(t);
         }
     }
 
@@ -335,7 +417,7 @@ impl Kernel {
         let task = &mut self.tasks[t];
         task.sum_exec_runtime += ns;
         task.vruntime += ns;
-        let rq = &mut self.rq[cpu];
+        let rq = &mut self.sched.rq[cpu];
         rq.busy_ns += ns;
         let minq = rq.queue.iter().map(|&q| self.tasks[q].vruntime).min();
         let v = self.tasks[t].vruntime;
@@ -350,7 +432,10 @@ impl Kernel {
         if src == dst {
             return;
         }
-        let (src_min, dst_min) = (self.rq[src].min_vruntime, self.rq[dst].min_vruntime);
+        let (src_min, dst_min) = (
+            self.sched.rq[src].min_vruntime,
+            self.sched.rq[dst].min_vruntime,
+        );
         self.dequeue_task(t);
         // Keep the task's lag relative to the queue it joins.
         let v = self.tasks[t].vruntime;
@@ -379,11 +464,11 @@ impl Kernel {
     /// otherwise as idle-CPU kernel time. Scaled by `cost_scale` as
     /// [`Kernel::charge_sys`]; returns the time charged.
     pub fn charge_cpu(&mut self, cpu: CpuId, ns: f64) -> f64 {
-        match self.rq[cpu].curr {
+        match self.sched.rq[cpu].curr {
             Some(t) => self.charge_sys(t, ns),
             None => {
                 let ns = ns * self.m.kernel.cost_scale;
-                self.idle_kernel_ns += ns;
+                self.sched.idle_kernel_ns += ns;
                 ns
             }
         }

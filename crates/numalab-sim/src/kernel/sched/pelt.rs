@@ -38,7 +38,7 @@
 //! (kernel/sched/group.rs), and the
 //! `removed` deferral (a dead or migrating task's load leaves at once).
 
-use crate::kernel::sysctl::knob;
+use super::Sched;
 use crate::kernel::{CpuId, Kernel, TaskId};
 
 /// `LOAD_AVG_PERIOD`: periods for a contribution to halve.
@@ -215,20 +215,14 @@ impl SchedAvg {
 }
 
 impl Kernel {
-    /// `sched_feat`-like switch: true when the balancer reads PELT signals
-    /// (`numalab.pelt=1`), false for runnable counts.
-    pub fn pelt_enabled(&self) -> bool {
-        self.knobs.get(knob::PELT)
-    }
-
     /// `update_cfs_rq_load_avg`: brings `cpu`'s runqueue signals to now.
     pub fn update_cfs_rq_load_avg(&mut self, cpu: CpuId) {
-        let rq = &self.rq[cpu];
+        let rq = &self.sched.rq[cpu];
         let nr = rq.nr_running() as f64;
         let running = rq.curr.is_some();
         let now = self.now;
-        self.rq[cpu].avg.update(now, nr, nr, running);
-        if !self.tg.active.is_empty() {
+        self.sched.rq[cpu].avg.update(now, nr, nr, running);
+        if !self.sched.tg.active.is_empty() {
             self.update_groups_on(cpu);
         }
     }
@@ -244,7 +238,8 @@ impl Kernel {
             task.state,
             super::TaskState::Runnable | super::TaskState::Running
         );
-        let running = self.rq[task.cpu].curr == Some(t) && task.state == super::TaskState::Running;
+        let running =
+            self.sched.rq[task.cpu].curr == Some(t) && task.state == super::TaskState::Running;
         let f = if on_rq { 1.0 } else { 0.0 };
         let now = self.now;
         self.tasks[t].avg.update(now, f, f, running);
@@ -264,7 +259,7 @@ impl Kernel {
         if let Some(old) = self.tasks[t].pelt_cpu {
             self.update_cfs_rq_load_avg(old);
             let se = self.tasks[t].avg;
-            self.rq[old].avg.sub(&se);
+            self.sched.rq[old].avg.sub(&se);
             self.group_attach(t, old, false);
         }
         if new {
@@ -272,7 +267,7 @@ impl Kernel {
         }
         // attach_entity_load_avg: the entity takes the runqueue's clock
         // and period phase; its sums follow from its averages.
-        let rq_avg = self.rq[cpu].avg;
+        let rq_avg = self.sched.rq[cpu].avg;
         let se = &mut self.tasks[t].avg;
         se.last_update_time = rq_avg.last_update_time;
         se.period_contrib = rq_avg.period_contrib;
@@ -281,7 +276,7 @@ impl Kernel {
         se.runnable_sum = se.runnable_avg * div;
         se.util_sum = se.util_avg * div;
         let se = *se;
-        self.rq[cpu].avg.add(&se);
+        self.sched.rq[cpu].avg.add(&se);
         self.group_attach(t, cpu, true);
         self.tasks[t].pelt_cpu = Some(cpu);
     }
@@ -290,7 +285,7 @@ impl Kernel {
     /// new task starts with full load and a share of `cpu`'s spare
     /// utilisation.
     fn init_entity_runnable_average(&mut self, t: TaskId, cpu: CpuId) {
-        let rq = self.rq[cpu].avg;
+        let rq = self.sched.rq[cpu].avg;
         let cap = (SCHED_CAPACITY_SCALE - rq.util_avg) / 2.0;
         let mut util = 0.0;
         if cap > 0.0 {
@@ -312,7 +307,7 @@ impl Kernel {
         if let Some(cpu) = self.tasks[t].pelt_cpu.take() {
             self.update_cfs_rq_load_avg(cpu);
             let se = self.tasks[t].avg;
-            self.rq[cpu].avg.sub(&se);
+            self.sched.rq[cpu].avg.sub(&se);
             self.group_attach(t, cpu, false);
         }
     }
@@ -322,11 +317,44 @@ impl Kernel {
     /// `sched_balance_update_blocked_averages` would make them).
     pub fn pelt_tick(&mut self) {
         for cpu in self.cpu_ids() {
-            match self.rq[cpu].curr {
+            match self.sched.rq[cpu].curr {
                 Some(t) => self.update_load_avg(t),
                 None => self.update_cfs_rq_load_avg(cpu),
             }
         }
+    }
+
+    /// `task_h_load`: the task's load (its own `load_avg`, scaled through
+    /// its task group when it has one, kernel/sched/group.rs; at least 1),
+    /// or 1024 with `numalab.pelt=0`.
+    pub fn task_h_load(&self, t: TaskId) -> i64 {
+        if self.sched.pelt_enabled() {
+            let f = if self.sched.tg.active.is_empty() {
+                1.0
+            } else {
+                self.group_h_factor(t)
+            };
+            ((self.tasks[t].avg.load_avg * f).round() as i64).max(1)
+        } else {
+            SCHED_CAPACITY_SCALE as i64
+        }
+    }
+
+    /// `task_util_est` (without util_est: `task_util`), or 1024.
+    pub fn task_util(&self, t: TaskId) -> i64 {
+        if self.sched.pelt_enabled() {
+            self.tasks[t].avg.util_avg.round() as i64
+        } else {
+            SCHED_CAPACITY_SCALE as i64
+        }
+    }
+}
+
+impl Sched {
+    /// `sched_feat`-like switch: true when the balancer reads PELT signals
+    /// (`numalab.pelt=1`), false for runnable counts.
+    pub fn pelt_enabled(&self) -> bool {
+        self.pelt
     }
 
     /// `cpu_load`: the runqueue's load (PELT `load_avg`, with task groups'
@@ -369,31 +397,6 @@ impl Kernel {
     /// `capacity_of`: every modeled CPU has full capacity.
     pub fn capacity_of(&self, _cpu: CpuId) -> i64 {
         SCHED_CAPACITY_SCALE as i64
-    }
-
-    /// `task_h_load`: the task's load (its own `load_avg`, scaled through
-    /// its task group when it has one, kernel/sched/group.rs; at least 1),
-    /// or 1024 with `numalab.pelt=0`.
-    pub fn task_h_load(&self, t: TaskId) -> i64 {
-        if self.pelt_enabled() {
-            let f = if self.tg.active.is_empty() {
-                1.0
-            } else {
-                self.group_h_factor(t)
-            };
-            ((self.tasks[t].avg.load_avg * f).round() as i64).max(1)
-        } else {
-            SCHED_CAPACITY_SCALE as i64
-        }
-    }
-
-    /// `task_util_est` (without util_est: `task_util`), or 1024.
-    pub fn task_util(&self, t: TaskId) -> i64 {
-        if self.pelt_enabled() {
-            self.tasks[t].avg.util_avg.round() as i64
-        } else {
-            SCHED_CAPACITY_SCALE as i64
-        }
     }
 }
 

@@ -270,7 +270,7 @@ impl Kernel {
     /// spent waiting behind other requests.
     fn serialize_line(&mut self, cpu: CpuId, t: f64) -> (f64, f64) {
         let model = LineModel::from_knobs(&self.knobs);
-        let s = &mut self.balance.serialize;
+        let s = &mut self.sched.balance.serialize;
         let g = s.line.request(&model, &self.m, t, cpu);
         if g.moved {
             s.stats.transfers += 1;
@@ -290,7 +290,7 @@ impl Kernel {
         let stall = done - *t;
         self.charge_cpu(cpu, stall);
         *t = done;
-        let s = &mut self.balance.serialize;
+        let s = &mut self.sched.balance.serialize;
         s.stats.attempts += 1;
         s.stats.atomic_ns += stall;
         s.stats.queue_ns += queued;
@@ -313,7 +313,7 @@ impl Kernel {
     /// counted as a bad release (and frees the flag under its holder).
     pub fn sched_balance_running_unlock(&mut self, cpu: CpuId, t: f64) {
         self.serialize_line(cpu, t);
-        let s = &mut self.balance.serialize;
+        let s = &mut self.sched.balance.serialize;
         s.stats.releases += 1;
         if s.holder != Some(cpu) {
             s.stats.bad_releases += 1;
@@ -325,7 +325,7 @@ impl Kernel {
     /// When `cpu`'s SCHED_SOFTIRQ of the current tick starts (ns).
     pub fn softirq_start(&self, cpu: CpuId) -> f64 {
         let u = spread_hash(
-            self.balance.serialize.seed,
+            self.sched.balance.serialize.seed,
             cpu.index() as u64,
             self.jiffies(),
         );
@@ -359,7 +359,7 @@ mod tests {
         }
         assert_eq!(SerializeVariant::parse("v5"), None);
         assert_eq!(
-            kernel("legacy").balance.serialize.variant,
+            kernel("legacy").sched.balance.serialize.variant,
             SerializeVariant::Legacy
         );
     }
@@ -401,14 +401,14 @@ mod tests {
             stalls.push(t - 1000.0);
         }
         assert_eq!(won, 1);
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         assert_eq!((s.attempts, s.contended), (n as u64, n as u64 - 1));
         // Each waits for all before it: stalls grow, total ~ n^2/2 transfers.
         assert!(stalls.windows(2).all(|w| w[1] > w[0]), "{stalls:?}");
         assert!((s.atomic_ns - stalls.iter().sum::<f64>()).abs() < 1e-6);
         assert!(s.queue_ns > 0.0);
         // Charged to the (idle) CPUs as kernel time.
-        assert!((k.idle_kernel_ns - s.atomic_ns).abs() < 1e-6);
+        assert!((k.sched.idle_kernel_ns - s.atomic_ns).abs() < 1e-6);
     }
 
     #[test]
@@ -419,7 +419,7 @@ mod tests {
         k.sched_balance_running_unlock(c(0), t + 5000.0);
         let mut t2 = t + 6000.0;
         assert!(k.sched_balance_running_trylock(c(1), &mut t2));
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         assert_eq!((s.bad_releases, s.overlaps), (0, 0));
     }
 
@@ -435,7 +435,7 @@ mod tests {
         assert!(!k.sched_balance_running_trylock(c(0), &mut ta2));
         k.sched_balance_running_unlock(c(0), ta2);
         assert!(k.sched_balance_running_trylock(c(2), &mut tc));
-        let s = &k.balance.serialize.stats;
+        let s = &k.sched.balance.serialize.stats;
         assert_eq!(s.bad_releases, 1);
         assert_eq!(s.overlaps, 1, "CPU 2 balances while CPU 1 still does");
     }

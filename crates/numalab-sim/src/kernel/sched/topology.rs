@@ -13,9 +13,41 @@
 //! NUMA groups of non-fully-connected topologies (groups here are the
 //! distinct child spans inside the span), root-domain splitting by cpusets.
 
+use crate::kernel::ids::TiVec;
+use crate::kernel::CpuId;
 use numalab_topology::{CpuSet, Machine};
 use std::cell::RefCell;
 use std::collections::HashMap;
+
+/// The scheduling topology the kernel derives from the machine at boot and
+/// never changes: scheduling domains and the CPU masks of cores and LLCs
+/// (`sched_domain`s, `cpu_smt_mask`, `cpu_llc_mask`).
+pub struct Topology {
+    /// Scheduling domains of each CPU, lowest first.
+    pub sd: TiVec<CpuId, Vec<SchedDomain>>,
+    /// CPUs of each core (SMT siblings), by the machine's core id.
+    pub core_cpus: Vec<Vec<CpuId>>,
+    /// CPUs of each LLC, by the machine's LLC id.
+    pub llc_cpus: Vec<Vec<CpuId>>,
+}
+
+impl Topology {
+    /// The topology of machine `m`.
+    pub fn new(m: &Machine) -> Topology {
+        let mut core_cpus = vec![Vec::new(); m.nr_cores()];
+        let nllc = m.cpus.iter().map(|c| c.llc).max().map_or(0, |x| x + 1);
+        let mut llc_cpus = vec![Vec::new(); nllc];
+        for c in &m.cpus {
+            core_cpus[c.core].push(CpuId::new(c.id));
+            llc_cpus[c.llc].push(CpuId::new(c.id));
+        }
+        Topology {
+            sd: build_sched_domains(m).into(),
+            core_cpus,
+            llc_cpus,
+        }
+    }
+}
 
 /// Domain flags (`SD_*`), as a small bitset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

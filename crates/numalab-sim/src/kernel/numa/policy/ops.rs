@@ -69,25 +69,25 @@ impl Kernel {
     /// `task_scan_min` (fair.c) of the policy in force, ms.
     #[inline]
     pub fn task_scan_min(&self, t: TaskId) -> u64 {
-        (self.numa_ops.task_scan_min)(self, t)
+        (self.numa.ops.task_scan_min)(self, t)
     }
 
     /// `task_scan_max` (fair.c) of the policy in force, ms.
     #[inline]
     pub fn task_scan_max(&self, t: TaskId) -> u64 {
-        (self.numa_ops.task_scan_max)(self, t)
+        (self.numa.ops.task_scan_max)(self, t)
     }
 
     /// `task_scan_start` (fair.c) of the policy in force, ms.
     #[inline]
     pub fn task_scan_start(&self, t: TaskId) -> u64 {
-        (self.numa_ops.task_scan_start)(self, t)
+        (self.numa.ops.task_scan_start)(self, t)
     }
 
     /// `update_task_scan_period` (fair.c) of the policy in force.
     #[inline]
     pub fn update_task_scan_period(&mut self, t: TaskId, shared: i64, private: i64) {
-        (self.numa_ops.update_task_scan_period)(self, t, shared, private)
+        (self.numa.ops.update_task_scan_period)(self, t, shared, private)
     }
 
     /// `mpol_misplaced` (mm/mempolicy.c) of the policy in force.
@@ -99,7 +99,7 @@ impl Kernel {
         vma: VmaId,
         idx: usize,
     ) -> Option<NodeId> {
-        (self.numa_ops.mpol_misplaced)(self, t, cpu, vma, idx)
+        (self.numa.ops.mpol_misplaced)(self, t, cpu, vma, idx)
     }
 
     /// `should_numa_migrate_memory` (fair.c) of the policy in force.
@@ -112,32 +112,32 @@ impl Kernel {
         src_nid: NodeId,
         dst_cpu: CpuId,
     ) -> bool {
-        (self.numa_ops.should_numa_migrate_memory)(self, t, vma, idx, src_nid, dst_cpu)
+        (self.numa.ops.should_numa_migrate_memory)(self, t, vma, idx, src_nid, dst_cpu)
     }
 
     /// The private/shared split of `task_numa_fault` (fair.c) of the
     /// policy in force.
     #[inline]
     pub fn task_numa_fault_private(&mut self, t: TaskId, last_cpupid: u32, flags: u32) -> bool {
-        (self.numa_ops.task_numa_fault_private)(self, t, last_cpupid, flags)
+        (self.numa.ops.task_numa_fault_private)(self, t, last_cpupid, flags)
     }
 
     /// `task_numa_placement` (fair.c) of the policy in force.
     #[inline]
     pub fn task_numa_placement(&mut self, t: TaskId) {
-        (self.numa_ops.task_numa_placement)(self, t)
+        (self.numa.ops.task_numa_placement)(self, t)
     }
 
     /// `numa_migrate_preferred` (fair.c) of the policy in force.
     #[inline]
     pub fn numa_migrate_preferred(&mut self, t: TaskId) {
-        (self.numa_ops.numa_migrate_preferred)(self, t)
+        (self.numa.ops.numa_migrate_preferred)(self, t)
     }
 
     /// `task_numa_migrate` (fair.c) of the policy in force.
     #[inline]
     pub fn task_numa_migrate(&mut self, t: TaskId) {
-        (self.numa_ops.task_numa_migrate)(self, t)
+        (self.numa.ops.task_numa_migrate)(self, t)
     }
 
     /// `task_numa_compare` (fair.c) of the policy in force.
@@ -149,7 +149,7 @@ impl Kernel {
         groupimp: i64,
         maymove: bool,
     ) -> bool {
-        (self.numa_ops.task_numa_compare)(self, env, taskimp, groupimp, maymove)
+        (self.numa.ops.task_numa_compare)(self, env, taskimp, groupimp, maymove)
     }
 
     /// Whether NUMA balancing acts on task `t` (scans, fault statistics),
@@ -157,6 +157,6 @@ impl Kernel {
     /// `sched_numa_balancing` key (mode 1 or 4).
     #[inline]
     pub fn task_numa_balance_enabled(&self, t: TaskId) -> bool {
-        (self.numa_ops.task_numa_balance_enabled)(self, t)
+        (self.numa.ops.task_numa_balance_enabled)(self, t)
     }
 }

@@ -34,7 +34,7 @@ fn two_touch_should_numa_migrate_memory(
     dst_cpu: CpuId,
 ) -> bool {
     let mm = k.tasks[t].mm;
-    let last = k.mms[mm].vmas[vma].pages[idx].last_cpupid;
+    let last = k.mem.mms[mm].vmas[vma].pages[idx].last_cpupid;
     let dst_nid = k.cpu_node(dst_cpu);
     let second_touch = !cpupid_pid_unset(last)
         && k.m.cpus.get(cpupid_to_cpu(last).index()).map(|c| c.node) == Some(dst_nid.index());
@@ -68,7 +68,7 @@ mod tests {
             // for two-touch the fault from node 0 is a first touch again;
             // mainline moves a young task's own page at once.
             let pid = k.tasks[t].pid;
-            k.mms[mm].vmas[fx::V0].pages[page].last_cpupid = cpu_pid_to_cpupid(fx::c(2), pid);
+            k.mem.mms[mm].vmas[fx::V0].pages[page].last_cpupid = cpu_pid_to_cpupid(fx::c(2), pid);
             let again = k.should_numa_migrate_memory(t, fx::V0, page, src, fx::c(0));
             assert_eq!(again, first_moves, "{policy}: touch after node 1's");
         }

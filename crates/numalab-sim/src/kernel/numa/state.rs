@@ -1,0 +1,28 @@
+//! NUMA balancing's own kernel-wide state ([`NumaState`]): the policy in
+//! force and proposal 2's asynchronous scanner. The per-task state
+//! (`task_struct`'s `numa_*` fields, numa groups) stays with the tasks, as
+//! in the kernel.
+//!
+//! Left out: the functions on this state (policy/, async_scan.rs).
+
+use crate::kernel::numa::async_scan::AsyncScan;
+use crate::kernel::numa::policy::NumaPolicyOps;
+
+/// NUMA balancing's kernel-wide state.
+pub struct NumaState {
+    /// Proposal 2's asynchronous NUMA scanner (async_scan.rs).
+    pub async_scan: AsyncScan,
+    /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
+    /// callbacks make the decisions (policy/).
+    pub(in crate::kernel) ops: &'static NumaPolicyOps,
+}
+
+impl NumaState {
+    /// NUMA balancing at boot under policy `ops`, no asynchronous work.
+    pub fn new(ops: &'static NumaPolicyOps) -> NumaState {
+        NumaState {
+            async_scan: AsyncScan::default(),
+            ops,
+        }
+    }
+}
