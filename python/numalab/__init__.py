@@ -291,8 +291,9 @@ class Reproduction:
     def to_pandas(self) -> pd.DataFrame:
         """One row per figure: ``reproduction``, ``config``, ``metric``,
         ``published`` (NaN for model-only figures), ``modeled``,
-        ``tolerance``, ``verdict``, ``judged``, ``unexpected`` (a miss not
-        declared known)."""
+        ``tolerance``, ``verdict``, ``judged``, ``unexpected`` (what
+        ``--check`` fails on: a miss not declared known, a missing figure,
+        or a declared known miss that holds at scale 1)."""
         cols = [
             "reproduction", "config", "metric", "published", "modeled",
             "tolerance", "verdict", "judged", "unexpected",

@@ -48,6 +48,15 @@ def test_seed_changes_the_run():
     b = numalab.run(M, "numa01", scale=0.02, seed=2)
     assert a.seed == 1 and b.seed == 2
     assert a.record["settings"] == b.record["settings"]
+    # numa01 first touches its memory on node seed % 2 (autonumabench's
+    # time(NULL) parity): seeds 1 and 2 start it on nodes 1 and 0, and the
+    # run differs in elapsed time and in each node's traffic.
+    assert a.elapsed_s != b.elapsed_s
+    assert [n["traffic_bytes"] for n in a.record["nodes"]] != [
+        n["traffic_bytes"] for n in b.record["nodes"]
+    ]
+    # And the same seed gives the same run: the difference is the seed's.
+    assert numalab.run(M, "numa01", scale=0.02, seed=1).elapsed_s == a.elapsed_s
 
 
 def test_timeseries_table(on):

@@ -17,6 +17,7 @@ pub mod parallel;
 pub mod plot;
 pub mod progress;
 pub mod reproduce;
+pub mod reproduce_check;
 pub mod reproduce_decl;
 pub mod reproductions;
 pub mod runner;

@@ -9,6 +9,8 @@
 //! nothing in the model reads them.
 
 use crate::progress::Progress;
+use crate::reproduce_check::Standing;
+pub use crate::reproduce_check::DECLARED_SCALE;
 use crate::reproduce_decl::workload_name;
 pub use crate::reproduce_decl::{Config, Metric, Published, Reproduction};
 pub use crate::reproductions::all;
@@ -52,6 +54,9 @@ pub struct Outcome {
     pub figures: Vec<FigureRow>,
     /// Each configuration's runs, in configuration order.
     pub sets: Vec<RunSet>,
+    /// What `--check` fails on, one line per figure naming it and why
+    /// (the rows with [`FigureRow::unexpected`]).
+    pub failures: Vec<String>,
 }
 
 /// One row of the modeled-vs-published table, as data (the Python
@@ -73,7 +78,9 @@ pub struct FigureRow {
     /// Whether the figure was judged (published, and meaningful at this
     /// scale).
     pub judged: bool,
-    /// A miss not declared known: what `--check` fails on.
+    /// What `--check` fails on: a miss not declared known, a missing
+    /// figure (declared or not), or a declared known miss that holds at
+    /// the scale it was declared for ([`DECLARED_SCALE`]).
     pub unexpected: bool,
 }
 
@@ -97,7 +104,9 @@ pub struct Tally {
     pub off: usize,
     /// Misses declared known (with their mechanism).
     pub known: usize,
-    /// Misses not declared: what `--check` fails on.
+    /// What `--check` fails on: misses not declared, missing figures
+    /// (declared or not), and declared known misses that hold at
+    /// [`DECLARED_SCALE`] (no longer misses: their declarations must go).
     pub unexpected: usize,
     /// Published figures the runs could not model at this scale (not
     /// among `figures`: neither a pass nor a miss).
@@ -161,8 +170,8 @@ pub fn find(name: &str) -> Result<Reproduction, String> {
 }
 
 /// `numalab reproduce NAME|all`: runs one reproduction, or every one in
-/// parallel followed by a summary table; with `check`, a miss not
-/// declared known is exit 1.
+/// parallel followed by a summary table; with `check`, exit 1 on what
+/// [`check`] fails.
 pub fn reproduce(name: &str, opts: &Options, check: bool) -> Result<(), crate::failure::Failure> {
     let outcomes = outcomes(name, opts)?;
     for o in &outcomes {
@@ -171,17 +180,36 @@ pub fn reproduce(name: &str, opts: &Options, check: bool) -> Result<(), crate::f
     if name == "all" {
         crate::out::print(&summary(&outcomes))?;
     }
-    let unexpected: usize = outcomes.iter().map(|o| o.tally.unexpected).sum();
-    if check && unexpected > 0 {
-        return Err(crate::failure::Failure {
-            message: format!(
-                "{unexpected} published figure(s) missed their tolerance and are not declared known misses"
-            ),
-            code: 1,
-            detail: None,
-        });
+    if check {
+        self::check(&outcomes)?;
     }
     Ok(())
+}
+
+/// `--check`: exit 1 when a published figure misses without a declared
+/// known miss, has no modeled figure (declared or not), or is declared a
+/// known miss and holds at the scale the declaration is for
+/// ([`DECLARED_SCALE`]); each such figure is named in the detail, with
+/// what to do about it.
+pub fn check(outcomes: &[Outcome]) -> Result<(), crate::failure::Failure> {
+    let failures: Vec<&String> = outcomes.iter().flat_map(|o| &o.failures).collect();
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(crate::failure::Failure {
+        message: format!(
+            "{} published figure(s) fail --check (listed above): a miss not declared known, no modeled figure, or a known-miss declaration that no longer holds",
+            failures.len()
+        ),
+        code: 1,
+        detail: Some(
+            failures
+                .iter()
+                .map(|f| format!("reproduce --check: {f}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    })
 }
 
 /// The outcomes of reproduction `name`, or of every one for `all` (in
@@ -278,7 +306,12 @@ pub fn run(r: &Reproduction, opts: &Options, progress: &Progress) -> Result<Outc
             &[numalab_plot::Format::Png, numalab_plot::Format::Svg],
         )?;
     }
-    let (table, tally, figures) = modeled_vs_published(r, &sets, opts.scale);
+    let Judged {
+        table,
+        tally,
+        rows: figures,
+        failures,
+    } = modeled_vs_published(r, &sets, opts.scale);
     let text = format!(
         "reproduction {}: {}\npublished: {}\nmachine {}, scale {}, {iterations} iteration(s) from seed {}{}\n\n{}\n{}\n{}",
         r.name,
@@ -302,6 +335,7 @@ pub fn run(r: &Reproduction, opts: &Options, progress: &Progress) -> Result<Outc
         tally,
         figures,
         sets,
+        failures,
     })
 }
 
@@ -493,16 +527,41 @@ fn footnote(notes: &mut Vec<String>, note: &str) -> usize {
     }
 }
 
+/// What [`modeled_vs_published`] gives: the table, the tally, the rows as
+/// data and what `--check` fails on.
+struct Judged {
+    /// The table with its notes.
+    table: String,
+    /// The verdicts counted.
+    tally: Tally,
+    /// One row per figure.
+    rows: Vec<FigureRow>,
+    /// One line per figure `--check` fails on ([`Standing::failure`]).
+    failures: Vec<String>,
+}
+
+/// Whether every configuration figure `p` reads (its own and those it is a
+/// change or ratio against) has a run of the figure's workload: a figure
+/// with none is absent, where a mean over no runs would read 0.
+fn has_runs(p: &Published, sets: &[RunSet]) -> bool {
+    std::iter::once(p.config)
+        .chain(p.metric.bases())
+        .all(|label| {
+            sets.iter().find(|s| s.name == label).is_some_and(|s| {
+                s.runs
+                    .iter()
+                    .any(|run| p.metric.workload().is_none_or(|w| workload_name(run) == w))
+            })
+        })
+}
+
 /// The modeled-vs-published table with its verdicts, the notes on known
-/// misses, figures not modeled and tolerances, and the tally; and the
-/// rows as data.
-fn modeled_vs_published(
-    r: &Reproduction,
-    sets: &[RunSet],
-    scale: f64,
-) -> (String, Tally, Vec<FigureRow>) {
+/// misses, figures not modeled and tolerances, and the tally; the rows as
+/// data; and the figures `--check` fails on ([`Standing`]).
+fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> Judged {
     let figures = &r.published;
     let mut rows = Vec::new();
+    let mut failures = Vec::new();
     let mut tally = Tally::default();
     let mut notes: Vec<String> = Vec::new();
     let mut out = format!(
@@ -510,10 +569,10 @@ fn modeled_vs_published(
         "config", "metric", "published", "modeled", "ratio", "tol", "verdict"
     );
     for p in figures {
-        let Some(set) = sets.iter().find(|s| s.name == p.config) else {
-            continue;
+        let m = match sets.iter().find(|s| s.name == p.config) {
+            Some(set) if has_runs(p, sets) => p.metric.modeled(set, sets),
+            _ => f64::NAN,
         };
-        let m = p.metric.modeled(set, sets);
         let scale_free = scale >= 1.0 || p.metric.is_scale_free();
         let (coverage, why) = coverage(r, p, sets, scale);
         let (mut was_judged, mut unexpected) = (false, false);
@@ -547,21 +606,22 @@ fn modeled_vs_published(
                     tally.figures += 1;
                     was_judged = true;
                 }
-                match (verdict.is_miss(), p.known_miss) {
-                    (true, Some(why)) => {
-                        tally.known += 1;
-                        let k = footnote(&mut notes, why);
-                        text.push_str(&format!(" (known miss [{k}])"));
-                    }
-                    (true, None) => {
+                let declared = p.known_miss.is_some();
+                if let Some(standing) = Standing::of(&verdict, declared, scale) {
+                    let note = match (standing, p.known_miss) {
+                        (Standing::KnownMiss, Some(why)) => {
+                            tally.known += 1;
+                            Some(footnote(&mut notes, why))
+                        }
+                        _ => None,
+                    };
+                    let figure = format!("{}: {} {}", r.name, p.config, p.metric.name());
+                    if let Some(f) = standing.failure(&figure, &text, declared) {
                         tally.unexpected += 1;
                         unexpected = true;
-                        text.push_str(" (MISS)");
+                        failures.push(f);
                     }
-                    (false, Some(_)) if was_judged => {
-                        text.push_str(" (declared a known miss: no longer one)");
-                    }
-                    (false, _) => {}
+                    text.push_str(&standing.suffix(note));
                 }
                 let tol = if was_judged { t.label() } else { "-".into() };
                 (format!("{v:>13.2}"), ratio, tol, text)
@@ -621,7 +681,12 @@ fn modeled_vs_published(
             "(modeled at --scale {scale}: sizes and passes shrink, so absolute figures are not judged; shares and ratios between configurations are, unless a run they read was over before NUMA balancing acted)\n"
         ));
     }
-    (out, tally, rows)
+    Judged {
+        table: out,
+        tally,
+        rows,
+        failures,
+    }
 }
 
 #[cfg(test)]
@@ -702,3 +767,7 @@ mod for_config_tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "reproduce_table_tests.rs"]
+mod table_tests;

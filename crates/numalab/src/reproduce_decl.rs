@@ -350,8 +350,10 @@ pub struct Published {
     /// How close the model must come, and why (None for model-only
     /// figures).
     pub tolerance: Option<Tolerance>,
-    /// A miss the model is known to make: the mechanism behind it and
-    /// where it is documented. `--check` does not fail on it.
+    /// A miss the model is known to make (at `--scale` 1): the mechanism
+    /// behind it and where it is documented. `--check` does not fail on
+    /// the miss, and fails when the figure holds at `--scale` 1
+    /// ([`crate::reproduce_check::Standing`]).
     pub known_miss: Option<&'static str>,
 }
 

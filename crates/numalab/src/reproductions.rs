@@ -183,6 +183,11 @@ fn declarations(file: &File, common: &File) -> Result<Vec<Reproduction>, String>
                 (None, None) => (None, None),
                 _ => return Err(at("a published value needs a tolerance, and only it".into())),
             };
+            if value.is_none() && f.known_miss.is_some() {
+                return Err(at(
+                    "a known miss needs a published value: a model-only figure cannot miss".into(),
+                ));
+            }
             published.push(Published {
                 config: keep(f.config.clone()),
                 metric: Metric::parse(&f.metric).map_err(at)?,
@@ -219,16 +224,48 @@ fn declarations(file: &File, common: &File) -> Result<Vec<Reproduction>, String>
     Ok(out)
 }
 
+/// The known misses `file` declares that none of `files`' figures names:
+/// a declaration nothing uses would outlive the miss it explained.
+fn unused_misses<'a>(file: &'a File, files: &[&File]) -> Vec<&'a str> {
+    file.miss
+        .keys()
+        .filter(|m| {
+            !files.iter().any(|f| {
+                f.reproduction
+                    .iter()
+                    .flat_map(|r| &r.figures)
+                    .any(|fig| fig.known_miss.as_deref() == Some(m.as_str()))
+            })
+        })
+        .map(String::as_str)
+        .collect()
+}
+
 /// Every reproduction of [`FILES`], or what is wrong with a file.
 fn load() -> Result<Vec<Reproduction>, String> {
     let common = parse(COMMON.0, COMMON.1)?;
     if !common.reproduction.is_empty() {
         return Err("reproductions/common.toml: holds no reproduction".into());
     }
+    let files = FILES
+        .iter()
+        .map(|(name, text)| Ok((*name, parse(name, text)?)))
+        .collect::<Result<Vec<_>, String>>()?;
     let mut all = Vec::new();
-    for (name, text) in FILES {
-        let file = parse(name, text)?;
-        all.extend(declarations(&file, &common).map_err(|e| format!("reproductions/{name}: {e}"))?);
+    for (name, file) in &files {
+        all.extend(declarations(file, &common).map_err(|e| format!("reproductions/{name}: {e}"))?);
+        if let Some(m) = unused_misses(file, &[file]).first() {
+            return Err(format!(
+                "reproductions/{name}: known miss '{m}' is declared but no figure names it"
+            ));
+        }
+    }
+    let every: Vec<&File> = files.iter().map(|(_, f)| f).collect();
+    if let Some(m) = unused_misses(&common, &every).first() {
+        return Err(format!(
+            "reproductions/{}: known miss '{m}' is declared but no figure names it",
+            COMMON.0
+        ));
     }
     Ok(all)
 }
@@ -312,8 +349,27 @@ mod tests {
         let e =
             err("{ config = \"a\", metric = \"elapsed\", published = 1.0, tolerance = \"nope\" }");
         assert!(e.contains("no tolerance 'nope'"), "{e}");
+        let e = err(
+            "{ config = \"a\", metric = \"elapsed\", known_miss = \"threadlocal-system-time\" }",
+        );
+        assert!(e.contains("a known miss needs a published value"), "{e}");
         let e = err("{ config = \"a\", metric = \"elapsed\", colour = 1 }");
         assert!(e.contains("colour"), "{e}");
+    }
+
+    #[test]
+    fn a_known_miss_no_figure_names_is_found() {
+        let used = parse(
+            "t.toml",
+            &file(
+                "{ config = \"a\", metric = \"elapsed\", published = 1.0, tolerance = \"t\", known_miss = \"used\" }",
+                "[tolerance.t]\nabs = 0.5\nwhy = \"w\"\n[miss]\nused = \"u\"\nstale = \"s\"\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(unused_misses(&used, &[&used]), vec!["stale"]);
+        // The built-in files have none (load() refuses them).
+        assert!(load().is_ok());
     }
 
     #[test]

@@ -22,8 +22,10 @@
 //!   neither a pass nor a miss.
 //!
 //! A figure the model is known to miss carries the mechanism behind the
-//! miss and where it is documented; `--check` fails only on misses that
-//! are not declared, so it catches regressions without hiding known gaps.
+//! miss and where it is documented; `--check` fails on misses that are not
+//! declared, on missing figures, and on declared misses that hold at the
+//! scale they are declared for (reproduce_check.rs), so it catches
+//! regressions without hiding known gaps or keeping stale ones.
 //! Left out: statistical tests over iterations (a published figure is
 //! usually one mean with no spread to test against).
 

@@ -1,0 +1,214 @@
+//! Unit tests of reproduce.rs's `modeled_vs_published`: a reproduction of
+//! two configurations over hand-made runs, one figure at a time, for each
+//! verdict and what `--check` makes of it (the row's text, the tally and
+//! the failure lines). Left out: running the model (tests/cli.rs drives
+//! `numalab reproduce --check` end to end).
+
+use super::*;
+use crate::verdict::Tolerance;
+use numalab_record::{Lab, RunKind, FORMAT_NAME, FORMAT_VERSION};
+use std::collections::BTreeMap;
+
+const TEN: Tolerance = Tolerance::Rel(0.1, "test");
+
+const CONFIGS: [Config; 2] = [
+    Config {
+        label: "base",
+        sets: &[],
+        needs_scan: false,
+    },
+    Config {
+        label: "new",
+        sets: &[],
+        needs_scan: false,
+    },
+];
+
+/// The new configuration's elapsed time over the base's.
+const RATIO: Metric = Metric::RatioVs("base", &Metric::Elapsed);
+
+const WHY: &str = "a mechanism (docs/reproductions.md#x)";
+
+/// A run of workload `w` that took `elapsed_s`, and nothing else.
+fn run(w: &str, elapsed_s: f64) -> RunRecord {
+    RunRecord {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        kind: RunKind::Model,
+        numalab_version: "0".into(),
+        kernel: None,
+        machine: serde_json::json!({}),
+        workload: serde_json::json!({ "name": w }),
+        settings: BTreeMap::new(),
+        seed: 1,
+        scale: 1.0,
+        elapsed_s,
+        user_s: 0.0,
+        sys_s: 0.0,
+        score: None,
+        vmstat: BTreeMap::new(),
+        cgroups: BTreeMap::new(),
+        processes: Vec::new(),
+        tasks: Vec::new(),
+        nodes: Vec::new(),
+        lab: Lab::new(),
+        timeseries: None,
+    }
+}
+
+/// Judges one figure of configuration `config` (published `published`,
+/// declared a known miss or not) at `scale`, the base runs taking `base`
+/// seconds and the new ones `new`.
+fn judged(
+    config: &'static str,
+    metric: Metric,
+    published: f64,
+    declared: bool,
+    (base, new): (f64, f64),
+    scale: f64,
+) -> Judged {
+    let r = Reproduction {
+        name: "t",
+        description: "",
+        source: "",
+        machine: "tiny-2n",
+        workloads: &["w"],
+        cgroup: None,
+        iterations: 1,
+        configs: &CONFIGS,
+        published: vec![Published {
+            config,
+            metric,
+            value: Some(published),
+            tolerance: Some(TEN),
+            known_miss: declared.then_some(WHY),
+        }],
+        latency_cgroup: None,
+    };
+    let sets = [
+        RunSet::new("base", vec![run("w", base)]),
+        RunSet::new("new", vec![run("w", new)]),
+    ];
+    modeled_vs_published(&r, &sets, scale)
+}
+
+/// The new/base ratio figure published as 0.5, at scale 1.
+fn ratio(new: f64, declared: bool) -> Judged {
+    judged("new", RATIO, 0.5, declared, (100.0, new), 1.0)
+}
+
+fn verdict(j: &Judged) -> &str {
+    &j.rows[0].verdict
+}
+
+#[test]
+fn within_tolerance_holds() {
+    let j = ratio(52.0, false);
+    assert_eq!(verdict(&j), "within tolerance");
+    assert_eq!((j.tally.figures, j.tally.within), (1, 1));
+    assert_eq!(j.tally.unexpected, 0);
+    assert!(j.failures.is_empty() && !j.rows[0].unexpected);
+}
+
+#[test]
+fn an_undeclared_miss_in_the_right_direction_fails_and_a_declared_one_does_not() {
+    let j = ratio(80.0, false);
+    assert_eq!(verdict(&j), "right direction, off by 1.60x (MISS)");
+    assert_eq!((j.tally.right_direction, j.tally.unexpected), (1, 1));
+    assert!(j.rows[0].unexpected);
+    assert_eq!(
+        j.failures,
+        vec!["t: new elapsed (s) / base's: right direction, off by 1.60x, and it is not declared a known miss"]
+    );
+    let j = ratio(80.0, true);
+    assert_eq!(
+        verdict(&j),
+        "right direction, off by 1.60x (known miss [1])"
+    );
+    assert!(j.table.contains(&format!("[1] {WHY}\n")), "{}", j.table);
+    assert_eq!((j.tally.known, j.tally.unexpected), (1, 0));
+    assert!(j.failures.is_empty() && !j.rows[0].unexpected);
+}
+
+#[test]
+fn a_miss_in_the_wrong_direction_fails() {
+    let j = ratio(150.0, false);
+    assert_eq!(verdict(&j), "wrong direction (MISS)");
+    assert_eq!((j.tally.wrong_direction, j.tally.unexpected), (1, 1));
+    assert_eq!(j.failures.len(), 1);
+}
+
+#[test]
+fn a_base_figure_off_its_tolerance_fails() {
+    let j = judged("base", Metric::Elapsed, 200.0, false, (100.0, 50.0), 1.0);
+    assert_eq!(verdict(&j), "off by 2.00x (MISS)");
+    assert_eq!((j.tally.off, j.tally.unexpected), (1, 1));
+    assert!(j.failures[0].starts_with("t: base elapsed (s): off by 2.00x"));
+}
+
+#[test]
+fn a_missing_figure_fails_even_when_declared_a_known_miss() {
+    for declared in [false, true] {
+        let j = ratio(f64::NAN, declared);
+        assert_eq!(verdict(&j), "no modeled figure (MISS)");
+        assert_eq!((j.tally.off, j.tally.known, j.tally.unexpected), (1, 0, 1));
+        assert!(
+            j.failures[0].contains("no modeled figure"),
+            "{:?}",
+            j.failures
+        );
+        // A scaled-down run is no excuse: the ratio is judged there too.
+        let j = judged("new", RATIO, 0.5, declared, (100.0, f64::NAN), 0.05);
+        assert_eq!(j.tally.unexpected, 1);
+    }
+}
+
+#[test]
+fn a_figure_of_a_workload_no_run_ran_is_missing_not_zero() {
+    let absent = Metric::OfWorkload("absent", &RATIO);
+    let j = judged("new", absent, 0.5, true, (100.0, 50.0), 1.0);
+    assert!(j.rows[0].modeled.is_nan(), "{}", j.rows[0].modeled);
+    assert_eq!(verdict(&j), "no modeled figure (MISS)");
+    assert_eq!(j.failures.len(), 1);
+}
+
+#[test]
+fn a_known_miss_that_holds_fails_at_the_scale_it_is_declared_for() {
+    let j = ratio(50.0, true);
+    assert_eq!(
+        verdict(&j),
+        "within tolerance (declared a known miss: no longer one, remove the declaration)"
+    );
+    assert_eq!(
+        (j.tally.within, j.tally.known, j.tally.unexpected),
+        (1, 0, 1)
+    );
+    assert!(j.rows[0].unexpected);
+    let why = &j.failures[0];
+    assert!(
+        why.starts_with("t: new elapsed (s) / base's: within tolerance at --scale 1")
+            && why.contains("remove its known_miss declaration"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_known_miss_that_holds_at_another_scale_is_reported_not_failed() {
+    for scale in [0.05, 2.0] {
+        let j = judged("new", RATIO, 0.5, true, (100.0, 50.0), scale);
+        assert_eq!(
+            verdict(&j),
+            "within tolerance (declared a known miss for --scale 1)"
+        );
+        assert_eq!((j.tally.within, j.tally.unexpected), (1, 0));
+        assert!(j.failures.is_empty());
+    }
+}
+
+#[test]
+fn below_scale_one_an_absolute_figure_is_not_judged() {
+    let j = judged("base", Metric::Elapsed, 200.0, false, (100.0, 50.0), 0.05);
+    assert_eq!(verdict(&j), "not judged at --scale below 1");
+    assert_eq!((j.tally.figures, j.tally.unexpected), (0, 0));
+    assert!(j.failures.is_empty() && !j.rows[0].judged);
+}
