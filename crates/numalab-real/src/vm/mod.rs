@@ -485,6 +485,10 @@ fn boot(
     drop(signals);
     let status = status?;
     let serial = serial.lock().map(|s| s.clone()).unwrap_or_default();
+    if opts.keep_workdir {
+        // What --keep-workdir promises beside the initramfs and the share.
+        let _ = fs::write(work.join("console.log"), &serial);
+    }
     let boot_s = boot_at.lock().ok().and_then(|b| *b);
     let guest_exit = serial
         .lines()
