@@ -280,6 +280,36 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A record of `kind` with nothing in it (version "0", no machine,
+    /// workload, figures or series, seed 1, scale 1): the start of one
+    /// built field by field, `RunRecord { elapsed_s, ..RunRecord::empty(kind) }`
+    /// (hand-made records in tests, the synthetic records of checks).
+    pub fn empty(kind: RunKind) -> RunRecord {
+        RunRecord {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            kind,
+            numalab_version: "0".into(),
+            kernel: None,
+            machine: serde_json::Value::Null,
+            workload: serde_json::Value::Null,
+            settings: BTreeMap::new(),
+            seed: 1,
+            scale: 1.0,
+            elapsed_s: 0.0,
+            user_s: 0.0,
+            sys_s: 0.0,
+            score: None,
+            vmstat: BTreeMap::new(),
+            cgroups: BTreeMap::new(),
+            processes: Vec::new(),
+            tasks: Vec::new(),
+            nodes: Vec::new(),
+            lab: Lab::new(),
+            timeseries: None,
+        }
+    }
+
     /// Parses a Run JSON document, refusing other formats and versions.
     pub fn from_json(text: &str, origin: &str) -> Result<RunRecord, String> {
         let v: serde_json::Value =

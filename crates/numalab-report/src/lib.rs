@@ -40,34 +40,20 @@ mod golden_tests;
 /// Hand-made Run records for the tests (`RunRecord` has no `Default`).
 #[cfg(test)]
 pub(crate) mod testutil {
-    use numalab_record::{RunKind, RunRecord, RunSet, FORMAT_NAME, FORMAT_VERSION};
-    use std::collections::BTreeMap;
+    use numalab_record::{RunKind, RunRecord, RunSet};
 
     /// A model run of workload `workload` with the given seed and times and
     /// nothing else.
     pub fn record(workload: &str, seed: u64, elapsed_s: f64, user_s: f64, sys_s: f64) -> RunRecord {
         RunRecord {
-            format: FORMAT_NAME.to_string(),
-            version: FORMAT_VERSION,
-            kind: RunKind::Model,
             numalab_version: "0.1.0".to_string(),
-            kernel: None,
             machine: serde_json::json!({}),
             workload: serde_json::json!({ "name": workload }),
-            settings: BTreeMap::new(),
             seed,
-            scale: 1.0,
             elapsed_s,
             user_s,
             sys_s,
-            score: None,
-            vmstat: BTreeMap::new(),
-            cgroups: BTreeMap::new(),
-            processes: Vec::new(),
-            tasks: Vec::new(),
-            nodes: Vec::new(),
-            lab: numalab_record::Lab::new(),
-            timeseries: None,
+            ..RunRecord::empty(RunKind::Model)
         }
     }
 

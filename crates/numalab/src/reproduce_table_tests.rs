@@ -6,8 +6,7 @@
 
 use super::*;
 use crate::verdict::Tolerance;
-use numalab_record::{Lab, RunKind, FORMAT_NAME, FORMAT_VERSION};
-use std::collections::BTreeMap;
+use numalab_record::RunKind;
 
 const TEN: Tolerance = Tolerance::Rel(0.1, "test");
 
@@ -32,27 +31,10 @@ const WHY: &str = "a mechanism (docs/reproductions.md#x)";
 /// A run of workload `w` that took `elapsed_s`, and nothing else.
 fn run(w: &str, elapsed_s: f64) -> RunRecord {
     RunRecord {
-        format: FORMAT_NAME.into(),
-        version: FORMAT_VERSION,
-        kind: RunKind::Model,
-        numalab_version: "0".into(),
-        kernel: None,
         machine: serde_json::json!({}),
         workload: serde_json::json!({ "name": w }),
-        settings: BTreeMap::new(),
-        seed: 1,
-        scale: 1.0,
         elapsed_s,
-        user_s: 0.0,
-        sys_s: 0.0,
-        score: None,
-        vmstat: BTreeMap::new(),
-        cgroups: BTreeMap::new(),
-        processes: Vec::new(),
-        tasks: Vec::new(),
-        nodes: Vec::new(),
-        lab: Lab::new(),
-        timeseries: None,
+        ..RunRecord::empty(RunKind::Model)
     }
 }
 

@@ -836,8 +836,7 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use numalab_record::{Column, RunKind, TimeSeries, FORMAT_NAME, FORMAT_VERSION};
-    use std::collections::BTreeMap;
+    use numalab_record::{Column, RunKind, TimeSeries};
 
     fn guest() -> Machine {
         machine(None).expect("the built-in guest spec parses")
@@ -877,25 +876,8 @@ mod tests {
             );
         }
         RunRecord {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-            kind: RunKind::Model,
-            numalab_version: "0".into(),
-            kernel: None,
-            machine: serde_json::Value::Null,
-            workload: serde_json::Value::Null,
-            settings: BTreeMap::new(),
-            seed: 1,
-            scale: 1.0,
             elapsed_s: rows.last().map_or(0.0, |r| r.0),
-            user_s: 0.0,
-            sys_s: 0.0,
-            score: None,
             vmstat: vm.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-            cgroups: BTreeMap::new(),
-            processes: vec![],
-            tasks: vec![],
-            nodes: vec![],
             lab: counts,
             timeseries: Some(TimeSeries {
                 interval_s: 1.0,
@@ -908,6 +890,7 @@ mod tests {
                     })
                     .collect(),
             }),
+            ..RunRecord::empty(RunKind::Model)
         }
     }
 

@@ -344,9 +344,15 @@ mod tests {
         assert!(native > zero);
         // The whole path at 180, the zeroing at the machine's bandwidth.
         let slow = first_touch(180.0, None);
-        assert!(((slow - zero) / (native - zero) - 180.0).abs() < 1e-6, "{slow} {native}");
+        assert!(
+            ((slow - zero) / (native - zero) - 180.0).abs() < 1e-6,
+            "{slow} {native}"
+        );
         // Only the path's own work at 8 when the machine says so.
         let calibrated = first_touch(180.0, Some(8.0));
-        assert!(((calibrated - zero) / (native - zero) - 8.0).abs() < 1e-6, "{calibrated}");
+        assert!(
+            ((calibrated - zero) / (native - zero) - 8.0).abs() < 1e-6,
+            "{calibrated}"
+        );
     }
 }
