@@ -39,7 +39,7 @@ use super::{
     TNF_FAULT_LOCAL, TNF_MIGRATED, TNF_MIGRATE_FAIL, VMA_PID_HASH_BITS, WATERMARK_SCALE_FACTOR,
 };
 use crate::kernel::ids::NodeMaskExt;
-use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
+use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::mm::page_alloc::alloc_pages_on;
 use crate::kernel::mm::MmState;
 use crate::kernel::stats::Vm;
@@ -203,21 +203,21 @@ impl Kernel {
         let curnid = self.mem.mms[mm].vmas[vma].pages[idx].node_id();
         let thisnid = self.cpu_node(cpu);
         let polnid = match pol.mode {
-            PolicyMode::Default => {
+            MpolMode::Default => {
                 if curnid == thisnid {
                     return None;
                 }
                 thisnid
             }
-            PolicyMode::Local => thisnid,
-            PolicyMode::Preferred => {
+            MpolMode::Local => thisnid,
+            MpolMode::Preferred => {
                 if pol.nodes.has(curnid) {
                     return None;
                 }
                 NodeId::new(pol.nodes.first()?)
             }
-            PolicyMode::Interleave => return None,
-            PolicyMode::Bind | PolicyMode::PreferredMany => {
+            MpolMode::Interleave => return None,
+            MpolMode::Bind | MpolMode::PreferredMany => {
                 if pol.moron {
                     if !pol.nodes.has(thisnid) {
                         return None;
@@ -459,7 +459,7 @@ mod tests {
     use super::super::tests::fx;
     use super::super::*;
     use crate::kernel::mm::mempolicy::MemPolicy;
-    use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
+    use crate::kernel::mm::mempolicy::MpolMode;
     use crate::kernel::stats::Vm;
     use crate::kernel::{CgroupId, MmId, TaskId};
     use numalab_topology::NodeMask;
@@ -617,7 +617,7 @@ mod tests {
     #[test]
     fn bind_with_numa_balancing_migrates_only_inside_its_nodes() {
         let bind0 = MemPolicy {
-            mode: PolicyMode::Bind,
+            mode: MpolMode::Bind,
             nodes: NodeMask::single(0),
             mof: true,
             moron: true,

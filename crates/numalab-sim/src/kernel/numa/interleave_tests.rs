@@ -7,15 +7,15 @@
 use super::tests::fx;
 use super::*;
 use crate::kernel::mm::mempolicy::{mpol_new, MemPolicy};
-use crate::kernel::mm::mempolicy::{MpolMode as PolicyMode, MpolRequest as PolicySpec};
+use crate::kernel::mm::mempolicy::{MpolMode, MpolRequest};
 use crate::kernel::stats::Vm;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{MmId, TaskId};
 use numalab_knobs::knob::InterleaveNumaBalancing as Il;
 
-fn flagged_spec(nodes: &[usize]) -> PolicySpec {
-    PolicySpec {
-        mode: PolicyMode::Interleave,
+fn flagged_spec(nodes: &[usize]) -> MpolRequest {
+    MpolRequest {
+        mode: MpolMode::Interleave,
         nodes: nodes.to_vec(),
         numa_balancing: true,
     }
@@ -46,7 +46,7 @@ fn flagged_interleave_is_einval_when_off_and_names_the_switch() {
     assert!(e.0.contains("MPOL_F_NUMA_BALANCING"), "{e:?}");
     assert!(e.0.contains("numalab.interleave_numa_balancing"), "{e:?}");
     // Plain interleave stays legal and unscanned.
-    let plain = PolicySpec {
+    let plain = MpolRequest {
         numa_balancing: false,
         ..flagged_spec(&[0, 1])
     };
@@ -62,15 +62,15 @@ fn flagged_interleave_is_accepted_over_any_nodemask_when_on() {
             assert!(!p.moron, "MOFT, not MORON: pages are not pulled");
         }
         // Other modes keep mainline's rule.
-        let pref = PolicySpec {
-            mode: PolicyMode::Preferred,
+        let pref = MpolRequest {
+            mode: MpolMode::Preferred,
             nodes: vec![0],
             numa_balancing: true,
         };
         assert!(mpol_new(&pref, 2, il).is_err());
         // Bind with the flag is unchanged: MOF|MORON, no MOFT.
-        let bind = PolicySpec {
-            mode: PolicyMode::Bind,
+        let bind = MpolRequest {
+            mode: MpolMode::Bind,
             ..flagged_spec(&[0])
         };
         let b = mpol_new(&bind, 2, il).unwrap();

@@ -560,7 +560,7 @@ impl MmState {
 mod tests {
     use super::super::tests::fx;
     use crate::kernel::mm::mempolicy::MemPolicy;
-    use crate::kernel::mm::mempolicy::MpolMode as PolicyMode;
+    use crate::kernel::mm::mempolicy::MpolMode;
     use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
     use crate::kernel::{CgroupId, MmId, TaskId};
@@ -622,14 +622,14 @@ mod tests {
     #[test]
     fn interleave_and_bind_without_the_flag_are_never_scanned() {
         let il = MemPolicy {
-            mode: PolicyMode::Interleave,
+            mode: MpolMode::Interleave,
             nodes: NodeMask::first_n(2),
             mof: false,
             moron: false,
             moft: false,
         };
         let bind = MemPolicy {
-            mode: PolicyMode::Bind,
+            mode: MpolMode::Bind,
             nodes: NodeMask::single(0),
             mof: false,
             moron: false,
