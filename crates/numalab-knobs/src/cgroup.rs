@@ -87,3 +87,43 @@ pub const CGROUP_FILES: &[CgroupFile] = &[
 pub fn cgroup_file(name: &str) -> Option<&'static CgroupFile> {
     CGROUP_FILES.iter().find(|f| f.name == name)
 }
+
+/// Splits a `--set` key of the form `CGROUP:FILE` (`/mytest:cpuset.cpus`):
+/// `Ok(None)` for any other key, an error naming what is wrong when the
+/// cgroup path does not start with `/` or the file is not an interface
+/// file name (`controller.name`, no `/`). The one parser of this syntax:
+/// the model then accepts the files it declares ([`cgroup_file`]), a real
+/// run any interface file.
+pub fn split_cgroup_key(key: &str) -> Result<Option<(&str, &str)>, String> {
+    let Some((cg, file)) = key.split_once(':') else {
+        return Ok(None);
+    };
+    if !cg.starts_with('/') {
+        return Err(format!(
+            "--set {key}: the cgroup path must start with '/' (like /mytest)"
+        ));
+    }
+    if file.is_empty() || file.contains('/') || !file.contains('.') {
+        return Err(format!(
+            "--set {key}: '{file}' is not a cgroup interface file (like cpuset.cpus)"
+        ));
+    }
+    Ok(Some((cg, file)))
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_cgroup_key;
+
+    #[test]
+    fn cgroup_keys_are_split_once_and_checked() {
+        assert_eq!(split_cgroup_key("kernel.numa_balancing"), Ok(None));
+        assert_eq!(
+            split_cgroup_key("/a/b:cpuset.cpus"),
+            Ok(Some(("/a/b", "cpuset.cpus")))
+        );
+        for bad in ["mytest:cpuset.cpus", "/a:", "/a:cpus", "/a:x/y.z"] {
+            assert!(split_cgroup_key(bad).is_err(), "{bad}");
+        }
+    }
+}

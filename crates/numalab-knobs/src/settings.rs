@@ -71,7 +71,7 @@ impl Knobs {
             .split_once('=')
             .ok_or_else(|| format!("--set '{kv}': expected KEY=VALUE"))?;
         let (key, value) = (key.trim(), value.trim());
-        if let Some((cg, file)) = key.split_once(':') {
+        if let Some((cg, file)) = crate::cgroup::split_cgroup_key(key)? {
             if cgroup_file(file).is_none() {
                 let names = CGROUP_FILES.iter().map(|f| f.name);
                 let hint = nearest_of(file, names.clone())

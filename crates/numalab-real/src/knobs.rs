@@ -128,16 +128,8 @@ fn clean_rel(rel: &str, key: &str) -> Result<PathBuf, String> {
 /// Resolves a knob name to the file it stands for. Does not check that the
 /// file exists (see [`check_knob`]).
 pub fn resolve_knob(key: &str, roots: &KnobRoots) -> Result<Knob, String> {
-    if let Some((cg, file)) = key.split_once(':') {
-        if !cg.starts_with('/') {
-            return Err(format!("knob '{key}': cgroup path must start with '/'"));
-        }
+    if let Some((cg, file)) = numalab_knobs::cgroup::split_cgroup_key(key)? {
         crate::cgroup::path_components(cg).map_err(|e| format!("knob '{key}': {e}"))?;
-        if file.is_empty() || file.contains('/') || !file.contains('.') {
-            return Err(format!(
-                "knob '{key}': '{file}' is not a cgroup interface file (like cpuset.cpus)"
-            ));
-        }
         return Ok(Knob::Cgroup {
             cgroup: cg.to_string(),
             file: file.to_string(),
