@@ -743,6 +743,41 @@ impl Kernel {
         hot && failed <= cache_nice_tries
     }
 
+    /// `numalab_lb`: a balance pass of `cpu` at domain `level` found
+    /// `busiest` (the migration type and `env->imbalance`) or nothing; with
+    /// the root runqueue's figures the kernel's `sched_balance_rq` reads.
+    fn trace_lb(
+        &mut self,
+        cpu: CpuId,
+        level: usize,
+        idle: CpuIdleType,
+        busiest: Option<(MigrationType, i64)>,
+    ) {
+        let nr = self.sched.rq[cpu].nr_running();
+        let (load, runnable, util) = (
+            self.sched.cpu_load(cpu),
+            self.sched.cpu_runnable(cpu),
+            self.sched.cpu_util_cfs(cpu),
+        );
+        // The kernel's enum cpu_idle_type and enum migration_type numbers.
+        let idle = match idle {
+            CpuIdleType::NotIdle => 0,
+            CpuIdleType::Idle => 1,
+            CpuIdleType::NewlyIdle => 2,
+        };
+        let (found, mt, imb) = match busiest {
+            Some((kind, imb)) => (1, kind as u8, imb),
+            None => (0, 0, 0),
+        };
+        let curr = self.sched.rq[cpu].curr;
+        self.trace(curr, cpu, "numalab_lb", || {
+            format!(
+                "cpu={} idle={idle} lvl={level} nr={nr} load={load} runnable={runnable} util={util} found={found} imb={imb} mt={mt}",
+                cpu.index()
+            )
+        });
+    }
+
     /// `sched_balance_rq`: balance domain `level` of `cpu` at once (flag
     /// operations included), from the CPU's clock `*t`. Returns the number
     /// of tasks moved here.
@@ -830,7 +865,11 @@ impl Kernel {
             t,
             costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * span_w,
         );
-        let Some((bi, kind, mut imb)) = self.find_busiest_group(cpu, level, idle, &p.cpus) else {
+        let busiest = self.find_busiest_group(cpu, level, idle, &p.cpus);
+        if self.trace.is_some() {
+            self.trace_lb(cpu, level, idle, busiest.map(|(_, kind, imb)| (kind, imb)));
+        }
+        let Some((bi, kind, mut imb)) = busiest else {
             self.sched.balance.stats.lb_balanced += 1;
             self.sched.rq_pass_out(p);
             return;
