@@ -761,6 +761,33 @@ mod tests {
     }
 
     #[test]
+    fn equal_node_weights_do_not_degrade_locality() {
+        let (mut k, ts) = four_tasks();
+        let t = ts[0];
+        faults_on(&mut k, t, fx::n(0), 400);
+        let nn = k.m.nr_nodes();
+        k.tasks[t].numa.faults[faults_idx(nn, NUMA_MEM, fx::n(1), 1)] = 400;
+        k.tasks[t].numa.total_faults = 800;
+        k.sched_setnuma(t, None);
+        let numa_level = k.sched.topo.sd[fx::c(0)]
+            .iter()
+            .position(|d| d.flags.has(crate::kernel::sched::topology::SdFlags::NUMA))
+            .unwrap();
+        // fair.c: `return src_weight > dst_weight;` is 0 (not hot) when
+        // they are equal, so the balancer may take the task at once.
+        assert_eq!(
+            k.migrate_degrades_locality(t, fx::c(0), fx::c(2), numa_level, CpuIdleType::NotIdle),
+            -1
+        );
+        // More of its memory on the source: moving it degrades locality.
+        k.tasks[t].numa.faults[faults_idx(nn, NUMA_MEM, fx::n(0), 1)] = 600;
+        assert_eq!(
+            k.migrate_degrades_locality(t, fx::c(0), fx::c(2), numa_level, CpuIdleType::NotIdle),
+            1
+        );
+    }
+
+    #[test]
     fn numa_classify_matches_the_kernel() {
         let ns = |nr, weight| NumaStats {
             nr_running: nr,

@@ -729,10 +729,23 @@ impl Kernel {
             return 0;
         }
         let dist = self.node_distance(src_nid, dst_nid);
-        if self.tasks[t].numa.group.is_some() {
-            self.group_weight(t, src_nid, dist) - self.group_weight(t, dst_nid, dist)
+        let (src_w, dst_w) = if self.tasks[t].numa.group.is_some() {
+            (
+                self.group_weight(t, src_nid, dist),
+                self.group_weight(t, dst_nid, dist),
+            )
         } else {
-            self.task_weight(t, src_nid, dist) - self.task_weight(t, dst_nid, dist)
+            (
+                self.task_weight(t, src_nid, dist),
+                self.task_weight(t, dst_nid, dist),
+            )
+        };
+        // `return src_weight > dst_weight;`: equal weights (none on either
+        // node, say) do not degrade, and the task is not cache hot.
+        if src_w > dst_w {
+            1
+        } else {
+            -1
         }
     }
 
