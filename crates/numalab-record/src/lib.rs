@@ -465,27 +465,10 @@ mod tests {
 
     fn record(tasks: Vec<TaskFigures>, processes: Vec<ProcessFigures>) -> RunRecord {
         RunRecord {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-            kind: RunKind::Real,
-            numalab_version: "0".into(),
-            kernel: None,
-            machine: serde_json::Value::Null,
-            workload: serde_json::Value::Null,
-            settings: BTreeMap::new(),
-            seed: 1,
-            scale: 1.0,
             elapsed_s: 1.0,
-            user_s: 0.0,
-            sys_s: 0.0,
-            score: None,
-            vmstat: BTreeMap::new(),
-            cgroups: BTreeMap::new(),
             processes,
             tasks,
-            nodes: vec![],
-            lab: Lab::new(),
-            timeseries: None,
+            ..RunRecord::empty(RunKind::Real)
         }
     }
 
