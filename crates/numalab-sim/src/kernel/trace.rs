@@ -37,14 +37,18 @@ pub const MODEL_EVENTS: &[&str] = &[
 /// has no tracepoint there; an fprobe on `sched_balance_rq` and on the
 /// return of `sched_balance_find_src_group` gives its fields, docs/real.md
 /// M3).
-pub const OPT_IN_EVENTS: &[&str] = &["numalab_lb"];
+///
+/// `numalab_can_migrate` is one per task `detach_tasks` considers, with
+/// `can_migrate_task`'s answer (an fprobe on `can_migrate_task` and its
+/// return gives the kernel's).
+pub const OPT_IN_EVENTS: &[&str] = &["numalab_lb", "numalab_can_migrate"];
 
 /// The tracefs system (events/SYSTEM/EVENT) of event `name`.
 pub fn event_system(name: &str) -> &'static str {
     match name {
         "mm_migrate_pages" => "migrate",
         "page_fault_user" => "exceptions",
-        "numalab_scan" | "numalab_lb" => "numalab",
+        "numalab_scan" | "numalab_lb" | "numalab_can_migrate" => "numalab",
         _ => "sched",
     }
 }

@@ -791,6 +791,26 @@ impl Kernel {
         });
     }
 
+    /// `numalab_can_migrate`: `can_migrate_task`'s answer for task `t`
+    /// from `src` to `dst` after `failed` failed passes, and why (`ok`,
+    /// `pinned`, `degrades` for locality, `hot` for cache); the load test
+    /// that follows is not part of it, as in the kernel.
+    fn trace_can_migrate(&mut self, t: TaskId, src: CpuId, dst: CpuId, failed: u32, why: &str) {
+        if self.trace.is_none() {
+            return;
+        }
+        let pid = self.tasks[t].pid;
+        let ret = u8::from(why == "ok");
+        let curr = self.sched.rq[dst].curr;
+        self.trace(curr, dst, "numalab_can_migrate", || {
+            format!(
+                "pid={pid} src={} dst={} failed={failed} ret={ret} why={why}",
+                src.index(),
+                dst.index()
+            )
+        });
+    }
+
     /// `sched_balance_rq`: balance domain `level` of `cpu` at once (flag
     /// operations included), from the CPU's clock `*t`. Returns the number
     /// of tasks moved here.
@@ -917,18 +937,23 @@ impl Kernel {
                 }
                 if !self.task_allowed_cpus(tk).has(cpu) {
                     some_pinned = true;
+                    self.trace_can_migrate(tk, src, cpu, failed, "pinned");
                     continue;
                 }
                 all_pinned = false;
                 // NUMA balancing: on NUMA levels locality decides
                 // hotness (can_migrate_task → migrate_degrades_locality).
-                let hot = match self.migrate_degrades_locality(tk, src, cpu, level, idle) {
+                let degrades = self.migrate_degrades_locality(tk, src, cpu, level, idle);
+                let hot = match degrades {
                     0 => self.task_hot(tk, failed, cache_nice_tries),
                     d => d > 0 && failed <= cache_nice_tries,
                 };
                 if hot {
+                    let why = if degrades > 0 { "degrades" } else { "hot" };
+                    self.trace_can_migrate(tk, src, cpu, failed, why);
                     continue;
                 }
+                self.trace_can_migrate(tk, src, cpu, failed, "ok");
                 // The task's share of the imbalance, by migration type;
                 // after failures a bigger task may go (shr_bound).
                 let shift = failed.min(63);
