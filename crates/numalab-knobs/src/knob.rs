@@ -220,6 +220,17 @@ declare! {
         description: "1: a process's first thread creates the others that start at once, one after another (physics/costs.rs CLONE_THREAD_NS each, its system time), each new thread placed from the creator's CPU and sleeping on the creator's mmap_lock until the last is created (engine/clone.rs); 0: they all exist at time 0, placed from the process's CPU (the model before)",
     }
 
+    /// `sched_balance_rq` resets `balance_interval` on any imbalance found.
+    BALANCE_INTERVAL_RESET: bool {
+        name: "numalab.balance_interval_reset",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c sched_balance_rq(): after a pass that found a busiest queue, `sd->balance_interval = sd->min_interval` (\"We were unbalanced, so reset the balancing interval\") unless an active balance was started without need_active_balance; only out_balanced / out_all_pinned double it (MAX_PINNED_INTERVAL 512 ms while all pinned); 6.12 guest line-up docs/real.md M3",
+        description: "1: a balance pass that found an imbalance returns to the domain's minimum interval whether or not it moved a task, so a failing imbalance is retried at once and nr_balance_failed climbs, as in the kernel; 0: only a pass that moved a task does, a failed one doubles the interval (the model before 2026-11-27). Off by default until judged: in the QEMU guests it brings unpinned's migrations per thread into the kernel's band (12.6 -> 34, kernel 40-49) and puts ten other figures out, with the balance passes' own kernel cost charged at the guests' cost_scale 180 as the first suspect (docs/real.md M3)",
+    }
+
     /// The program's runtime mappings beside the workload's regions.
     PROCESS_MAPPINGS: choice(ProcessMappings) {
         name: "numalab.process_mappings",

@@ -64,6 +64,10 @@ use std::collections::BinaryHeap;
 pub(crate) use super::lb_stats::SgStats;
 pub use super::lb_stats::{CpuIdleType, GroupType};
 
+/// `MAX_PINNED_INTERVAL` (fair.c), ms: how far `balance_interval` may grow
+/// while every task of the busiest queue is pinned.
+const MAX_PINNED_INTERVAL_MS: u64 = 512;
+
 /// `enum migration_type`: what `env->imbalance` counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MigrationType {
@@ -147,6 +151,9 @@ pub struct RqPass {
     /// Tasks moved here so far.
     pub ld_moved: usize,
     imbalance_found: bool,
+    /// Every task of the busiest queue was pinned and no other source is
+    /// left (`goto out_all_pinned`).
+    all_pinned: bool,
     active: bool,
     /// Cleared when `should_we_balance` says another CPU balances.
     pub continue_balancing: bool,
@@ -1009,6 +1016,10 @@ impl Kernel {
                     };
                     return;
                 }
+                // goto out_all_pinned: not a failure of balancing.
+                p.all_pinned = true;
+                self.sched.rq_pass_out(p);
+                return;
             }
         }
         if p.ld_moved == 0 {
@@ -1206,6 +1217,7 @@ impl Sched {
             need_unlock: false,
             ld_moved: 0,
             imbalance_found: false,
+            all_pinned: false,
             active: false,
             continue_balancing: true,
             at: RqAt::Redo,
@@ -1229,16 +1241,31 @@ impl Sched {
             }
         }
         let st = &mut self.rq[cpu].sd[level];
-        if p.ld_moved > 0 {
-            st.nr_balance_failed = 0;
-        }
-        if p.imbalance_found && (p.ld_moved > 0 || p.active) {
-            st.balance_interval_ms = min_iv;
-        } else if p.idle != CpuIdleType::NewlyIdle {
-            if !p.imbalance_found {
+        let reset = p.ld_moved > 0 || p.active || self.interval_reset_unbalanced;
+        if p.imbalance_found && !p.all_pinned && reset {
+            if p.ld_moved > 0 {
                 st.nr_balance_failed = 0;
             }
-            if st.balance_interval_ms < max_iv {
+            // "We were unbalanced, so reset the balancing interval",
+            // whether or not a task moved (the model starts an active
+            // balance only when need_active_balance holds).
+            st.balance_interval_ms = min_iv;
+        } else if p.imbalance_found && !p.all_pinned {
+            // numalab.balance_interval_reset=0, the model before: an
+            // imbalance nothing could fix backs off like a balanced pass.
+            if p.idle != CpuIdleType::NewlyIdle && st.balance_interval_ms < max_iv {
+                st.balance_interval_ms *= 2;
+            }
+        } else {
+            // out_balanced / out_all_pinned: not failing, and balancing
+            // backs off (except for newidle, which disregards intervals).
+            st.nr_balance_failed = 0;
+            let cap = if p.all_pinned {
+                max_iv.max(MAX_PINNED_INTERVAL_MS)
+            } else {
+                max_iv
+            };
+            if p.idle != CpuIdleType::NewlyIdle && st.balance_interval_ms < cap {
                 st.balance_interval_ms *= 2;
             }
         }
@@ -1549,5 +1576,35 @@ mod tests {
         assert!(busiest > k.now + 20_000, "{}", busiest - k.now);
         assert_eq!(k.sched.balance.stats.lb_count, 0);
         assert!((k.sched.idle_kernel_ns - s.atomic_ns).abs() < 1e-3);
+    }
+
+    #[test]
+    fn an_unfixed_imbalance_resets_the_interval_only_with_the_kernels_rule() {
+        let after_failed_pass = |reset: bool| {
+            let mut k = kernel("tiny-2n", "fixed");
+            k.sched.interval_reset_unbalanced = reset;
+            let min = k.sched.topo.sd[c(0)][0].min_interval_ms;
+            assert!(k.sched.topo.sd[c(0)][0].max_interval_ms >= 2 * min);
+            // Backed off once with the rule, not yet without it.
+            k.sched.rq[c(0)].sd[0].balance_interval_ms = if reset { 2 * min } else { min };
+            let mut p = k.sched.rq_pass_new(c(0), 0, CpuIdleType::NotIdle);
+            p.imbalance_found = true;
+            k.sched.rq_pass_out(&mut p);
+            (k.sched.rq[c(0)].sd[0].balance_interval_ms, min)
+        };
+        // fair.c: "We were unbalanced, so reset the balancing interval".
+        let (iv, min) = after_failed_pass(true);
+        assert_eq!(iv, min);
+        // The model before: a failed pass backs off.
+        let (iv, min) = after_failed_pass(false);
+        assert_eq!(iv, 2 * min);
+        // A balanced pass clears the failures and backs off either way.
+        let mut k = kernel("tiny-2n", "fixed");
+        let min = k.sched.topo.sd[c(0)][0].min_interval_ms;
+        k.sched.rq[c(0)].sd[0].nr_balance_failed = 3;
+        let mut p = k.sched.rq_pass_new(c(0), 0, CpuIdleType::NewlyIdle);
+        k.sched.rq_pass_out(&mut p);
+        assert_eq!(k.sched.rq[c(0)].sd[0].nr_balance_failed, 0);
+        assert_eq!(k.sched.rq[c(0)].sd[0].balance_interval_ms, min);
     }
 }

@@ -64,6 +64,9 @@ pub struct Sched {
     /// `numalab.pelt`, read at boot (knobs do not change after it): the
     /// balancer reads PELT signals, not runnable counts (pelt.rs).
     pelt: bool,
+    /// `numalab.balance_interval_reset`, read at boot: a pass that found an
+    /// imbalance resets `balance_interval` even when nothing moved.
+    pub(in crate::kernel) interval_reset_unbalanced: bool,
     /// Ticks per second as the kernel's tick length gives them
     /// (1e9 / `Kernel::tick_ns`), fixed at boot.
     hz: u64,
@@ -87,6 +90,7 @@ impl Sched {
             topo,
             nr_overloaded: 0,
             pelt: knobs.get(knob::PELT),
+            interval_reset_unbalanced: knobs.get(knob::BALANCE_INTERVAL_RESET),
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
         }
     }
