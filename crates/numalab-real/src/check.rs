@@ -43,15 +43,6 @@ pub struct Plan {
     pub interval: Option<std::time::Duration>,
 }
 
-fn visit_phases<'a>(phases: &'a [Phase], f: &mut dyn FnMut(&'a Phase)) {
-    for p in phases {
-        f(p);
-        if let Phase::Repeat { body, .. } = p {
-            visit_phases(body, f);
-        }
-    }
-}
-
 /// Why a real run refuses the model-only phases.
 pub const MODEL_ONLY_PHASES: &str = "set_numa_balancing (numalab's model of a per-task prctl, which no kernel has) and cgroup_write phases run in the model only";
 
@@ -62,7 +53,7 @@ fn refuse_model_only_phases(w: &Workload) -> Result<(), String> {
     for p in &w.processes {
         for t in &p.threads {
             let mut found = false;
-            visit_phases(&t.phases, &mut |ph| {
+            Phase::walk(&t.phases, &mut |ph| {
                 found |= matches!(ph, Phase::SetNumaBalancing(_) | Phase::CgroupWrite { .. });
             });
             if found {
@@ -90,7 +81,7 @@ pub fn policies(w: &Workload) -> Vec<(String, PolicySpec, bool)> {
             if let Some(s) = &t.policy {
                 out.push((format!("{}/{}", p.name, t.name), s.clone(), false));
             }
-            visit_phases(&t.phases, &mut |ph| {
+            Phase::walk(&t.phases, &mut |ph| {
                 if let Phase::SetMempolicy(Some(s)) = ph {
                     out.push((
                         format!("{}/{} set_mempolicy phase", p.name, t.name),
@@ -159,21 +150,9 @@ fn check_structure(w: &Workload) -> Result<(), String> {
                 }
             }
             let mut err = None;
-            visit_phases(&t.phases, &mut |ph| {
-                let (region, offset, len) = match ph {
-                    Phase::Stream {
-                        region,
-                        offset,
-                        len,
-                        ..
-                    }
-                    | Phase::Random {
-                        region,
-                        offset,
-                        len,
-                        ..
-                    } => (*region, *offset, *len),
-                    _ => return,
+            Phase::walk(&t.phases, &mut |ph| {
+                let Some((region, offset, len)) = ph.range() else {
+                    return;
                 };
                 let ok = p.regions.get(region).is_some_and(|r| {
                     offset.checked_add(len).is_some_and(|e| e <= r.bytes) && len > 0
@@ -244,7 +223,7 @@ pub fn plan(
             if let Some(a) = &t.affinity {
                 need_cpus(a, format!("thread '{}/{}' affinity", p.name, t.name));
             }
-            visit_phases(&t.phases, &mut |ph| {
+            Phase::walk(&t.phases, &mut |ph| {
                 if let Phase::SetAffinity(Some(a)) = ph {
                     need_cpus(
                         a,

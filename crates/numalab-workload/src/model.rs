@@ -266,6 +266,68 @@ pub enum Phase {
     },
 }
 
+impl Phase {
+    /// The region, offset and length a stream or random-access phase
+    /// covers; `None` for every other phase.
+    pub fn range(&self) -> Option<(usize, u64, u64)> {
+        match *self {
+            Phase::Stream {
+                region,
+                offset,
+                len,
+                ..
+            }
+            | Phase::Random {
+                region,
+                offset,
+                len,
+                ..
+            } => Some((region, offset, len)),
+            _ => None,
+        }
+    }
+
+    /// [`Phase::range`], to change in place.
+    pub fn range_mut(&mut self) -> Option<(&mut usize, &mut u64, &mut u64)> {
+        match self {
+            Phase::Stream {
+                region,
+                offset,
+                len,
+                ..
+            }
+            | Phase::Random {
+                region,
+                offset,
+                len,
+                ..
+            } => Some((region, offset, len)),
+            _ => None,
+        }
+    }
+
+    /// Calls `f` on every phase of `phases` in order, loop bodies included
+    /// (a loop before its body).
+    pub fn walk<'a>(phases: &'a [Phase], f: &mut dyn FnMut(&'a Phase)) {
+        for p in phases {
+            f(p);
+            if let Phase::Repeat { body, .. } = p {
+                Phase::walk(body, f);
+            }
+        }
+    }
+
+    /// [`Phase::walk`], to change the phases in place.
+    pub fn walk_mut(phases: &mut [Phase], f: &mut dyn FnMut(&mut Phase)) {
+        for p in phases {
+            f(p);
+            if let Phase::Repeat { body, .. } = p {
+                Phase::walk_mut(body, f);
+            }
+        }
+    }
+}
+
 /// A memory region (one `mmap`/`malloc` of the process).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Region {

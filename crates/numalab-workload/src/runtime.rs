@@ -123,9 +123,11 @@ fn add_to_process(p: &mut Process, stack: u64, rust: bool) {
     above.push(region("[stack]".into(), MAIN_STACK));
 
     for t in &mut p.threads {
-        for ph in &mut t.phases {
-            shift_regions(ph, shift);
-        }
+        Phase::walk_mut(&mut t.phases, &mut |ph| {
+            if let Some((region, _, _)) = ph.range_mut() {
+                *region += shift;
+            }
+        });
     }
     let declared = std::mem::take(&mut p.regions);
     p.regions = below.into_iter().chain(declared).chain(above).collect();
@@ -152,16 +154,6 @@ fn add_to_process(p: &mut Process, stack: u64, rust: bool) {
         }
         start.append(&mut t.phases);
         t.phases = start;
-    }
-}
-
-/// Renumbers the regions a phase names after `shift` mappings were put
-/// below the declared ones.
-fn shift_regions(ph: &mut Phase, shift: usize) {
-    match ph {
-        Phase::Stream { region, .. } | Phase::Random { region, .. } => *region += shift,
-        Phase::Repeat { body, .. } => body.iter_mut().for_each(|b| shift_regions(b, shift)),
-        _ => {}
     }
 }
 

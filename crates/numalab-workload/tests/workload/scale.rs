@@ -7,24 +7,7 @@ use numalab_workload::{Phase, Workload};
 
 /// (region, offset, len) of every stream/random, flattened in order.
 fn ranges(phases: &[Phase], out: &mut Vec<(usize, u64, u64)>) {
-    for p in phases {
-        match p {
-            Phase::Stream {
-                region,
-                offset,
-                len,
-                ..
-            }
-            | Phase::Random {
-                region,
-                offset,
-                len,
-                ..
-            } => out.push((*region, *offset, *len)),
-            Phase::Repeat { body, .. } => ranges(body, out),
-            _ => {}
-        }
-    }
+    Phase::walk(phases, &mut |p| out.extend(p.range()));
 }
 
 /// The phase tree with ranges and counts blanked out.

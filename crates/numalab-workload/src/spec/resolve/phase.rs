@@ -248,29 +248,14 @@ pub(super) fn place(
     regions: &[(String, RegionSize)],
     scaled: &[u64],
 ) {
-    for p in phases {
-        match p {
-            Phase::Stream {
-                region,
-                offset,
-                len,
-                ..
-            }
-            | Phase::Random {
-                region,
-                offset,
-                len,
-                ..
-            } => {
-                let range = pending
-                    .next()
-                    .expect("pass 1 pushes one pending range per stream or random phase");
-                (*offset, *len) = placed(&regions[*region].1, scaled[*region], &range);
-            }
-            Phase::Repeat { body, .. } => place(body, pending, regions, scaled),
-            _ => {}
+    Phase::walk_mut(phases, &mut |p| {
+        if let Some((region, offset, len)) = p.range_mut() {
+            let range = pending
+                .next()
+                .expect("pass 1 pushes one pending range per stream or random phase");
+            (*offset, *len) = placed(&regions[*region].1, scaled[*region], &range);
         }
-    }
+    });
 }
 
 /// Offset and length of `range` in `region` once it is `now` bytes long.
