@@ -25,6 +25,7 @@ use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase};
 use rand::Rng;
+use std::rc::Rc;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
 /// 8 nodes (every preset but `xl-16n-*`): they are built per op and per
@@ -330,19 +331,13 @@ impl Sim {
 
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
     /// resources its bytes cross. Compute ops have no resources.
-    /// The resource list is built in `uses` (cleared first), a vector the
-    /// caller kept from an earlier demand.
-    pub(crate) fn op_demand(
-        &mut self,
-        t: TaskId,
-        cpu: CpuId,
-        op: &Op,
-        mut uses: Vec<(crate::physics::ResId, f64)>,
-    ) -> Demand {
-        uses.clear();
+    pub(crate) fn op_demand(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> Demand {
         let smt = self.smt_factor(cpu);
         match op {
-            Op::Compute(_) | Op::Idle => Demand { cap: smt, uses },
+            Op::Compute(_) | Op::Idle => Demand {
+                cap: smt,
+                uses: self.no_uses.clone(),
+            },
             Op::Stream { .. } | Op::Random { .. } => {
                 let mix = self.op_mix(t, cpu, op);
                 let cn = self.k.cpu_node(cpu);
@@ -369,7 +364,7 @@ impl Sim {
                     Op::Random { write, .. } => (*write, Stores::WriteAllocate),
                     _ => (0.0, Stores::WriteAllocate),
                 };
-                self.op_traffic(t, cn, &mix, write, stores, &mut uses);
+                let uses = self.op_traffic(t, cn, &mix, write, stores);
                 Demand {
                     cap: mlp * CACHE_LINE / lat * smt,
                     uses,
@@ -378,11 +373,10 @@ impl Sim {
         }
     }
 
-    /// Fills `uses` (empty) with the resources an op's bytes load, share
-    /// `mix` of them on each node, touched from `cn`, `write` of them
-    /// written by `stores`: what [`crate::physics::Resources::traffic`]
-    /// gives node by node, taken from task `t`'s [`TrafficMemo`] when it
-    /// has these inputs.
+    /// The resources an op's bytes load, share `mix` of them on each node,
+    /// touched from `cn`, `write` of them written by `stores`: what
+    /// [`crate::physics::Resources::traffic`] gives node by node, taken
+    /// from task `t`'s [`TrafficMemo`] when it has these inputs.
     fn op_traffic(
         &mut self,
         t: TaskId,
@@ -390,39 +384,38 @@ impl Sim {
         mix: &[f64],
         write: f64,
         stores: Stores,
-        uses: &mut Vec<(crate::physics::ResId, f64)>,
-    ) {
+    ) -> Rc<[(crate::physics::ResId, f64)]> {
+        let key = TrafficMemo::key(cn, mix, write, stores);
         let memo = &mut self.exec[t].traffic;
-        if let Some(i) = memo.iter().position(|e| e.holds(cn, mix, write, stores)) {
-            uses.extend_from_slice(&memo[i].uses);
-            return;
+        if let Some(e) = memo.iter().find(|e| e.holds(key, cn, mix, write, stores)) {
+            return e.uses.clone();
         }
         // Room for a memory controller and a route each way per node.
+        let mut uses = std::mem::take(&mut self.uses_scratch);
+        uses.clear();
         uses.reserve(4 * mix.len());
         for (n, &f) in NodeId::range(mix.len()).zip(mix) {
             if f > 0.0 {
-                self.fluid.res.traffic(n, cn, f, write, stores, uses);
+                self.fluid.res.traffic(n, cn, f, write, stores, &mut uses);
             }
         }
+        let shared: Rc<[_]> = Rc::from(&uses[..]);
+        self.uses_scratch = uses;
         let memo = &mut self.exec[t].traffic;
         let mut e = if memo.len() >= TRAFFIC_ENTRIES {
             memo.remove(0)
         } else {
             TrafficMemo::default()
         };
-        e.fill(cn, mix, write, stores, uses);
+        e.fill(key, cn, mix, write, stores, shared.clone());
         memo.push(e);
+        shared
     }
 
     /// Throughput share of one hardware thread given how many of its core's
     /// siblings are busy.
     pub(super) fn smt_factor(&self, cpu: CpuId) -> f64 {
-        let busy = self
-            .k
-            .cpu_smt_mask(cpu)
-            .iter()
-            .filter(|&&c| self.k.sched.rq[c].curr.is_some())
-            .count();
+        let busy = self.k.sched.busy_smt_siblings(cpu);
         if busy <= 1 {
             1.0
         } else {
@@ -433,14 +426,12 @@ impl Sim {
     /// A rate for `op` outside the tick's solve: its cap scaled by how much
     /// of their demand the resources it uses could serve last tick.
     fn quick_rate(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> f64 {
-        let scratch = std::mem::take(&mut self.uses_scratch);
-        let d = self.op_demand(t, cpu, op, scratch);
+        let d = self.op_demand(t, cpu, op);
         let share = d
             .uses
             .iter()
             .map(|&(r, _)| self.fluid.res_share[r])
             .fold(1.0, f64::min);
-        self.uses_scratch = d.uses;
         d.cap * share
     }
 
@@ -1091,28 +1082,43 @@ impl Sim {
 /// give.
 #[derive(Clone, Debug)]
 struct TrafficMemo {
+    /// [`TrafficMemo::key`] of the inputs: most entries that do not hold
+    /// are told apart by it alone, without reading their mix.
+    key: u64,
     cn: NodeId,
     write: u64,
     stores: Stores,
     mix: NodeVec,
-    uses: Vec<(crate::physics::ResId, f64)>,
+    uses: Rc<[(crate::physics::ResId, f64)]>,
 }
 
 impl Default for TrafficMemo {
     fn default() -> Self {
         TrafficMemo {
+            key: 0,
             cn: NodeId::new(0),
             write: 0,
             stores: Stores::WriteAllocate,
             mix: NodeVec::new(),
-            uses: Vec::new(),
+            uses: Rc::from([]),
         }
     }
 }
 
 impl TrafficMemo {
-    fn holds(&self, cn: NodeId, mix: &[f64], write: f64, stores: Stores) -> bool {
-        self.cn == cn
+    /// A fingerprint of the inputs, bit for bit (equal inputs give equal
+    /// keys; unequal ones almost never do, and [`TrafficMemo::holds`]
+    /// still compares them whole).
+    fn key(cn: NodeId, mix: &[f64], write: f64, stores: Stores) -> u64 {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let step = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(K);
+        let h = step(step(cn.index() as u64, write.to_bits()), stores as u64);
+        mix.iter().fold(h, |h, x| step(h, x.to_bits()))
+    }
+
+    fn holds(&self, key: u64, cn: NodeId, mix: &[f64], write: f64, stores: Stores) -> bool {
+        self.key == key
+            && self.cn == cn
             && self.write == write.to_bits()
             && self.stores == stores
             && self.mix.len() == mix.len()
@@ -1125,19 +1131,20 @@ impl TrafficMemo {
 
     fn fill(
         &mut self,
+        key: u64,
         cn: NodeId,
         mix: &[f64],
         write: f64,
         stores: Stores,
-        uses: &[(crate::physics::ResId, f64)],
+        uses: Rc<[(crate::physics::ResId, f64)]>,
     ) {
+        self.key = key;
         self.cn = cn;
         self.write = write.to_bits();
         self.stores = stores;
         self.mix.clear();
         self.mix.extend_from_slice(mix);
-        self.uses.clear();
-        self.uses.extend_from_slice(uses);
+        self.uses = uses;
     }
 }
 
@@ -1360,17 +1367,31 @@ mod tests {
         let mix = [0.25, 0.75, 0.0];
         let uses = [(0, 0.25), (1, 0.75), (4, 0.75)];
         let mut e = TrafficMemo::default();
-        e.fill(NodeId::new(1), &mix, 1.0, Stores::FullLine, &uses);
-        assert_eq!(e.uses, uses);
-        assert!(e.holds(NodeId::new(1), &mix, 1.0, Stores::FullLine));
-        assert!(!e.holds(NodeId::new(0), &mix, 1.0, Stores::FullLine));
-        assert!(!e.holds(NodeId::new(1), &mix, 0.5, Stores::FullLine));
-        assert!(!e.holds(NodeId::new(1), &mix, 1.0, Stores::WriteAllocate));
-        assert!(!e.holds(NodeId::new(1), &[0.25, 0.75], 1.0, Stores::FullLine));
+        let n1 = NodeId::new(1);
+        let key = TrafficMemo::key(n1, &mix, 1.0, Stores::FullLine);
+        e.fill(key, n1, &mix, 1.0, Stores::FullLine, Rc::from(&uses[..]));
+        assert_eq!(&e.uses[..], &uses[..]);
+        let holds = |cn: NodeId, mix: &[f64], write: f64, stores: Stores| {
+            e.holds(
+                TrafficMemo::key(cn, mix, write, stores),
+                cn,
+                mix,
+                write,
+                stores,
+            )
+        };
+        assert!(holds(n1, &mix, 1.0, Stores::FullLine));
+        assert!(!holds(NodeId::new(0), &mix, 1.0, Stores::FullLine));
+        assert!(!holds(n1, &mix, 0.5, Stores::FullLine));
+        assert!(!holds(n1, &mix, 1.0, Stores::WriteAllocate));
+        assert!(!holds(n1, &[0.25, 0.75], 1.0, Stores::FullLine));
         // Bit for bit: a share one ulp off, or -0.0 for 0.0, is another mix.
         let next = f64::from_bits(0.75f64.to_bits() + 1);
-        assert!(!e.holds(NodeId::new(1), &[0.25, next, 0.0], 1.0, Stores::FullLine));
-        assert!(!e.holds(NodeId::new(1), &[0.25, 0.75, -0.0], 1.0, Stores::FullLine));
+        assert!(!holds(n1, &[0.25, next, 0.0], 1.0, Stores::FullLine));
+        assert!(!holds(n1, &[0.25, 0.75, -0.0], 1.0, Stores::FullLine));
+        // The key alone never decides: a forged equal key with other
+        // inputs still fails.
+        assert!(!e.holds(key, n1, &[0.5, 0.5, 0.0], 1.0, Stores::FullLine));
     }
 
     #[test]

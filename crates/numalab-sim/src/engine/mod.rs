@@ -195,9 +195,11 @@ pub struct Sim {
     lat_preempted: rustc_hash::FxHashMap<TaskId, u64>,
     /// `numalab.request_fast_forward` (engine/fast_forward.rs).
     fast_forward: bool,
-    /// The last tick's demands, kept for their resource vectors.
+    /// The last tick's demands (the vector kept for its room).
     demands: Vec<crate::physics::Demand>,
-    /// A resource vector kept between quick rates (exec.rs).
+    /// The resource list of a demand that loads none (compute), shared.
+    pub(crate) no_uses: std::rc::Rc<[(crate::physics::ResId, f64)]>,
+    /// The vector a missing traffic list is built in (exec.rs).
     pub(crate) uses_scratch: Vec<(crate::physics::ResId, f64)>,
     /// Scratch of fast_forward.rs, kept to spare an allocation a step.
     ff_body: Vec<fast_forward::BodyAccess>,
@@ -305,6 +307,7 @@ impl Sim {
             fast_forward: false,
             ff_body: Vec::new(),
             demands: Vec::new(),
+            no_uses: std::rc::Rc::from([]),
             uses_scratch: Vec::new(),
             w,
         };
@@ -689,9 +692,8 @@ impl Sim {
         let ncpu = self.k.m.nr_cpus();
         self.gather_shared_writers();
         let mut who = Vec::new();
-        // Last tick's demands give their vectors to this tick's.
-        let mut spare = std::mem::take(&mut self.demands);
-        let mut demands = Vec::with_capacity(spare.len());
+        let mut demands = std::mem::take(&mut self.demands);
+        demands.clear();
         for cpu in CpuId::range(ncpu) {
             let Some(t) = self.k.sched.rq[cpu].curr else {
                 continue;
@@ -701,8 +703,7 @@ impl Sim {
                 continue;
             }
             let op = self.exec[t].op.clone();
-            let uses = spare.pop().map(|d| d.uses).unwrap_or_default();
-            let d = self.op_demand(t, cpu, &op, uses);
+            let d = self.op_demand(t, cpu, &op);
             who.push(t);
             demands.push(d);
         }
@@ -711,7 +712,7 @@ impl Sim {
         let mut load = vec![0.0; cap.len()];
         let mut want = vec![0.0; cap.len()];
         for (d, r) in demands.iter().zip(&rates) {
-            for &(res, s) in &d.uses {
+            for &(res, s) in d.uses.iter() {
                 load[res] += s * r;
                 want[res] += s * d.cap;
             }

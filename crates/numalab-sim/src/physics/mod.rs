@@ -201,8 +201,10 @@ pub struct Demand {
     /// Largest rate the flow can reach alone, bytes/ns.
     pub cap: f64,
     /// `(resource, share)`: each byte of the flow loads `resource` by `share`
-    /// bytes (the fraction of the flow's bytes that cross it).
-    pub uses: Vec<(ResId, f64)>,
+    /// bytes (the fraction of the flow's bytes that cross it). Shared, not
+    /// copied: a task's demand at every tick is often the list it built at
+    /// an earlier one (engine/exec.rs `TrafficMemo`).
+    pub uses: std::rc::Rc<[(ResId, f64)]>,
 }
 
 /// Max-min fair rates by progressive filling: all unfrozen flows rise
@@ -230,7 +232,7 @@ pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
         }
         weight.iter_mut().for_each(|w| *w = 0.0);
         for &i in &active {
-            for &(r, s) in &demands[i].uses {
+            for &(r, s) in demands[i].uses.iter() {
                 weight[r] += s;
             }
         }
@@ -286,7 +288,7 @@ mod tests {
             &[100.0],
             &[Demand {
                 cap: 10.0,
-                uses: vec![(0, 1.0)],
+                uses: vec![(0, 1.0)].into(),
             }],
         );
         assert!((r[0] - 10.0).abs() < 1e-9);
@@ -296,7 +298,7 @@ mod tests {
     fn saturated_controller_is_shared_equally() {
         let d = Demand {
             cap: 10.0,
-            uses: vec![(0, 1.0)],
+            uses: vec![(0, 1.0)].into(),
         };
         let r = max_min_fair(&[12.0], &[d.clone(), d.clone(), d]);
         for x in &r {
@@ -312,15 +314,15 @@ mod tests {
             &[
                 Demand {
                     cap: 2.0,
-                    uses: vec![(0, 1.0)],
+                    uses: vec![(0, 1.0)].into(),
                 },
                 Demand {
                     cap: 10.0,
-                    uses: vec![(0, 1.0)],
+                    uses: vec![(0, 1.0)].into(),
                 },
                 Demand {
                     cap: 10.0,
-                    uses: vec![(0, 1.0)],
+                    uses: vec![(0, 1.0)].into(),
                 },
             ],
         );
@@ -334,11 +336,11 @@ mod tests {
         // Remote flow crosses both; local flows only the controller.
         let remote = Demand {
             cap: 10.0,
-            uses: vec![(0, 1.0), (1, 1.0)],
+            uses: vec![(0, 1.0), (1, 1.0)].into(),
         };
         let local = Demand {
             cap: 10.0,
-            uses: vec![(0, 1.0)],
+            uses: vec![(0, 1.0)].into(),
         };
         let r = max_min_fair(&[20.0, 4.0], &[remote, local.clone(), local]);
         assert!((r[0] - 4.0).abs() < 1e-9, "{r:?}");
@@ -353,7 +355,7 @@ mod tests {
         let demands: Vec<Demand> = (0..17)
             .map(|i| Demand {
                 cap: 1.0 + (i % 5) as f64,
-                uses: vec![(i % 3, 0.5), ((i + 1) % 3, 0.5)],
+                uses: vec![(i % 3, 0.5), ((i + 1) % 3, 0.5)].into(),
             })
             .collect();
         let cap = [7.0, 5.0, 11.0];

@@ -97,8 +97,8 @@ mod tests {
         let mm = fx::add_mm(&mut k, fx::pages(64), false, None);
         let a = fx::add_task(&mut k, mm, fx::c(0));
         let b = fx::add_task(&mut k, mm, fx::c(2));
-        k.sched.rq[fx::c(0)].curr = Some(a);
-        k.sched.rq[fx::c(2)].curr = Some(b);
+        k.sched.set_curr(fx::c(0), Some(a));
+        k.sched.set_curr(fx::c(2), Some(b));
         // 4 pages: flushed one by one, one IPI to CPU 2.
         let small = k.flush_tlb_mm_range(fx::c(0), mm, 0, 4 << 12, 12);
         assert_eq!(k.vmstat.get(Vm::NrTlbLocalFlushOne), 4);
@@ -110,7 +110,7 @@ mod tests {
         assert_eq!(k.vmstat.get(Vm::NrTlbLocalFlushAll), 1);
         assert_eq!(k.vmstat.get(Vm::NrTlbLocalFlushOne), 4);
         // Alone on the machine: no IPI, cheaper.
-        k.sched.rq[fx::c(2)].curr = None;
+        k.sched.set_curr(fx::c(2), None);
         let alone = k.flush_tlb_mm_range(fx::c(0), mm, 0, 4 << 12, 12);
         assert_eq!(k.vmstat.get(Vm::NrTlbRemoteFlush), 2);
         assert!(alone < small);

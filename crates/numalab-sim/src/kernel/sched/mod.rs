@@ -70,6 +70,13 @@ pub struct Sched {
     /// Ticks per second as the kernel's tick length gives them
     /// (1e9 / `Kernel::tick_ns`), fixed at boot.
     hz: u64,
+    /// Each CPU's core (the machine's `Cpu::core`), dense for the hot
+    /// paths that ask about SMT siblings.
+    core_of: TiVec<CpuId, u32>,
+    /// CPUs running a task on each core, kept by [`Sched::set_curr`]: the
+    /// engine's SMT throughput share reads it once per op instead of every
+    /// sibling's runqueue.
+    busy_on_core: Vec<u8>,
 }
 
 impl Sched {
@@ -92,7 +99,29 @@ impl Sched {
             pelt: knobs.get(knob::PELT),
             interval_reset_unbalanced: knobs.get(knob::BALANCE_INTERVAL_RESET),
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
+            core_of: m.cpus.iter().map(|c| c.core as u32).collect(),
+            busy_on_core: vec![0; m.nr_cores()],
         }
+    }
+
+    /// Makes `t` (or nothing) the task running on `cpu`: `rq->curr`, with
+    /// the runqueue's generation bumped (an event planned for the old
+    /// task is stale) and the core's busy count kept.
+    pub fn set_curr(&mut self, cpu: CpuId, t: Option<TaskId>) {
+        let rq = &mut self.rq[cpu];
+        let core = self.core_of[cpu] as usize;
+        match (rq.curr.is_some(), t.is_some()) {
+            (false, true) => self.busy_on_core[core] += 1,
+            (true, false) => self.busy_on_core[core] -= 1,
+            _ => {}
+        }
+        rq.curr = t;
+        rq.gen += 1;
+    }
+
+    /// CPUs of `cpu`'s core (`cpu_smt_mask`) running a task now.
+    pub fn busy_smt_siblings(&self, cpu: CpuId) -> usize {
+        usize::from(self.busy_on_core[self.core_of[cpu] as usize])
     }
 
     /// The load balancer's state and counts.
@@ -119,6 +148,15 @@ impl Sched {
                 "{overloaded} runqueues overloaded but nr_overloaded = {}",
                 self.nr_overloaded
             ));
+        }
+        let mut busy = vec![0u8; self.busy_on_core.len()];
+        for (cpu, rq) in self.rq.iter_enumerated() {
+            if rq.curr.is_some() {
+                busy[self.core_of[cpu] as usize] += 1;
+            }
+        }
+        if busy != self.busy_on_core {
+            return Err("busy CPUs per core differ from the runqueues' current tasks".into());
         }
         Ok(())
     }
@@ -352,8 +390,7 @@ impl Kernel {
         let was_overloaded = rq.nr_running() > 1;
         let mut removed = true;
         if rq.curr == Some(t) {
-            rq.curr = None;
-            rq.gen += 1;
+            self.sched.set_curr(cpu, None);
             self.tasks[t].exec_start = self.now;
             self.trace_off_cpu(t, cpu);
         } else if let Some(i) = rq.queue.iter().position(|&x| x == t) {
@@ -385,10 +422,8 @@ impl Kernel {
             .enumerate()
             .min_by_key(|&(_, &t)| (self.tasks[t].vruntime, t))?;
         self.update_load_avg(t);
-        let rq = &mut self.sched.rq[cpu];
-        rq.queue.remove(i);
-        rq.curr = Some(t);
-        rq.gen += 1;
+        self.sched.rq[cpu].queue.remove(i);
+        self.sched.set_curr(cpu, Some(t));
         self.trace_sched_switch(cpu, Some(t));
         let now = self.now;
         let task = &mut self.tasks[t];
@@ -404,8 +439,7 @@ impl Kernel {
         if let Some(t) = self.sched.rq[cpu].curr {
             self.update_load_avg(t);
             self.tasks[t].exec_start = self.now;
-            self.sched.rq[cpu].curr = None;
-            self.sched.rq[cpu].gen += 1;
+            self.sched.set_curr(cpu, None);
             self.trace_off_cpu(t, cpu);
             let now = self.now;
             let task = &mut self.tasks[t];
