@@ -539,6 +539,7 @@ mod tests {
                     page_size: PageSize::Base4K,
                     policy: None,
                     runtime: false,
+                    shared: false,
                 }],
                 threads: vec![Thread {
                     name: "t0".into(),

@@ -203,8 +203,9 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
         None => None,
     };
     let cgroups = r.cgroups(spec, &env)?;
+    let shared = r.shared(spec, &env)?;
 
-    let mut processes = Vec::new();
+    let mut pending = Vec::new();
     let mut names = BTreeSet::new();
     let mut instances = 0u64;
     for (pi, ps) in spec.processes.iter().enumerate() {
@@ -244,12 +245,18 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
             }
             env.push("p", p as i64);
             r.at.push(format!("process {name}"));
-            processes.push(r.process(ps, &pf, name, &mut env)?);
+            pending.push(r.process(ps, &pf, name, &mut env, &shared)?);
             r.at.pop();
             env.pop();
         }
         env.pop();
     }
+    // Pass 2, once every process's use of the shared regions is known.
+    let shared_bytes = r.scale_shared(&shared, &pending)?;
+    let processes = pending
+        .into_iter()
+        .map(|p| r.place_process(p, &shared_bytes))
+        .collect::<Result<Vec<_>>>()?;
     if r.threads == 0 {
         return Err(r.err(
             "process",
