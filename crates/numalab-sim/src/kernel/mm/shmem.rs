@@ -105,6 +105,17 @@ impl MmState {
         Ok(())
     }
 
+    /// The memory behind VMA `vma` of `mm`, as a key: a shared object's
+    /// first mapping for each of its mappings (they reach the same
+    /// lines), the VMA itself otherwise.
+    #[inline]
+    pub fn region_key(&self, mm: MmId, vma: VmaId) -> (MmId, VmaId) {
+        match self.mms[mm].vmas[vma].shm {
+            None => (mm, vma),
+            Some(s) => self.shmem[s].mappers[0],
+        }
+    }
+
     /// `folio_last_cpupid` of page `idx` of VMA `vma` of `mm`: the
     /// object's folio for a shared mapping, else the VMA's own page.
     #[inline]
