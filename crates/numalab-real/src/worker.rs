@@ -877,7 +877,63 @@ impl Exec<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::Layout;
+    use super::{Layout, SharedRegions};
+
+    /// Two processes mapping `[[shared]]` region `shm` (5 pages) beside a
+    /// private region each, resolved for tiny-2n.
+    fn two_procs_sharing() -> numalab_workload::Workload {
+        let text = r#"
+[[shared]]
+name = "shm"
+size = "20KiB"
+[[process]]
+name = "p"
+count = 2
+shared = ["shm"]
+[[process.region]]
+name = "own"
+size = "8KiB"
+[[process.thread]]
+name = "t"
+phases = [ { stream = "shm" }, { stream = "own" } ]
+"#;
+        let spec = numalab_workload::parse(text, "t.toml").expect("spec");
+        let m = numalab_topology::presets::load("tiny-2n").expect("preset");
+        numalab_workload::resolve(&spec, &m, 1, 1.0).expect("resolves")
+    }
+
+    /// The coordinator maps each shared region once (not once per process
+    /// that maps it); a child forked afterwards writes the very pages the
+    /// coordinator reads.
+    #[test]
+    fn a_shared_region_is_one_memory_across_the_fork() {
+        let w = two_procs_sharing();
+        let s = SharedRegions::map(&w).expect("mapped");
+        assert_eq!(s.maps.len(), 1);
+        let m = s.get("shm").expect("shm");
+        assert_eq!(m.len(), 5 * 4096);
+        assert!(
+            s.get("own").is_none(),
+            "a private region is the child's own"
+        );
+        let at = m.base() as usize + 3 * 4096 + 17;
+        // SAFETY: the child writes one byte inside the mapping and leaves
+        // through _exit (no destructor, no allocation).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            unsafe {
+                *(at as *mut u8) = 42;
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        // SAFETY: inside the mapping, which the child wrote.
+        assert_eq!(unsafe { *(at as *const u8) }, 42);
+    }
 
     #[test]
     fn first_thread_runs_on_main_and_groups_start_in_order() {

@@ -108,8 +108,9 @@ impl Kernel {
         let mut flags = 0u32;
         // Flag if the folio is shared between multiple address spaces
         // (`folio_likely_mapped_shared` on a VM_SHARED mapping): later
-        // used when deciding whether to group tasks together.
-        if self.mem.folio_likely_mapped_shared(mm, vma, idx) {
+        // used when deciding whether to group tasks together
+        // (`numalab.tnf_shared=0`: never, an ablation).
+        if self.mem.folio_likely_mapped_shared(mm, vma, idx) && self.knobs.get(knob::TNF_SHARED) {
             flags |= TNF_SHARED;
         }
         let mut nid = page.node_id();

@@ -12,9 +12,10 @@ use crate::kernel::{MmId, TaskId};
 
 /// tiny-2n (CPUs 0-1 on node 0, 2-3 on node 1): two mms of 16 pages each,
 /// mapping one shared object when `shared`, else each its own private
-/// memory; task `a` of the first on CPU 0, task `b` of the second on CPU 2.
-fn two_procs(shared: bool) -> (Kernel, [MmId; 2], [TaskId; 2]) {
-    let mut k = fx::kernel("tiny-2n", &[]);
+/// memory; task `a` of the first on CPU 0, task `b` of the second on
+/// CPU 2; knobs `sets`.
+fn two_procs(shared: bool, sets: &[&str]) -> (Kernel, [MmId; 2], [TaskId; 2]) {
+    let mut k = fx::kernel("tiny-2n", sets);
     let mms = [0, 1].map(|_| fx::add_mm(&mut k, fx::pages(16), false, None));
     if shared {
         for mm in mms {
@@ -44,7 +45,7 @@ fn free(k: &Kernel, n: usize) -> u64 {
 
 #[test]
 fn one_folio_two_ptes_each_mm_faults_its_own() {
-    let (mut k, [ma, mb], [a, b]) = two_procs(true);
+    let (mut k, [ma, mb], [a, b]) = two_procs(true, &[]);
     let (free0, free1) = (free(&k, 0), free(&k, 1));
     // a's first touch allocates on node 0; b's PTE is still empty.
     touch(&mut k, a, ma, 0, 3);
@@ -74,9 +75,10 @@ fn one_folio_two_ptes_each_mm_faults_its_own() {
 }
 
 /// Each task faults on a page the other faulted last. Only a shared
-/// mapping (TNF_SHARED) lets the two processes' tasks join one group.
-fn cross_faults(shared: bool) -> Kernel {
-    let (mut k, [ma, mb], [a, b]) = two_procs(shared);
+/// mapping (TNF_SHARED) lets the two processes' tasks join one group;
+/// knobs `sets`.
+fn cross_faults(shared: bool, sets: &[&str]) -> Kernel {
+    let (mut k, [ma, mb], [a, b]) = two_procs(shared, sets);
     for (t, mm, cpu) in [(a, ma, 0), (b, mb, 2)] {
         for idx in [3, 4] {
             touch(&mut k, t, mm, cpu, idx);
@@ -100,18 +102,21 @@ fn cross_faults(shared: bool) -> Kernel {
 
 #[test]
 fn tasks_of_two_processes_join_one_group_only_on_a_shared_mapping() {
-    let k = cross_faults(true);
+    let k = cross_faults(true, &[]);
     let (a, b) = (TaskId::new(0), TaskId::new(1));
     assert_ne!(k.task_numa_group_id(a), 0);
     assert_eq!(k.task_numa_group_id(a), k.task_numa_group_id(b));
     assert_eq!(k.numa_group(a).map(|g| g.nr_tasks), Some(2));
-    let k = cross_faults(false);
+    let k = cross_faults(false, &[]);
+    assert_ne!(k.task_numa_group_id(a), k.task_numa_group_id(b));
+    // The ablation: a shared mapping without TNF_SHARED joins nobody.
+    let k = cross_faults(true, &["numalab.tnf_shared=0"]);
     assert_ne!(k.task_numa_group_id(a), k.task_numa_group_id(b));
 }
 
 #[test]
 fn a_migration_moves_the_page_for_both_mms() {
-    let (mut k, [ma, mb], [a, b]) = two_procs(true);
+    let (mut k, [ma, mb], [a, b]) = two_procs(true, &[]);
     touch(&mut k, a, ma, 0, 5);
     touch(&mut k, b, mb, 2, 5);
     let (free0, free1) = (free(&k, 0), free(&k, 1));
