@@ -4,9 +4,11 @@
 //! Evaluates every expression (with the machine's `ncpus`, `nnodes`, ...,
 //! the parameters, and `p`/`i`/`n`/`np` and loop variables where they are
 //! bound), expands process and thread counts and `for` loops, and applies
-//! `--scale`. Two passes per process: the first resolves every phase
+//! `--scale`. Two passes: the first resolves every phase of every process
 //! ([`phase`]) and notes which slices use each region, the second scales
-//! region sizes and places every range in them. Processes, regions and
+//! region sizes and places every range in them; it runs once every process
+//! is through the first, so a `[[shared]]` region, which several processes
+//! map, is scaled once for all of them. Processes, regions and
 //! cgroups are in [`process`], the scaling arithmetic in [`scale`]. Left
 //! out: the kernel's legality rules for policies and affinities (the kernel
 //! model applies them when the workload makes the call).
