@@ -454,6 +454,18 @@ declare! {
         description: "1: each hinting fault is private or shared by the page's last cpupid (the two-stage filter's record), shared faults form numa groups whose statistics drive placement and memory migration; 0 (3.9): every fault counts alike as the task's own, no numa groups (the two-stage filter still gates page migration)",
     }
 
+    /// `TNF_SHARED`: a fault on a folio two mms map through a shared
+    /// mapping may join tasks of different processes into one group.
+    TNF_SHARED: bool {
+        name: "numalab.tnf_shared",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/memory.c numa_migrate_check() (folio_likely_mapped_shared && VM_SHARED sets TNF_SHARED), kernel/sched/fair.c task_numa_group() (joins on the same mm or TNF_SHARED); numalab kernel/mm/shmem.rs",
+        description: "1 (mainline): a hinting fault on a page of a shared mapping ([[shared]]) that two processes map is flagged TNF_SHARED, so task_numa_group joins tasks of different processes into one numa group; 0: never flagged, so only threads of one process join (an ablation: what cross-process groups do)",
+    }
+
     /// Scan rate adapted to fault locality instead of the reset hammer.
     NUMA_SCAN_ADAPT: bool {
         name: "numalab.numa_scan_adapt",

@@ -270,13 +270,15 @@ pub fn plan(
         }
     }
 
-    // Memory.
-    let total: u64 = w
+    // Memory: a shared region once, however many processes map it.
+    let mut seen_shared = std::collections::BTreeSet::new();
+    let regions: Vec<&numalab_workload::Region> = w
         .processes
         .iter()
         .flat_map(|p| p.regions.iter())
-        .map(|r| r.bytes)
-        .sum();
+        .filter(|r| !r.shared || seen_shared.insert(r.name.as_str()))
+        .collect();
+    let total: u64 = regions.iter().map(|r| r.bytes).sum();
     if total > facts.mem_available {
         return Err(format!(
             "refused: the workload needs {} MiB of memory but only {} MiB is available (MemAvailable)",
@@ -285,15 +287,13 @@ pub fn plan(
         ));
     }
     let mut bound: BTreeMap<Vec<usize>, u64> = BTreeMap::new();
-    for p in &w.processes {
-        for r in &p.regions {
-            if let Some(s) = &r.policy {
-                if s.mode == PolicyMode::Bind {
-                    let mut n = s.nodes.clone();
-                    n.sort_unstable();
-                    n.dedup();
-                    *bound.entry(n).or_default() += r.bytes;
-                }
+    for r in &regions {
+        if let Some(s) = &r.policy {
+            if s.mode == PolicyMode::Bind {
+                let mut n = s.nodes.clone();
+                n.sort_unstable();
+                n.dedup();
+                *bound.entry(n).or_default() += r.bytes;
             }
         }
     }
@@ -539,6 +539,7 @@ mod tests {
                     page_size: PageSize::Base4K,
                     policy: None,
                     runtime: false,
+                    shared: false,
                 }],
                 threads: vec![Thread {
                     name: "t0".into(),

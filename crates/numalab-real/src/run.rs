@@ -291,7 +291,8 @@ fn run_planned(r: &RunCtx, journal: Journal) -> Result<RunRecord, RealError> {
     interrupted(&signals)?;
     // 4. Fork the processes; they wait for "go".
     let shared = SharedPage::new().map_err(|e| RealError::Failed(format!("mmap: {e}")))?;
-    fork_children(&mut ch, r, &shared, my_pid)?;
+    let shared_regions = worker::SharedRegions::map(r.workload).map_err(RealError::Failed)?;
+    fork_children(&mut ch, r, &shared, &shared_regions, my_pid)?;
     // 5. Counters and baselines.
     let mut settings = settings_now;
     let base = Baseline::read(r, &ch, &mut settings);
@@ -381,6 +382,7 @@ fn fork_children(
     ch: &mut Changes,
     r: &RunCtx,
     shared: &SharedPage,
+    shared_regions: &worker::SharedRegions,
     my_pid: i32,
 ) -> Result<(), RealError> {
     let RunCtx {
@@ -430,6 +432,7 @@ fn fork_children(
                 proc_idx: pi,
                 process: p,
                 shared: shared.get(),
+                shared_regions,
                 go_fd: go_r,
                 report_fd: rep_w,
                 seed: opts.seed,

@@ -336,6 +336,17 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// Maps `len` bytes (rounded up to 4 KiB) with THP advice for `page`.
     pub fn new(len: u64, page: PageSize) -> io::Result<Mapping> {
+        Mapping::map(len, page, false)
+    }
+
+    /// As [`Mapping::new`], but `MAP_SHARED | MAP_ANONYMOUS` (shmem): a
+    /// process forked after this call maps the same pages. THP advice
+    /// takes effect only when `shmem_enabled` allows it (`advise`).
+    pub fn new_shared(len: u64, page: PageSize) -> io::Result<Mapping> {
+        Mapping::map(len, page, true)
+    }
+
+    fn map(len: u64, page: PageSize, shared: bool) -> io::Result<Mapping> {
         let len = (len as usize).div_ceil(PAGE_SIZE) * PAGE_SIZE;
         let reserve_len = len + 2 * HPAGE_SIZE;
         // SAFETY: fresh anonymous mapping, no aliasing.
@@ -366,13 +377,30 @@ impl Mapping {
             base,
             len,
         };
-        // SAFETY: [base, base+len) lies inside the reservation.
+        // SAFETY: [base, base+len) lies inside the reservation; a shared
+        // mapping replaces that part of it (MAP_FIXED).
         let r = unsafe {
-            libc::mprotect(
-                base as *mut libc::c_void,
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
+            if shared {
+                let p = libc::mmap(
+                    base as *mut libc::c_void,
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                );
+                if p == libc::MAP_FAILED {
+                    -1
+                } else {
+                    0
+                }
+            } else {
+                libc::mprotect(
+                    base as *mut libc::c_void,
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
+            }
         };
         if r != 0 {
             return Err(io::Error::last_os_error());

@@ -1,8 +1,10 @@
 //! Inside one workload process: the regions, the threads and their phases.
 //!
-//! The coordinator forks one child per [`Process`]. The child waits on its
-//! "go" pipe (by then it is in its cgroup), maps each region as its own VMA
-//! with THP advice and `mbind` policy, then starts threads in order (a
+//! The coordinator maps the workload's shared regions ([`SharedRegions`],
+//! `MAP_SHARED | MAP_ANONYMOUS`), then forks one child per [`Process`]. The
+//! child waits on its "go" pipe (by then it is in its cgroup), maps each of
+//! its own regions as its own VMA with THP advice and `mbind` policy (a
+//! shared region it finds already mapped, inherited at the fork), then starts threads in order (a
 //! thread with `start_after` starts when those threads have exited). The
 //! first thread that starts at once runs on the child's main thread (its
 //! tid is the child's pid), after the main thread has created the others
@@ -42,7 +44,7 @@ use crate::sample::{parse_proc_sched, parse_schedstat, summarize_page_status};
 use crate::sys::{self, Mapping};
 use numalab_record::TaskFigures;
 use numalab_topology::CpuSet;
-use numalab_workload::model::{Phase, Process};
+use numalab_workload::model::{PageSize, Phase, Process, Workload};
 use rand::Rng;
 use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
@@ -103,6 +105,85 @@ impl Drop for SharedPage {
     }
 }
 
+/// The workload's `[[shared]]` regions (regions marked `shared`), each
+/// mapped once by the coordinator before the forks, `MAP_SHARED |
+/// MAP_ANONYMOUS` (shmem) with its page size and its policy (`mbind` of a
+/// shmem mapping sets the object's shared policy, the one every mapper
+/// allocates and balances under). Every child inherits the mappings at the
+/// same address, so the processes share the pages: the first to touch one
+/// allocates it. Unmapped when the coordinator drops it.
+pub(crate) struct SharedRegions {
+    maps: Vec<(String, Mapping)>,
+}
+
+/// Where the kernel says whether shmem may use transparent huge pages.
+const SHMEM_ENABLED: &str = "/sys/kernel/mm/transparent_hugepage/shmem_enabled";
+
+impl SharedRegions {
+    /// Maps every shared region of `w` (one per name, as the first process
+    /// that maps it declares it). A THP region needs `shmem_enabled` to
+    /// allow `MADV_HUGEPAGE` (`advise`, `always` or `within_size`): with
+    /// `never` or `deny` the region would silently get 4 KiB pages, so it
+    /// is an error.
+    pub fn map(w: &Workload) -> Result<SharedRegions, String> {
+        let mut maps: Vec<(String, Mapping)> = Vec::new();
+        for r in w.processes.iter().flat_map(|p| &p.regions) {
+            if !r.shared || maps.iter().any(|(n, _)| n == &r.name) {
+                continue;
+            }
+            if r.page_size == PageSize::Thp2M {
+                let mode = std::fs::read_to_string(SHMEM_ENABLED).unwrap_or_default();
+                if mode.is_empty() || mode.contains("[never]") || mode.contains("[deny]") {
+                    return Err(format!(
+                        "shared region '{}' asks for THP, but shmem does not take MADV_HUGEPAGE here ({SHMEM_ENABLED}: {}); set it to advise",
+                        r.name,
+                        if mode.is_empty() { "missing" } else { mode.trim() }
+                    ));
+                }
+            }
+            let m = Mapping::new_shared(r.bytes, r.page_size).map_err(|e| {
+                format!(
+                    "mmap(MAP_SHARED) of shared region '{}' ({} bytes): {e}",
+                    r.name, r.bytes
+                )
+            })?;
+            if let Some(p) = &r.policy {
+                // SAFETY: the mapping belongs to this process.
+                unsafe { sys::mbind(m.base(), m.len(), Some(p), 0) }.map_err(|e| {
+                    format!(
+                        "mbind({}) of shared region '{}': {e}",
+                        sys::policy_name(Some(p)),
+                        r.name
+                    )
+                })?;
+            }
+            maps.push((r.name.clone(), m));
+        }
+        Ok(SharedRegions { maps })
+    }
+
+    /// The mapping of shared region `name`.
+    fn get(&self, name: &str) -> Option<&Mapping> {
+        self.maps.iter().find(|(n, _)| n == name).map(|(_, m)| m)
+    }
+}
+
+/// A region as the threads of a child reach it: its first byte and its
+/// length, in a mapping the child made (`own`) or, for a shared region,
+/// the coordinator's, inherited at the fork.
+struct RegionMap {
+    base: usize,
+    len: usize,
+    /// The child's own mapping, unmapped with it; `None` for a shared one.
+    _own: Option<Mapping>,
+}
+
+impl RegionMap {
+    fn base(&self) -> *mut u8 {
+        self.base as *mut u8
+    }
+}
+
 /// A thread's figures at exit, as sent on the report pipe.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct ThreadReport {
@@ -119,6 +200,7 @@ pub(crate) struct ChildCtx<'a> {
     pub proc_idx: usize,
     pub process: &'a Process,
     pub shared: &'a Shared,
+    pub shared_regions: &'a SharedRegions,
     pub go_fd: RawFd,
     pub report_fd: RawFd,
     pub seed: u64,
@@ -207,20 +289,37 @@ fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), Strin
     let t0 = ctx.shared.t0_ns.load(Ordering::SeqCst);
     let mut maps = Vec::new();
     for (i, r) in ctx.process.regions.iter().enumerate() {
-        let m = Mapping::new(r.bytes, r.page_size)
-            .map_err(|e| format!("mmap of region '{}' ({} bytes): {e}", r.name, r.bytes))?;
-        if let Some(p) = &r.policy {
-            // SAFETY: the mapping belongs to this process.
-            unsafe { sys::mbind(m.base(), m.len(), Some(p), 0) }.map_err(|e| {
-                format!(
-                    "mbind({}) of region '{}': {e}",
-                    sys::policy_name(Some(p)),
-                    r.name
-                )
-            })?;
-        }
-        reporter.send(&format!("R {i} {} {}", m.base() as usize, m.len()));
-        maps.push(m);
+        let map = if r.shared {
+            let m = ctx
+                .shared_regions
+                .get(&r.name)
+                .ok_or_else(|| format!("shared region '{}' was not mapped", r.name))?;
+            RegionMap {
+                base: m.base() as usize,
+                len: m.len(),
+                _own: None,
+            }
+        } else {
+            let m = Mapping::new(r.bytes, r.page_size)
+                .map_err(|e| format!("mmap of region '{}' ({} bytes): {e}", r.name, r.bytes))?;
+            if let Some(p) = &r.policy {
+                // SAFETY: the mapping belongs to this process.
+                unsafe { sys::mbind(m.base(), m.len(), Some(p), 0) }.map_err(|e| {
+                    format!(
+                        "mbind({}) of region '{}': {e}",
+                        sys::policy_name(Some(p)),
+                        r.name
+                    )
+                })?;
+            }
+            RegionMap {
+                base: m.base() as usize,
+                len: m.len(),
+                _own: Some(m),
+            }
+        };
+        reporter.send(&format!("R {i} {} {}", map.base, map.len));
+        maps.push(map);
     }
     let layout = Layout::new(
         ctx.process
@@ -350,7 +449,7 @@ struct Proc {
     threads: Vec<numalab_workload::model::Thread>,
     process_name: String,
     cgroup: String,
-    maps: Vec<Mapping>,
+    maps: Vec<RegionMap>,
     reporter: Arc<Reporter>,
     proc_idx: usize,
     seed: u64,
@@ -476,7 +575,7 @@ impl ThreadEnv {
 fn run_thread(
     env: &ThreadEnv,
     t: &numalab_workload::model::Thread,
-    maps: &[Mapping],
+    maps: &[RegionMap],
     reporter: &Reporter,
 ) -> Result<ThreadReport, String> {
     if let Some(a) = &t.affinity {
@@ -554,7 +653,7 @@ enum Flow {
 
 struct Exec<'a> {
     env: &'a ThreadEnv,
-    maps: &'a [Mapping],
+    maps: &'a [RegionMap],
     rng: Pcg64,
     requests: u64,
     by_node: Vec<u64>,
@@ -778,7 +877,63 @@ impl Exec<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::Layout;
+    use super::{Layout, SharedRegions};
+
+    /// Two processes mapping `[[shared]]` region `shm` (5 pages) beside a
+    /// private region each, resolved for tiny-2n.
+    fn two_procs_sharing() -> numalab_workload::Workload {
+        let text = r#"
+[[shared]]
+name = "shm"
+size = "20KiB"
+[[process]]
+name = "p"
+count = 2
+shared = ["shm"]
+[[process.region]]
+name = "own"
+size = "8KiB"
+[[process.thread]]
+name = "t"
+phases = [ { stream = "shm" }, { stream = "own" } ]
+"#;
+        let spec = numalab_workload::parse(text, "t.toml").expect("spec");
+        let m = numalab_topology::presets::load("tiny-2n").expect("preset");
+        numalab_workload::resolve(&spec, &m, 1, 1.0).expect("resolves")
+    }
+
+    /// The coordinator maps each shared region once (not once per process
+    /// that maps it); a child forked afterwards writes the very pages the
+    /// coordinator reads.
+    #[test]
+    fn a_shared_region_is_one_memory_across_the_fork() {
+        let w = two_procs_sharing();
+        let s = SharedRegions::map(&w).expect("mapped");
+        assert_eq!(s.maps.len(), 1);
+        let m = s.get("shm").expect("shm");
+        assert_eq!(m.len(), 5 * 4096);
+        assert!(
+            s.get("own").is_none(),
+            "a private region is the child's own"
+        );
+        let at = m.base() as usize + 3 * 4096 + 17;
+        // SAFETY: the child writes one byte inside the mapping and leaves
+        // through _exit (no destructor, no allocation).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            unsafe {
+                *(at as *mut u8) = 42;
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        // SAFETY: inside the mapping, which the child wrote.
+        assert_eq!(unsafe { *(at as *const u8) }, 42);
+    }
 
     #[test]
     fn first_thread_runs_on_main_and_groups_start_in_order() {

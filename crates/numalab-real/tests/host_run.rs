@@ -61,6 +61,7 @@ fn mixed() -> Workload {
                         page_size: PageSize::Base4K,
                         policy: pol(PolicyMode::Bind, &[0]),
                         runtime: false,
+                        shared: false,
                     },
                     Region {
                         name: "thp".into(),
@@ -68,6 +69,7 @@ fn mixed() -> Workload {
                         page_size: PageSize::Thp2M,
                         policy: pol(PolicyMode::Interleave, &[0]),
                         runtime: false,
+                        shared: false,
                     },
                 ],
                 threads: vec![
@@ -139,6 +141,7 @@ fn mixed() -> Workload {
                     page_size: PageSize::Base4K,
                     policy: None,
                     runtime: false,
+                    shared: false,
                 }],
                 threads: vec![Thread {
                     name: "w".into(),

@@ -345,6 +345,13 @@ pub struct Region {
     /// per-region reports.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub runtime: bool,
+    /// A `[[shared]]` region: one memory object (`MAP_SHARED |
+    /// MAP_ANONYMOUS`, mapped before the processes fork) that every
+    /// process with a shared region of this name maps; size, page size and
+    /// policy are the same in each. Its pages are allocated once, by the
+    /// first process to touch them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 /// One thread of a process.

@@ -73,6 +73,7 @@ fn region(name: String, bytes: u64) -> Region {
         page_size: PageSize::Base4K,
         policy: None,
         runtime: true,
+        shared: false,
     }
 }
 
@@ -190,6 +191,7 @@ mod tests {
                     .into_iter()
                     .map(|r| Region {
                         runtime: false,
+                        shared: false,
                         ..r
                     })
                     .collect(),

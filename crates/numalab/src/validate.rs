@@ -90,6 +90,13 @@ pub const SCENARIOS: &[Scenario] = &[
         guest: "guest-4n",
     },
     Scenario {
+        name: "shared-procs",
+        text: include_str!("../validate/shared-procs.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-4n",
+    },
+    Scenario {
         name: "p3-interleave-4k",
         text: include_str!("../validate/p3-interleave-4k.toml"),
         check: false,

@@ -347,8 +347,15 @@ impl Sim {
                     None => None,
                 };
                 let thp = r.page_size == numalab_workload::PageSize::Thp2M;
-                let v = Vma::new(&r.name, addr, r.bytes, thp, policy, nn);
+                let mut v = Vma::new(&r.name, addr, r.bytes, thp, policy, nn);
                 addr = (v.end() + (4 << 20)).next_multiple_of(2 << 20);
+                if r.shared {
+                    let vid = VmaId::new(vmas.len());
+                    self.k
+                        .mem
+                        .shmem_attach(&r.name, mm_id, vid, &mut v)
+                        .map_err(|e| SimError::Refused(format!("process {}: {e}", p.name)))?;
+                }
                 vmas.push(v);
             }
             self.k.mem.mms.push(Mm {

@@ -4,7 +4,8 @@
 //! At every tick, before the fluid solve, each running task whose
 //! operation in progress writes (a stream of a writing phase, random
 //! accesses with a write share) is indexed under its (mm, VMA) with its
-//! range and, for a stream, its position. Then [`Sim::shared_line_latency`]
+//! range and, for a stream, its position (a shared object's mappings in
+//! several mms are one region: `MmState::region_key`). Then [`Sim::shared_line_latency`]
 //! tells `op_demand` the latency an access sees once the lines other cores
 //! hold Modified are counted. Switch: `numalab.shared_line_transfers`.
 //!
@@ -102,7 +103,7 @@ impl Sim {
                 },
             };
             found.push((
-                (self.k.tasks[t].mm, vma),
+                self.k.mem.region_key(self.k.tasks[t].mm, vma),
                 Writer {
                     id: t.index(),
                     cpu,
@@ -162,7 +163,10 @@ impl Sim {
             Some(at) => AccessKind::Stream { at },
             None => AccessKind::Random,
         };
-        let Some(r) = self.shared.get(&(self.k.tasks[t].mm, vma)) else {
+        let Some(r) = self
+            .shared
+            .get(&self.k.mem.region_key(self.k.tasks[t].mm, vma))
+        else {
             return mem_ns;
         };
         let m = &self.k.m;

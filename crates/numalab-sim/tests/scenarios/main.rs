@@ -12,3 +12,4 @@ mod numa_scenarios;
 mod per_cgroup;
 mod serial_clone;
 mod serialize;
+mod shared_memory;

@@ -135,10 +135,11 @@ pub struct CgroupSpec {
     pub files: BTreeMap<String, String>,
 }
 
-/// A `[[process.region]]` entry.
+/// A `[[process.region]]` or `[[shared]]` entry.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RegionSpec {
-    /// Name, unique in the process.
+    /// Name, unique in the process (a `[[shared]]` region's: unique among
+    /// them, and apart from the region names of every process that maps it).
     pub name: String,
     /// Size in bytes.
     pub size: Num,
@@ -176,6 +177,9 @@ pub struct ProcessSpec {
     pub cgroup: String,
     /// Regions.
     pub regions: Vec<RegionSpec>,
+    /// Names of the [`WorkloadSpec::shared`] regions every instance maps,
+    /// each once; phases name them as they name `regions`.
+    pub shared: Vec<String>,
     /// Thread groups, in creation order.
     pub threads: Vec<ThreadSpec>,
 }
@@ -200,6 +204,9 @@ pub struct WorkloadSpec {
     pub cgroups: Vec<CgroupSpec>,
     /// Processes, in fork order.
     pub processes: Vec<ProcessSpec>,
+    /// `[[shared]]` regions: memory several processes map (`MAP_SHARED |
+    /// MAP_ANONYMOUS` before the fork), each mapped by at least one process.
+    pub shared: Vec<RegionSpec>,
     /// Named parameters (`[params]`, sorted by name) with their values:
     /// integer expressions over the built-in variables, usable in every
     /// other expression; a run may override them (`NAME:param=value`).

@@ -2,7 +2,7 @@
 //!
 //! Models what a benchmark's source and build step fix about a run: which
 //! processes and threads exist, which memory each allocates and under which
-//! policy, where threads may run, and what each does in order (stream over a
+//! policy (and which memory several processes share, `[[shared]]`), where threads may run, and what each does in order (stream over a
 //! buffer like `bzero`, random cache-line accesses, compute, sleep,
 //! `set_mempolicy`, `sched_setaffinity`, loops). Three stages, one module
 //! each, each importing only the one before it:

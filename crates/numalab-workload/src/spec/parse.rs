@@ -194,6 +194,9 @@ pub(crate) struct RawSpec {
     pub(crate) cgroup: Vec<RawCgroup>,
     #[serde(default)]
     pub(crate) process: Vec<RawProcess>,
+    /// `[[shared]]`: regions several processes map (MAP_SHARED).
+    #[serde(default)]
+    pub(crate) shared: Vec<RawRegion>,
     #[serde(default)]
     pub(crate) params: BTreeMap<String, Num>,
 }
@@ -220,11 +223,14 @@ pub(crate) struct RawProcess {
     pub(crate) cgroup: Option<String>,
     #[serde(default)]
     pub(crate) region: Vec<RawRegion>,
+    /// Names of the `[[shared]]` regions the process maps.
+    #[serde(default)]
+    pub(crate) shared: Vec<String>,
     #[serde(default)]
     pub(crate) thread: Vec<RawThread>,
 }
 
-/// A `[[process.region]]` entry as written.
+/// A `[[process.region]]` or `[[shared]]` entry as written.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRegion {

@@ -9,3 +9,4 @@ mod language;
 mod presets;
 mod ranges;
 mod scale;
+mod shared;

@@ -1,5 +1,7 @@
 //! Page faults (mm/memory.c): first touch of an anonymous page
-//! (`do_anonymous_page`, `do_huge_pmd_anonymous_page`) and the dispatch of
+//! (`do_anonymous_page`, `do_huge_pmd_anonymous_page`; a shared mapping's
+//! first touch allocates the same way, `shmem_fault`, and a later mm's
+//! maps the folio, kernel/mm/shmem.rs) and the dispatch of
 //! NUMA hinting faults on PROT_NONE pages to the balancing model.
 //!
 //! The first touch allocates on the node the governing policy picks
@@ -109,7 +111,16 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         let page = self.mem.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
-            return self.do_anonymous_page(t, cpu, vma, idx, race);
+            // A shared mapping: another mm may have allocated the folio.
+            if let Some(nid) = self.mem.shmem_folio_node(mm, vma, idx) {
+                return Ok(FaultCost {
+                    cpu_ns: self.shmem_map_folio(t, cpu, vma, idx, nid),
+                    ..FaultCost::default()
+                });
+            }
+            let c = self.do_anonymous_page(t, cpu, vma, idx, race)?;
+            self.mem.shmem_add_folio(mm, vma, idx);
+            return Ok(c);
         }
         if page.protnone {
             let (own, held) = self.do_numa_page_timed(t, cpu, vma, idx);

@@ -7,6 +7,9 @@
 //! access stream skips whole chunks that need no fault in O(1) and the
 //! physics can ask for a range's node mix cheaply.
 //!
+//! Memory shared between processes is a shared object's ([`shmem`]): its
+//! folios are the object's, each mapping's pages its PTEs.
+//!
 //! Left out: page cache and file mappings, swap, reclaim, KSM, the zero
 //! page, page-table pages as memory, partial THP (a THP VMA is all 2 MiB
 //! pages, its size rounded up to 2 MiB).
@@ -15,6 +18,7 @@ pub mod fault;
 pub mod mempolicy;
 pub mod page_alloc;
 pub mod page_types;
+pub mod shmem;
 pub mod state;
 pub mod tlb;
 
@@ -98,6 +102,12 @@ pub struct Vma {
     nr_nodes: usize,
     /// NUMA balancing per-VMA state (`vma->numab_state`), if created.
     pub numab: Option<crate::kernel::numa::VmaNumabState>,
+    /// A mapping of a shared object ([`shmem::Shmem`], by its index in
+    /// [`MmState::shmem`]): `VM_SHARED`. Its pages are then this mm's
+    /// PTEs (present on a node, PROT_NONE), its folios the object's
+    /// (node, `last_cpupid`); `None` for a private anonymous VMA, whose
+    /// pages are both.
+    pub shm: Option<usize>,
 }
 
 impl Vma {
@@ -155,6 +165,7 @@ impl Vma {
             version: 0,
             nr_nodes,
             numab: None,
+            shm: None,
         }
     }
 

@@ -1,4 +1,5 @@
-//! Memory management's own state ([`MmState`]): the address spaces, each
+//! Memory management's own state ([`MmState`]): the address spaces, the
+//! objects several of them map (shmem), each
 //! node's free memory and zonelist, and the locks of the fault and
 //! migration paths (`mmap_lock`, the PTL, `zone->lock`, `lru_lock`, the
 //! per-CPU page lists), which the kernel keeps in `mm_struct`, `pg_data_t`
@@ -12,6 +13,7 @@
 use crate::kernel::ids::{TiSlice, TiVec};
 use crate::kernel::locking::Locks;
 use crate::kernel::mm::page_alloc::{zonelists, NodeMem};
+use crate::kernel::mm::shmem::Shmem;
 use crate::kernel::mm::{Mm, PAGE_SHIFT};
 use crate::kernel::sysctl::Knobs;
 use crate::kernel::{MmId, NodeId};
@@ -29,6 +31,9 @@ pub struct MmState {
     /// Zonelists: nodes by distance from each node (`build_zonelists`),
     /// fixed at boot.
     pub(in crate::kernel) zonelists: TiVec<NodeId, Vec<NodeId>>,
+    /// Objects several mms map (`MAP_SHARED`), by the index a mapping's
+    /// [`Vma::shm`](crate::kernel::mm::Vma::shm) holds.
+    pub shmem: Vec<Shmem>,
 }
 
 impl MmState {
@@ -48,6 +53,7 @@ impl MmState {
             nodes,
             locks: Locks::new(m, knobs),
             zonelists: zonelists(&m.distance),
+            shmem: Vec::new(),
         }
     }
 
@@ -69,11 +75,16 @@ impl MmState {
         for mm in &self.mms {
             for v in &mm.vmas {
                 v.check_invariants()?;
+                // A shared object's folios are counted once, below.
+                if v.shm.is_some() {
+                    continue;
+                }
                 for (n, p) in v.pages_by_node().into_iter().enumerate() {
                     used[n] += p * v.nr_base_pages();
                 }
             }
         }
+        self.check_shmem(&mut used)?;
         for (nm, (n, u)) in self.nodes.iter().zip(used.iter().enumerate()) {
             if nm.total_pages - nm.free_pages != *u {
                 return Err(format!(

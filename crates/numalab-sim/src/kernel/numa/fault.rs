@@ -36,7 +36,8 @@
 use super::{
     cpu_pid_to_cpupid, cpupid_match_pid, cpupid_pid_unset, cpupid_to_cpu, faults_idx, hash_32,
     ACTIVE_NODE_FRACTION, MIN_FREE_KBYTES_RANGE, NUMA_CPU, NUMA_EARLY_SCAN_SEQ, NUMA_MEM,
-    TNF_FAULT_LOCAL, TNF_MIGRATED, TNF_MIGRATE_FAIL, VMA_PID_HASH_BITS, WATERMARK_SCALE_FACTOR,
+    TNF_FAULT_LOCAL, TNF_MIGRATED, TNF_MIGRATE_FAIL, TNF_SHARED, VMA_PID_HASH_BITS,
+    WATERMARK_SCALE_FACTOR,
 };
 use crate::kernel::ids::NodeMaskExt;
 use crate::kernel::mm::mempolicy::MpolMode;
@@ -105,6 +106,13 @@ impl Kernel {
         let mut cost = costs::HINT_FAULT_NS;
         let mut held = 0.0;
         let mut flags = 0u32;
+        // Flag if the folio is shared between multiple address spaces
+        // (`folio_likely_mapped_shared` on a VM_SHARED mapping): later
+        // used when deciding whether to group tasks together
+        // (`numalab.tnf_shared=0`: never, an ablation).
+        if self.mem.folio_likely_mapped_shared(mm, vma, idx) && self.knobs.get(knob::TNF_SHARED) {
+            flags |= TNF_SHARED;
+        }
         let mut nid = page.node_id();
         let (target, last_cpupid) = self.numa_migrate_check(t, cpu, vma, idx, &mut flags);
         // Proposal 3 as posted: `do_numa_page` treats a target equal to
@@ -141,8 +149,9 @@ impl Kernel {
     /// `numa_migrate_check` (mm/memory.c): reads `last_cpupid`, marks the
     /// VMA accessed by this pid, counts the fault (`numa_hint_faults`,
     /// `numa_hint_faults_local`) and returns `mpol_misplaced`'s target with
-    /// the old `last_cpupid`. Left out: `TNF_NO_GROUP` (every anonymous PTE
-    /// here is writable) and `TNF_SHARED` (no page is in two mms).
+    /// the old `last_cpupid` (the folio's: a shared mapping's is the
+    /// object's, kernel/mm/shmem.rs). Left out: `TNF_NO_GROUP` (every PTE
+    /// here is writable).
     pub fn numa_migrate_check(
         &mut self,
         t: TaskId,
@@ -152,7 +161,7 @@ impl Kernel {
         flags: &mut u32,
     ) -> (Option<NodeId>, u32) {
         let mm = self.tasks[t].mm;
-        let last_cpupid = self.mem.mms[mm].vmas[vma].pages[idx].last_cpupid;
+        let last_cpupid = self.mem.folio_last_cpupid(mm, vma, idx);
         // vma_set_access_pid_bit
         let bit = hash_32(self.tasks[t].pid as u32, VMA_PID_HASH_BITS);
         if let Some(ns) = self.mem.mms[mm].vmas[vma].numab.as_mut() {
@@ -265,8 +274,7 @@ impl Kernel {
         }
         let pid = self.tasks[t].pid;
         let this_cpupid = cpu_pid_to_cpupid(dst_cpu, pid);
-        let page = &mut self.mem.mms[mm].vmas[vma].pages[idx];
-        let last_cpupid = std::mem::replace(&mut page.last_cpupid, this_cpupid);
+        let last_cpupid = self.mem.folio_xchg_last_cpupid(mm, vma, idx, this_cpupid);
         let n = &self.tasks[t].numa;
         // Without preferred nodes (3.9) "no preferred node yet" would hold
         // for good; only the task's early passes skip the filter then.
@@ -345,6 +353,8 @@ impl Kernel {
         self.mem.nodes[src].free_pages += nr;
         // folio_migrate_flags copies last_cpupid; set_page_node keeps it.
         self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
+        // The other mms mapping a shared folio follow it.
+        self.mem.remove_migration_ptes(mm, vma, idx, nid);
         self.vmstat.add(Vm::PgmigrateSuccess, nr);
         if thp {
             self.vmstat.add(Vm::ThpMigrationSuccess, 1);

@@ -40,9 +40,11 @@
 //! ([`cgroup`]).
 //!
 //! Left out: memory tiering (modes 2 and 3: slow-tier promotion, hot
-//! thresholds, rate limits), file-backed and shared memory (no page here is
-//! mapped by two address spaces, so `TNF_SHARED` never occurs, and every
-//! anonymous PTE is writable, so `TNF_NO_GROUP` never occurs either), KSM
+//! thresholds, rate limits), file-backed memory (anonymous memory shared
+//! between processes is modeled, kernel/mm/shmem.rs: its faults carry
+//! `TNF_SHARED` when two mms map the folio, so `task_numa_group` joins
+//! tasks of different processes), read-only PTEs (every PTE is writable,
+//! so `TNF_NO_GROUP` never occurs), KSM
 //! and the zero page, mmap_lock contention (the trylock always succeeds),
 //! `thp_migration_fail`/`thp_migration_split` (the model never splits a
 //! THP).
@@ -62,6 +64,8 @@ pub mod placement;
 pub mod policy;
 pub mod scan;
 pub mod series2013;
+#[cfg(test)]
+mod shmem_tests;
 pub mod state;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -16,7 +16,7 @@ mod phase;
 use super::checked::{CgroupSpec, PhaseSpec, ProcessSpec, RegionSpec, ThreadSpec, WorkloadSpec};
 use super::error::{Result, WorkloadError};
 use super::limits::BUILTIN_VARS;
-use super::parse::{Num, RawSpec};
+use super::parse::{Num, RawRegion, RawSpec};
 use crate::expr;
 use crate::model::Score;
 use crate::ranges;
@@ -147,6 +147,18 @@ impl Checker<'_> {
                 files,
             });
         }
+        let mut shared = Vec::new();
+        for (si, r) in raw.shared.into_iter().enumerate() {
+            let sf = format!("shared[{si}]");
+            if shared.iter().any(|s: &RegionSpec| s.name == r.name) {
+                return Err(self.err(
+                    format!("{sf}.name"),
+                    format!("shared region name '{}' is used twice", r.name),
+                ));
+            }
+            shared.push(self.region(r, &sf)?);
+        }
+        let mut mapped = BTreeSet::new();
         let mut processes = Vec::new();
         let mut pnames = BTreeSet::new();
         for (pi, p) in raw.process.into_iter().enumerate() {
@@ -175,7 +187,6 @@ impl Checker<'_> {
             let mut rnames: Vec<String> = Vec::new();
             for (ri, r) in p.region.into_iter().enumerate() {
                 let rf = format!("{f}.region[{ri}]");
-                self.name(&r.name, &format!("{rf}.name"))?;
                 if rnames.contains(&r.name) {
                     return Err(self.err(
                         format!("{rf}.name"),
@@ -183,17 +194,37 @@ impl Checker<'_> {
                     ));
                 }
                 rnames.push(r.name.clone());
-                self.num(&r.size, &format!("{rf}.size"))?;
-                let policy = r
-                    .policy
-                    .map(|pv| self.policy(pv, &format!("{rf}.policy")))
-                    .transpose()?;
-                regions.push(RegionSpec {
-                    name: r.name,
-                    size: r.size,
-                    thp: r.thp,
-                    policy,
-                });
+                regions.push(self.region(r, &rf)?);
+            }
+            for (k, s) in p.shared.iter().enumerate() {
+                let sf = format!("{f}.shared[{k}]");
+                if !shared.iter().any(|r| &r.name == s) {
+                    let declared: Vec<&str> = shared.iter().map(|r| r.name.as_str()).collect();
+                    return Err(self.err(
+                        sf,
+                        format!(
+                            "no [[shared]] region named '{s}' (declared: {})",
+                            if declared.is_empty() {
+                                "none".to_string()
+                            } else {
+                                declared.join(", ")
+                            }
+                        ),
+                    ));
+                }
+                if p.shared[..k].contains(s) {
+                    return Err(self.err(sf, format!("shared region '{s}' is mapped twice")));
+                }
+                if rnames.contains(s) {
+                    return Err(self.err(
+                        sf,
+                        format!(
+                            "'{s}' names both a region of this process and the [[shared]] region it maps: phases could not tell them apart (rename one)"
+                        ),
+                    ));
+                }
+                mapped.insert(s.clone());
+                rnames.push(s.clone());
             }
             let mut threads = Vec::new();
             let mut gnames: Vec<String> = Vec::new();
@@ -249,8 +280,22 @@ impl Checker<'_> {
                 count,
                 cgroup,
                 regions,
+                shared: p.shared,
                 threads,
             });
+        }
+        if let Some((si, s)) = shared
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !mapped.contains(&s.name))
+        {
+            return Err(self.err(
+                format!("shared[{si}].name"),
+                format!(
+                    "shared region '{}' is mapped by no process (list it in a process's `shared`)",
+                    s.name
+                ),
+            ));
         }
         Ok(WorkloadSpec {
             origin: self.origin.to_string(),
@@ -263,7 +308,26 @@ impl Checker<'_> {
             duration: raw.duration,
             cgroups,
             processes,
+            shared,
             params: raw.params.into_iter().collect(),
+        })
+    }
+
+    /// A `[[process.region]]` or `[[shared]]` entry (field path `rf`): its
+    /// name, size and policy; names unique where they must be are the
+    /// caller's check.
+    fn region(&self, r: RawRegion, rf: &str) -> Result<RegionSpec> {
+        self.name(&r.name, &format!("{rf}.name"))?;
+        self.num(&r.size, &format!("{rf}.size"))?;
+        let policy = r
+            .policy
+            .map(|pv| self.policy(pv, &format!("{rf}.policy")))
+            .transpose()?;
+        Ok(RegionSpec {
+            name: r.name,
+            size: r.size,
+            thp: r.thp,
+            policy,
         })
     }
 }

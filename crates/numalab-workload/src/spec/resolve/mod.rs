@@ -4,9 +4,11 @@
 //! Evaluates every expression (with the machine's `ncpus`, `nnodes`, ...,
 //! the parameters, and `p`/`i`/`n`/`np` and loop variables where they are
 //! bound), expands process and thread counts and `for` loops, and applies
-//! `--scale`. Two passes per process: the first resolves every phase
+//! `--scale`. Two passes: the first resolves every phase of every process
 //! ([`phase`]) and notes which slices use each region, the second scales
-//! region sizes and places every range in them. Processes, regions and
+//! region sizes and places every range in them; it runs once every process
+//! is through the first, so a `[[shared]]` region, which several processes
+//! map, is scaled once for all of them. Processes, regions and
 //! cgroups are in [`process`], the scaling arithmetic in [`scale`]. Left
 //! out: the kernel's legality rules for policies and affinities (the kernel
 //! model applies them when the workload makes the call).
@@ -203,8 +205,9 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
         None => None,
     };
     let cgroups = r.cgroups(spec, &env)?;
+    let shared = r.shared(spec, &env)?;
 
-    let mut processes = Vec::new();
+    let mut pending = Vec::new();
     let mut names = BTreeSet::new();
     let mut instances = 0u64;
     for (pi, ps) in spec.processes.iter().enumerate() {
@@ -244,12 +247,18 @@ pub fn resolve(spec: &WorkloadSpec, machine: &Machine, seed: u64, scale: f64) ->
             }
             env.push("p", p as i64);
             r.at.push(format!("process {name}"));
-            processes.push(r.process(ps, &pf, name, &mut env)?);
+            pending.push(r.process(ps, &pf, name, &mut env, &shared)?);
             r.at.pop();
             env.pop();
         }
         env.pop();
     }
+    // Pass 2, once every process's use of the shared regions is known.
+    let shared_bytes = r.scale_shared(&shared, &pending)?;
+    let processes = pending
+        .into_iter()
+        .map(|p| r.place_process(p, &shared_bytes))
+        .collect::<Result<Vec<_>>>()?;
     if r.threads == 0 {
         return Err(r.err(
             "process",

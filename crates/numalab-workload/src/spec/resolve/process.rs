@@ -8,37 +8,101 @@ use super::phase::{place, PendingRange};
 use super::scale::scale_down;
 use super::{RegionSize, Resolver};
 use crate::expr::{self, Env, Kind};
-use crate::model::{Cgroup, PageSize, Process, Region, Thread};
+use crate::model::{Cgroup, PageSize, PolicySpec, Process, Region, Thread};
 use crate::ranges;
-use crate::spec::checked::{ProcessSpec, WorkloadSpec};
+use crate::spec::checked::{ProcessSpec, RegionSpec, WorkloadSpec};
 use crate::spec::error::Result;
 use crate::spec::limits::{MAX_THREADS, PAGE};
 use std::collections::BTreeMap;
 
+/// A `[[shared]]` region, evaluated before any process.
+pub(super) struct SharedRegion {
+    /// Name.
+    name: String,
+    /// Size as written, whole pages.
+    bytes: u64,
+    /// Transparent huge pages.
+    thp: bool,
+    /// Its policy (the shared policy `mbind` sets), `None` for default.
+    policy: Option<PolicySpec>,
+}
+
+/// A process instance after pass 1: every phase resolved, its ranges not
+/// yet placed, its regions not yet scaled.
+pub(super) struct PendingProcess {
+    /// Instance name.
+    name: String,
+    /// Field path of its `[[process]]`.
+    pf: String,
+    /// Cgroup path.
+    cgroup: String,
+    /// How many of `regions` are its own; the rest are shared ones.
+    own: usize,
+    /// Index in the shared regions of each of `regions[own..]`.
+    shared_of: Vec<usize>,
+    /// Every region with its size as written and its slice use.
+    regions: Vec<(String, RegionSize)>,
+    /// Each region's policy.
+    region_policies: Vec<Option<PolicySpec>>,
+    /// Threads with the ranges they still have to place.
+    threads: Vec<(Thread, Vec<PendingRange>)>,
+}
+
 impl Resolver<'_> {
-    /// Resolves one instance of process `ps` (field path `pf`), named `name`.
+    /// A region's size as written (field path `rf`): positive, in the
+    /// language's range, rounded up to whole pages.
+    fn region_bytes(&self, rs: &RegionSpec, env: &Env, rf: &str) -> Result<u64> {
+        let size = self.count(&rs.size, env, Kind::Size, &format!("{rf}.size"))?;
+        if size == 0 {
+            return Err(self.err(format!("{rf}.size"), "a region must not be empty"));
+        }
+        ranges::range("process.region.size")
+            .check(size as f64)
+            .map_err(|m| self.err(format!("{rf}.size"), m))?;
+        size.checked_next_multiple_of(PAGE)
+            .ok_or_else(|| self.err(format!("{rf}.size"), "size overflows"))
+    }
+
+    /// The `[[shared]]` regions, evaluated once with the workload's
+    /// variables (no process is bound: `p` and `np` are unknown there).
+    pub(super) fn shared(&self, spec: &WorkloadSpec, env: &Env) -> Result<Vec<SharedRegion>> {
+        spec.shared
+            .iter()
+            .enumerate()
+            .map(|(k, rs)| {
+                let rf = format!("shared[{k}]");
+                Ok(SharedRegion {
+                    name: rs.name.clone(),
+                    bytes: self.region_bytes(rs, env, &rf)?,
+                    thp: rs.thp,
+                    policy: rs
+                        .policy
+                        .as_ref()
+                        .map(|pv| self.policy(pv, env, &format!("{rf}.policy")))
+                        .transpose()?
+                        .flatten(),
+                })
+            })
+            .collect()
+    }
+
+    /// Resolves one instance of process `ps` (field path `pf`), named
+    /// `name`, up to its regions' scaling: [`Resolver::place_process`]
+    /// finishes it once every process's use of the `shared` regions is
+    /// known.
     pub(super) fn process(
         &mut self,
         ps: &ProcessSpec,
         pf: &str,
         name: String,
         env: &mut Env,
-    ) -> Result<Process> {
-        let total_mem = self.machine.total_mem_bytes();
+        shared: &[SharedRegion],
+    ) -> Result<PendingProcess> {
         let mut regions: Vec<(String, RegionSize)> = Vec::new();
         let mut region_policies = Vec::new();
         for (ri, rs) in ps.regions.iter().enumerate() {
             let rf = format!("{pf}.region[{ri}]");
-            let size = self.count(&rs.size, env, Kind::Size, &format!("{rf}.size"))?;
-            if size == 0 {
-                return Err(self.err(format!("{rf}.size"), "a region must not be empty"));
-            }
-            ranges::range("process.region.size")
-                .check(size as f64)
-                .map_err(|m| self.err(format!("{rf}.size"), m))?;
-            let bytes = size
-                .checked_next_multiple_of(PAGE)
-                .ok_or_else(|| self.err(format!("{rf}.size"), "size overflows"))?;
+            let bytes = self.region_bytes(rs, env, &rf)?;
             region_policies.push(
                 rs.policy
                     .as_ref()
@@ -51,6 +115,27 @@ impl Resolver<'_> {
                 RegionSize {
                     bytes,
                     thp: rs.thp,
+                    max_of: 0,
+                },
+            ));
+        }
+        // The mapped shared regions follow the process's own (the check
+        // made every name known and distinct from them).
+        let mut shared_of = Vec::new();
+        for s in &ps.shared {
+            let Some(k) = shared.iter().position(|r| &r.name == s) else {
+                return Err(self.err(
+                    format!("{pf}.shared"),
+                    format!("no [[shared]] region named '{s}'"),
+                ));
+            };
+            shared_of.push(k);
+            region_policies.push(shared[k].policy.clone());
+            regions.push((
+                s.clone(),
+                RegionSize {
+                    bytes: shared[k].bytes,
+                    thp: shared[k].thp,
                     max_of: 0,
                 },
             ));
@@ -137,20 +222,90 @@ impl Resolver<'_> {
             groups.push((ts.name.clone(), first..threads.len()));
         }
 
-        // Pass 2: scale region sizes, then place every range.
-        let scaled: Vec<u64> = regions
+        Ok(PendingProcess {
+            name,
+            pf: pf.to_string(),
+            cgroup: ps.cgroup.clone(),
+            own: ps.regions.len(),
+            shared_of,
+            regions,
+            region_policies,
+            threads,
+        })
+    }
+
+    /// The scaled size of each `[[shared]]` region: scaled as a process's
+    /// own region is, never below one page per slice of it that any
+    /// process uses, so every process maps the same size.
+    pub(super) fn scale_shared(
+        &self,
+        shared: &[SharedRegion],
+        pending: &[PendingProcess],
+    ) -> Result<Vec<u64>> {
+        let mut max_of = vec![0u64; shared.len()];
+        for p in pending {
+            for (j, &k) in p.shared_of.iter().enumerate() {
+                max_of[k] = max_of[k].max(p.regions[p.own + j].1.max_of);
+            }
+        }
+        let total_mem = self.machine.total_mem_bytes();
+        shared
             .iter()
-            .map(|(_, r)| {
-                if self.scale == 1.0 {
-                    return r.bytes;
+            .zip(max_of)
+            .enumerate()
+            .map(|(k, (s, of))| {
+                let bytes = self.scaled(s.bytes, of);
+                if bytes > total_mem {
+                    return Err(self.err(
+                        format!("shared[{k}].size"),
+                        format!(
+                            "shared region '{}' is {bytes} bytes, more than the machine's {total_mem} bytes of memory",
+                            s.name
+                        ),
+                    ));
                 }
-                let pages = r.bytes / PAGE;
-                let min = r.max_of.max(1).min(pages);
-                scale_down(pages, self.scale).clamp(min, pages) * PAGE
+                Ok(bytes)
             })
+            .collect()
+    }
+
+    /// `bytes` scaled down to whole pages, never below one page per slice
+    /// of the `max_of` slices the region is cut into, nor above `bytes`.
+    fn scaled(&self, bytes: u64, max_of: u64) -> u64 {
+        if self.scale == 1.0 {
+            return bytes;
+        }
+        let pages = bytes / PAGE;
+        let min = max_of.max(1).min(pages);
+        scale_down(pages, self.scale).clamp(min, pages) * PAGE
+    }
+
+    /// Pass 2 of a process: scales its own regions, takes the shared
+    /// regions' sizes from `shared_bytes` ([`Resolver::scale_shared`]),
+    /// and places every range.
+    pub(super) fn place_process(
+        &mut self,
+        p: PendingProcess,
+        shared_bytes: &[u64],
+    ) -> Result<Process> {
+        let total_mem = self.machine.total_mem_bytes();
+        let PendingProcess {
+            name,
+            pf,
+            cgroup,
+            own,
+            shared_of,
+            regions,
+            region_policies,
+            threads,
+        } = p;
+        let mut scaled: Vec<u64> = regions[..own]
+            .iter()
+            .map(|(_, r)| self.scaled(r.bytes, r.max_of))
             .collect();
         for (ri, &bytes) in scaled.iter().enumerate() {
             if bytes > total_mem {
+                self.at.push(format!("process {name}"));
                 return Err(self.err(
                     format!("{pf}.region[{ri}].size"),
                     format!(
@@ -160,6 +315,7 @@ impl Resolver<'_> {
                 ));
             }
         }
+        scaled.extend(shared_of.iter().map(|&k| shared_bytes[k]));
         let threads = threads
             .into_iter()
             .map(|(mut t, pending)| {
@@ -171,7 +327,8 @@ impl Resolver<'_> {
             .into_iter()
             .zip(scaled.iter())
             .zip(region_policies)
-            .map(|(((name, r), &bytes), policy)| Region {
+            .enumerate()
+            .map(|(ri, (((name, r), &bytes), policy))| Region {
                 name,
                 bytes,
                 page_size: if r.thp {
@@ -181,11 +338,12 @@ impl Resolver<'_> {
                 },
                 policy,
                 runtime: false,
+                shared: ri >= own,
             })
             .collect();
         Ok(Process {
             name,
-            cgroup: ps.cgroup.clone(),
+            cgroup,
             regions,
             threads,
         })

@@ -34,7 +34,7 @@ fn two_touch_should_numa_migrate_memory(
     dst_cpu: CpuId,
 ) -> bool {
     let mm = k.tasks[t].mm;
-    let last = k.mem.mms[mm].vmas[vma].pages[idx].last_cpupid;
+    let last = k.mem.folio_last_cpupid(mm, vma, idx);
     let dst_nid = k.cpu_node(dst_cpu);
     let second_touch = !cpupid_pid_unset(last)
         && k.m.cpus.get(cpupid_to_cpu(last).index()).map(|c| c.node) == Some(dst_nid.index());

@@ -1,0 +1,59 @@
+//! Memory shared between processes (`[[shared]]`, kernel/mm/shmem.rs) in
+//! whole runs: two processes write one region, each page is allocated
+//! once, and NUMA balancing puts threads of both processes into one numa
+//! group only when faults may carry `TNF_SHARED`.
+
+use crate::common::run_toml;
+use numalab_record::RunRecord;
+
+/// Two processes map 32 MiB; thread `t.I` of each writes half I of it,
+/// 3000 times (about 9 s of tiny-2n: several scans).
+const SHARED: &str = r#"
+[[shared]]
+name = "shm"
+size = "32MiB"
+
+[[process]]
+name = "sp"
+count = 2
+shared = ["shm"]
+
+[[process.thread]]
+name = "t"
+count = 2
+phases = [ { repeat = 3000, body = [ { stream = "shm", slice = ["i", 2] } ] } ]
+"#;
+
+fn vm(r: &RunRecord, name: &str) -> u64 {
+    r.vmstat.get(name).copied().unwrap_or(0)
+}
+
+/// Whether some numa group holds tasks of both processes.
+fn cross_process_group(r: &RunRecord) -> bool {
+    let group = |t: &numalab_record::TaskFigures| t.numa.as_ref().and_then(|n| n.numa_group_id);
+    r.tasks.iter().any(|a| {
+        r.tasks
+            .iter()
+            .any(|b| a.tgid != b.tgid && group(a).is_some() && group(a) == group(b))
+    })
+}
+
+#[test]
+fn two_processes_allocate_a_shared_page_once_and_group_across() {
+    let r = run_toml("tiny-2n", SHARED, &[]).expect("runs");
+    let pages = (32u64 << 20) / 4096;
+    // One allocation per page, whichever process touched it first; the
+    // memory in use is the region once.
+    assert_eq!(vm(&r, "numa_hit") + vm(&r, "numa_miss"), pages);
+    let used: u64 = r.nodes.iter().map(|n| n.mem_used_bytes).sum();
+    assert_eq!(used, 32 << 20);
+    // Both processes scan their own mappings: more PTE updates than
+    // pages, and balancing acted.
+    assert!(vm(&r, "numa_pte_updates") > pages, "{:?}", r.vmstat);
+    assert!(vm(&r, "numa_hint_faults") > 0);
+    assert!(cross_process_group(&r), "no group across the processes");
+    // Without TNF_SHARED only threads of one process may join.
+    let r = run_toml("tiny-2n", SHARED, &["numalab.tnf_shared=0"]).expect("runs");
+    assert!(vm(&r, "numa_hint_faults") > 0);
+    assert!(!cross_process_group(&r));
+}
