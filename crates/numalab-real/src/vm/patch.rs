@@ -707,6 +707,29 @@ mod tests {
     }
 
     #[test]
+    fn added_lines_take_the_depth_of_the_statement_before_them() {
+        let b = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        // After the body of an `if` whose condition spans three lines.
+        let before = b(&[
+            "\tif (!node_is_toptier(mem_node) &&",
+            "\t    (mode & TIERING ||",
+            "\t     !cpupid_valid(last_cpupid)))",
+            "\t\treturn;",
+            "",
+        ]);
+        assert_eq!(reindent("if (!enabled(p))", &before), "\tif (!enabled(p))");
+        // Past a preprocessor line, to the code it sits in.
+        let before = b(&["\t\t.write = w,", "\t},", "#endif", "#ifdef CONFIG_X"]);
+        assert_eq!(reindent("{", &before), "\t{");
+        // After a comment block: the opener's depth, not its stars'.
+        let before = b(&["\t\t\t/*", "\t\t\t * why", "\t\t\t */"]);
+        assert_eq!(reindent("if (x)", &before), "\t\t\tif (x)");
+        // Inside the comment block the stars line up.
+        let before = b(&["\t/*"]);
+        assert_eq!(reindent("* why", &before), "\t * why");
+    }
+
+    #[test]
     fn offsets_and_lost_blank_lines_are_handled() {
         // Two lines more at the top of the tree; a dump that also lost the
         // blank line inside the old side.
