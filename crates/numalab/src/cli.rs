@@ -479,6 +479,19 @@ enum VmKernelCmd {
         /// applied in order.
         #[arg(long = "patch", value_name = "FILE")]
         patches: Vec<String>,
+        /// The project's series (vm/patches/6.12/series) after any
+        /// --patch: `all`, or proposals p1..p5 separated by commas (p3,p4),
+        /// applied in series order.
+        #[arg(long, value_name = "all|pN,...")]
+        series: Option<String>,
+        /// Where the series' seeds (NNN_*.txt postings) are.
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "../shared/seeds",
+            requires = "series"
+        )]
+        seeds: String,
         /// An extra Kconfig fragment (checked like the built-in one).
         #[arg(long, value_name = "FILE")]
         config_fragment: Option<String>,
@@ -559,6 +572,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                     cmd:
                         VmKernelCmd::Build {
                             patches,
+                            series,
+                            seeds,
                             config_fragment,
                             fuzz,
                             dry_run,
@@ -567,6 +582,8 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 },
         } => vm_kernel::kernel_build(&vm_kernel::KernelBuildArgs {
             patches,
+            series,
+            seeds,
             fragment: config_fragment,
             fuzz,
             dry_run,

@@ -6,19 +6,25 @@
 //! maps a conflict or a compile error to exit code 2. For an A/B run the
 //! "stock" kernel is the same Debian source and configuration with no
 //! patch (so the only difference between the columns is the patch), and
-//! the "patched" one adds the series.
+//! the "patched" one adds the series. `--series` adds the project's own
+//! series (`vm/patches/6.12/series`, [`numalab_real::vm::series`]) after
+//! any `--patch`, its seeds read from `--seeds DIR`.
 
 use crate::failure::Failure;
-use numalab_real::vm::build::{self, BuildError, BuildOptions, BuiltKernel};
+use numalab_real::vm::build::{self, BuildError, BuildOptions, BuiltKernel, PatchInput};
 use numalab_real::vm::kernel::default_cache_dir;
-use numalab_real::vm::patch;
-use std::path::PathBuf;
+use numalab_real::vm::series;
+use std::path::{Path, PathBuf};
 
 /// Options of `numalab vm kernel build`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KernelBuildArgs {
     /// `--patch FILE`, in order.
     pub patches: Vec<String>,
+    /// `--series all|pN,...`: the project's series, after the patches.
+    pub series: Option<String>,
+    /// `--seeds DIR`: where the series' seeds are.
+    pub seeds: String,
     /// `--config-fragment FILE`.
     pub fragment: Option<String>,
     /// `--fuzz N` (0 = none).
@@ -30,14 +36,43 @@ pub struct KernelBuildArgs {
 }
 
 impl KernelBuildArgs {
-    fn options(&self) -> BuildOptions {
-        BuildOptions {
+    /// The series' patches (none without `--series`), seeds read.
+    fn series_inputs(&self) -> Result<Vec<PatchInput>, String> {
+        let Some(spec) = &self.series else {
+            return Ok(Vec::new());
+        };
+        let entries = series::parse(series::SERIES)?;
+        let chosen = series::select(&entries, spec)?;
+        series::resolve(&chosen, Path::new(&self.seeds))
+    }
+
+    fn options(&self) -> Result<BuildOptions, String> {
+        Ok(BuildOptions {
             cache: default_cache_dir(),
             patches: self.patches.iter().map(PathBuf::from).collect(),
+            inputs: self.series_inputs()?,
             fragment: self.fragment.as_ref().map(PathBuf::from),
             fuzz: self.fuzz,
             verbose: self.verbose,
+        })
+    }
+
+    /// Every patch as text, in the order a build applies them.
+    fn all_inputs(&self) -> Result<Vec<PatchInput>, String> {
+        let mut out = Vec::new();
+        for p in &self.patches {
+            let bytes = std::fs::read(p).map_err(|e| format!("--patch {p}: {e}"))?;
+            let name = Path::new(p)
+                .file_name()
+                .map_or_else(|| p.clone(), |n| n.to_string_lossy().into_owned());
+            out.push(PatchInput {
+                name,
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+                fuzz: self.fuzz,
+            });
         }
+        out.extend(self.series_inputs()?);
+        Ok(out)
     }
 }
 
@@ -57,7 +92,7 @@ fn build_failure(e: BuildError) -> Failure {
 /// Builds (or takes from the cache) the kernel of `a`, saying what it did
 /// on stderr.
 pub fn ensure(a: &KernelBuildArgs) -> Result<BuiltKernel, Failure> {
-    let k = build::build(&a.options()).map_err(build_failure)?;
+    let k = build::build(&a.options()?).map_err(build_failure)?;
     if k.cached {
         eprintln!(
             "numalab vm: kernel {} from the cache ({}), {:.1} s",
@@ -80,9 +115,15 @@ pub fn ensure(a: &KernelBuildArgs) -> Result<BuiltKernel, Failure> {
     Ok(k)
 }
 
-/// `--dry-run`: each patch against the pristine tree (not a series: a
-/// later patch is not checked on top of an earlier one).
+/// `--dry-run`: the per-hunk report of each patch against the pristine
+/// tree plus the patches before it (as the build applies them), the tree
+/// itself left untouched.
 fn dry_run(a: &KernelBuildArgs) -> Result<(), Failure> {
+    // Seeds and patch files first: a missing one is reported before apt.
+    let inputs = a.all_inputs()?;
+    if inputs.is_empty() {
+        return Err(String::from("--dry-run needs --patch FILE or --series").into());
+    }
     let version = build::ensure_source_package(a.verbose)?;
     let tree = default_cache_dir()
         .join("kernels/src")
@@ -98,18 +139,19 @@ fn dry_run(a: &KernelBuildArgs) -> Result<(), Failure> {
     // Against the pristine tree: undo what a killed build left applied.
     let _lock = build::KernelLock::take(&default_cache_dir(), "kernel dry run")?;
     build::revert(&tree)?;
+    let work = std::env::temp_dir().join(format!("numalab-dry-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    let d = build::dry_run(&tree, &inputs, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    let d = d?;
     let mut text = format!("source {}={version}\n", build::SOURCE_PACKAGE);
-    let mut conflict = false;
-    for p in &a.patches {
-        let raw = std::fs::read_to_string(p).map_err(|e| format!("--patch {p}: {e}"))?;
-        let files = patch::parse(&raw).map_err(|e| format!("--patch {p}: {e}"))?;
-        let read = |f: &str| std::fs::read_to_string(tree.join(f)).ok();
-        let r = patch::repair(&files, &read, a.fuzz);
-        conflict |= r.has_conflict();
-        text.push_str(&build::report_text(&[(p.clone(), r.report)]));
+    text.push_str(&build::report_text(&d.hunks));
+    for r in &d.refused {
+        text.push_str(r);
+        text.push('\n');
     }
     crate::out::print(&text)?;
-    if conflict {
+    if d.conflict {
         return Err(Failure {
             message: "a hunk conflicts".into(),
             code: 2,

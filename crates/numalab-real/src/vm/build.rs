@@ -27,7 +27,8 @@
 //! guest kernel is monolithic), cross-compilation, and `patch`-style fuzz
 //! beyond dropping context lines.
 
-use super::patch::{self, HunkReport};
+use super::flat;
+use super::patch::{self, HunkReport, HunkStatus};
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Write as _;
@@ -56,6 +57,19 @@ pub const BUILD_DEPS: &[&str] = &[
     "git",
 ];
 
+/// One patch of a series whose text is already at hand (a patch series
+/// file's entry: a seed read from its directory, or one of the project's
+/// own patches), with its own fuzz allowance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PatchInput {
+    /// Name for the report (the file name).
+    pub name: String,
+    /// The patch text.
+    pub text: String,
+    /// Context lines its hunks may lose at each end (0 = no fuzz).
+    pub fuzz: usize,
+}
+
 /// What to build.
 #[derive(Clone, Debug, Default)]
 pub struct BuildOptions {
@@ -63,6 +77,9 @@ pub struct BuildOptions {
     pub cache: PathBuf,
     /// Patches, applied in order.
     pub patches: Vec<PathBuf>,
+    /// Patches given as text, applied after `patches`, each with its own
+    /// fuzz (`vm kernel build --series`).
+    pub inputs: Vec<PatchInput>,
     /// Extra Kconfig fragment, appended after [`GUEST_FRAGMENT`].
     pub fragment: Option<PathBuf>,
     /// Context lines a hunk may lose at each end (0 = no fuzz).
@@ -395,6 +412,98 @@ pub fn report_text(hunks: &[(String, Vec<HunkReport>)]) -> String {
     s
 }
 
+/// Parses a patch's text: a flattened mail dump ([`flat::is_flattened`])
+/// is rebuilt against the tree first, anything else goes to
+/// [`patch::parse`]. Without a tree (`read` gives nothing) a flattened
+/// dump is only checked for hunks.
+pub fn parse_patch(
+    text: &str,
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<patch::FilePatch>, String> {
+    if flat::is_flattened(text) {
+        flat::unflatten(text, read)
+    } else {
+        patch::parse(text)
+    }
+}
+
+/// The per-hunk repair of one patch against the tree `read` gives. Hunks
+/// of a flattened dump are rebuilt, so none of them counts as applied as
+/// written: those found exactly are reported as repaired.
+pub fn intake(
+    text: &str,
+    read: &dyn Fn(&str) -> Option<String>,
+    fuzz: usize,
+) -> Result<patch::Repaired, String> {
+    let files = parse_patch(text, read)?;
+    let mut r = patch::repair(&files, read, fuzz);
+    if flat::is_flattened(text) {
+        for h in &mut r.report {
+            if let HunkStatus::Applied { offset } = h.status {
+                h.status = HunkStatus::Repaired { offset };
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// What [`dry_run`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DryRun {
+    /// Per patch: its name and the hunk reports.
+    pub hunks: Vec<(String, Vec<HunkReport>)>,
+    /// True when a hunk conflicts (or a repaired diff did not apply).
+    pub conflict: bool,
+    /// Why a patch found in the tree did not apply, if one did not.
+    pub refused: Vec<String>,
+}
+
+/// The per-hunk report of `patches` as a build would apply them: each
+/// against `tree` plus the patches before it, without touching `tree`
+/// (the files a patch changes are copied into `work`, an empty scratch
+/// directory, and patched there with `git apply`). A patch with a
+/// conflicting hunk is reported and left out, so the ones after it are
+/// checked against the tree without it.
+pub fn dry_run(tree: &Path, patches: &[PatchInput], work: &Path) -> Result<DryRun, String> {
+    fs::create_dir_all(work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let mut d = DryRun::default();
+    let diff_file = work.with_extension("diff");
+    for p in patches {
+        let read = |f: &str| {
+            fs::read_to_string(work.join(f))
+                .or_else(|_| fs::read_to_string(tree.join(f)))
+                .ok()
+        };
+        let r = intake(&p.text, &read, p.fuzz).map_err(|e| format!("{}: {e}", p.name))?;
+        d.hunks.push((p.name.clone(), r.report.clone()));
+        if r.has_conflict() {
+            d.conflict = true;
+            continue;
+        }
+        for f in parse_patch(&r.diff, &read)? {
+            let dst = work.join(&f.path);
+            if dst.exists() || !tree.join(&f.path).is_file() {
+                continue;
+            }
+            if let Some(dir) = dst.parent() {
+                fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            fs::copy(tree.join(&f.path), &dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+        }
+        fs::write(&diff_file, &r.diff).map_err(|e| format!("{}: {e}", diff_file.display()))?;
+        let applied = git_apply(work, &diff_file, &[]);
+        let _ = fs::remove_file(&diff_file);
+        if let Err(e) = applied {
+            d.conflict = true;
+            d.refused.push(format!(
+                "{}: git apply refused the repaired diff: {e}",
+                p.name
+            ));
+        }
+    }
+    Ok(d)
+}
+
 /// Builds (or takes from the cache) the kernel `o` describes.
 pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
     let t0 = Instant::now();
@@ -404,16 +513,24 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
         let extra = fs::read_to_string(f).map_err(|e| setup(format!("{}: {e}", f.display())))?;
         fragment.push_str(&extra);
     }
-    let mut patches: Vec<(String, String)> = Vec::new();
+    let mut patches: Vec<PatchInput> = Vec::new();
     for p in &o.patches {
         let text = fs::read(p).map_err(|e| setup(format!("--patch {}: {e}", p.display())))?;
         let text = String::from_utf8_lossy(&text).into_owned();
-        patch::parse(&text).map_err(|e| setup(format!("--patch {}: {e}", p.display())))?;
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        patches.push((name, text));
+        patches.push(PatchInput {
+            name,
+            text,
+            fuzz: o.fuzz,
+        });
+    }
+    patches.extend(o.inputs.iter().cloned());
+    for p in &patches {
+        // Before the lock and the long steps: is it a diff at all?
+        parse_patch(&p.text, &|_| None).map_err(|e| setup(format!("{}: {e}", p.name)))?;
     }
     let _lock = KernelLock::take(&o.cache, "kernel build").map_err(setup)?;
     let version = ensure_source_package(o.verbose).map_err(setup)?;
@@ -421,9 +538,18 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
     let mut parts: Vec<&[u8]> = vec![version.as_bytes(), fragment.as_bytes()];
     let fuzz_s = o.fuzz.to_string();
     parts.push(fuzz_s.as_bytes());
-    for (_, t) in &patches {
+    let fuzz_tags: Vec<String> = patches
+        .iter()
+        .map(|p| format!("\0fuzz={}", p.fuzz))
+        .collect();
+    for (p, tag) in patches.iter().zip(&fuzz_tags) {
         parts.push(b"\0patch\0");
-        parts.push(t.as_bytes());
+        parts.push(p.text.as_bytes());
+        // A patch's own fuzz counts only where it differs from the global
+        // one, so the keys of `--patch` builds stay as they were.
+        if p.fuzz != o.fuzz {
+            parts.push(tag.as_bytes());
+        }
     }
     let key = format!("{:016x}", fnv64(&parts));
     let vdir = version_dir(&version);
@@ -439,8 +565,8 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
         let mut hunks = Vec::new();
         // The report is re-derived cheaply only when built; cached builds
         // show the stored text.
-        for (name, _) in &patches {
-            hunks.push((name.clone(), Vec::new()));
+        for p in &patches {
+            hunks.push((p.name.clone(), Vec::new()));
         }
         return Ok(BuiltKernel {
             bzimage: bz,
@@ -467,10 +593,9 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
     let mut applied = String::new();
     let tmp_diff = obj.join("numalab-patch.diff");
     let result = (|| -> Result<BuiltKernel, BuildError> {
-        for (name, text) in &patches {
-            let files = patch::parse(text).map_err(|e| setup(format!("{name}: {e}")))?;
+        for PatchInput { name, text, fuzz } in &patches {
             let read = |p: &str| fs::read_to_string(tree.join(p)).ok();
-            let r = patch::repair(&files, &read, o.fuzz);
+            let r = intake(text, &read, *fuzz).map_err(|e| setup(format!("{name}: {e}")))?;
             hunks.push((name.clone(), r.report.clone()));
             if r.has_conflict() {
                 return Err(BuildError::Conflict(report_text(&hunks)));
@@ -539,8 +664,18 @@ pub fn build(o: &BuildOptions) -> Result<BuiltKernel, BuildError> {
         let _ = writeln!(report, "config: x86_64_defconfig + fragment {cfg_hash}");
         let _ = writeln!(report, "key: {key}");
         let _ = writeln!(report, "fuzz: {}", o.fuzz);
-        for (name, text) in &patches {
-            let _ = writeln!(report, "patch: {name} {:016x}", fnv64(&[text.as_bytes()]));
+        for p in &patches {
+            let fz = if p.fuzz == o.fuzz {
+                String::new()
+            } else {
+                format!(" fuzz={}", p.fuzz)
+            };
+            let _ = writeln!(
+                report,
+                "patch: {} {:016x}{fz}",
+                p.name,
+                fnv64(&[p.text.as_bytes()])
+            );
         }
         let _ = writeln!(report, "make_s: {make_s:.1}");
         report.push_str(&report_text(&hunks));
@@ -672,6 +807,54 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         assert!(check_config(&cfg, GUEST_FRAGMENT).is_empty());
+    }
+
+    /// A scratch directory for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("numalab-build-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn input(name: &str, text: &str) -> PatchInput {
+        PatchInput {
+            name: name.into(),
+            text: text.into(),
+            fuzz: 0,
+        }
+    }
+
+    #[test]
+    fn a_dry_run_checks_each_patch_on_top_of_the_ones_before_and_leaves_the_tree() {
+        let base = scratch("dry");
+        let tree = base.join("tree");
+        fs::create_dir_all(tree.join("k")).unwrap();
+        let src = "int a;\n\nint f(void)\n{\n\treturn 0;\n}\n";
+        fs::write(tree.join("k/f.c"), src).unwrap();
+        // The second patch's context is a line the first one adds.
+        let first = "diff --git a/k/f.c b/k/f.c\n--- a/k/f.c\n+++ b/k/f.c\n@@ -1,2 +1,3 @@\n int a;\n+int b;\n \n";
+        let second = "diff --git a/k/f.c b/k/f.c\n--- a/k/f.c\n+++ b/k/f.c\n@@ -1,3 +1,3 @@\n int a;\n-int b;\n+int c;\n \n";
+        let d = dry_run(
+            &tree,
+            &[input("first", first), input("second", second)],
+            &base.join("work"),
+        )
+        .unwrap();
+        assert!(!d.conflict, "{d:?}");
+        assert_eq!(d.hunks.len(), 2);
+        assert_eq!(d.hunks[1].0, "second");
+        assert_eq!(d.hunks[1].1[0].status, HunkStatus::Applied { offset: 0 });
+        assert_eq!(fs::read_to_string(tree.join("k/f.c")).unwrap(), src);
+        assert_eq!(
+            fs::read_to_string(base.join("work/k/f.c")).unwrap(),
+            "int a;\nint c;\n\nint f(void)\n{\n\treturn 0;\n}\n"
+        );
+        // Alone, the second one conflicts: the line it changes is not there.
+        let d = dry_run(&tree, &[input("second", second)], &base.join("work2")).unwrap();
+        assert!(d.conflict);
+        assert!(d.hunks[0].1[0].is_conflict());
+        let _ = fs::remove_dir_all(&base);
     }
 
     #[test]

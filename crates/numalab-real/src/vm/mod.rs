@@ -23,10 +23,12 @@
 //! TCG only), other architectures, and guests larger than the limits.
 
 pub mod build;
+pub mod flat;
 pub mod initramfs;
 pub mod kernel;
 pub mod patch;
 pub mod qemu;
+pub mod series;
 
 use crate::sys::SignalGuard;
 use crate::RealError;

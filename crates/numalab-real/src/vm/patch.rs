@@ -318,8 +318,39 @@ fn is_unbraced_control(t: &str) -> bool {
         && !t.ends_with('}')
 }
 
+/// Whether `t` (trimmed) is a line of a comment block after its opener.
+fn is_comment_tail(t: &str) -> bool {
+    t.starts_with('*') && !t.starts_with("*=")
+}
+
+/// Whether `t` (trimmed) ends a statement, a block or a comment, so the
+/// line after it starts a new statement.
+fn ends_statement(t: &str) -> bool {
+    t.ends_with(';')
+        || t.ends_with('{')
+        || t.ends_with('}')
+        || t.ends_with("*/")
+        || t.starts_with('#')
+}
+
+/// The first line of the statement whose last line is `before[end]`:
+/// back over continuation lines (lines after one that ends no statement).
+fn statement_start(before: &[String], end: usize) -> usize {
+    let mut i = end;
+    while i > 0 {
+        let Some(p) = before[..i].iter().rposition(|l| !l.trim().is_empty()) else {
+            break;
+        };
+        if ends_statement(before[p].trim()) {
+            break;
+        }
+        i = p;
+    }
+    i
+}
+
 /// Kernel-style indentation for an added line, from the lines before it.
-fn reindent(line: &str, before: &[String]) -> String {
+pub fn reindent(line: &str, before: &[String]) -> String {
     let t = line.trim();
     if t.is_empty() {
         return String::new();
@@ -327,19 +358,28 @@ fn reindent(line: &str, before: &[String]) -> String {
     if t.starts_with('#') {
         return t.to_string();
     }
-    let Some(pi) = before.iter().rposition(|l| !l.trim().is_empty()) else {
+    // Preprocessor lines sit at column 0 whatever the depth: look past them.
+    let Some(pi) = before
+        .iter()
+        .rposition(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+    else {
         return t.to_string();
     };
     let prev = &before[pi];
-    let base = indent_of(prev).to_string();
+    let mut base = indent_of(prev).to_string();
     let pt = prev.trim();
-    if t.starts_with('*') && (pt.starts_with("/*") || pt.starts_with('*')) {
+    if t.starts_with('*') && (pt.starts_with("/*") || is_comment_tail(pt)) && !pt.ends_with("*/") {
         let ind = if pt.starts_with("/*") {
             format!("{base} ")
         } else {
             base
         };
         return format!("{ind}{t}");
+    }
+    if is_comment_tail(pt) {
+        // After a comment block: the depth of its opener, without the
+        // space that lines up the stars.
+        base = base.trim_end_matches(' ').to_string();
     }
     if t.starts_with("else") || t.starts_with("} else") {
         // Align with the nearest `if` or `else` at or above this depth.
@@ -360,11 +400,12 @@ fn reindent(line: &str, before: &[String]) -> String {
     if pt.ends_with('{') || is_unbraced_control(pt) {
         ind.push('\t');
     } else if pt.ends_with(';') || pt.ends_with('}') {
-        // After the body of an unbraced control line, go back to its depth.
-        if let Some(pp) = before[..pi].iter().rev().find(|l| !l.trim().is_empty()) {
-            if is_unbraced_control(pp) && indent_of(pp).len() < ind.len() {
-                ind = indent_of(pp).to_string();
-            }
+        // After a statement that spans lines (a call with continuation
+        // lines, or the body of an unbraced control line, itself perhaps
+        // several lines): the depth of its first line.
+        let first = statement_start(before, pi);
+        if first < pi {
+            ind = indent_of(&before[first]).to_string();
         }
     }
     if t.starts_with('}') {
@@ -457,7 +498,10 @@ fn place_loose(lines: &[Line], map: &[usize], target: &[&str]) -> Placed {
                     cur += 1;
                 }
                 out.push((k, target[to].to_string()));
-                rebuilt.push(target[to].to_string());
+                // A removed line is no context for the lines added after it.
+                if k != '-' {
+                    rebuilt.push(target[to].to_string());
+                }
                 cur = to + 1;
                 next_map += 1;
             }
@@ -660,6 +704,29 @@ mod tests {
         // The tree's real lines, the added lines re-indented as in GOOD.
         let good = repair(&parse(GOOD).unwrap(), &tree(&[("f.c", SRC)]), 0);
         assert_eq!(r.diff, good.diff);
+    }
+
+    #[test]
+    fn added_lines_take_the_depth_of_the_statement_before_them() {
+        let b = |lines: &[&str]| lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        // After the body of an `if` whose condition spans three lines.
+        let before = b(&[
+            "\tif (!node_is_toptier(mem_node) &&",
+            "\t    (mode & TIERING ||",
+            "\t     !cpupid_valid(last_cpupid)))",
+            "\t\treturn;",
+            "",
+        ]);
+        assert_eq!(reindent("if (!enabled(p))", &before), "\tif (!enabled(p))");
+        // Past a preprocessor line, to the code it sits in.
+        let before = b(&["\t\t.write = w,", "\t},", "#endif", "#ifdef CONFIG_X"]);
+        assert_eq!(reindent("{", &before), "\t{");
+        // After a comment block: the opener's depth, not its stars'.
+        let before = b(&["\t\t\t/*", "\t\t\t * why", "\t\t\t */"]);
+        assert_eq!(reindent("if (x)", &before), "\t\t\tif (x)");
+        // Inside the comment block the stars line up.
+        let before = b(&["\t/*"]);
+        assert_eq!(reindent("* why", &before), "\t * why");
     }
 
     #[test]
