@@ -454,6 +454,18 @@ declare! {
         description: "1: each hinting fault is private or shared by the page's last cpupid (the two-stage filter's record), shared faults form numa groups whose statistics drive placement and memory migration; 0 (3.9): every fault counts alike as the task's own, no numa groups (the two-stage filter still gates page migration)",
     }
 
+    /// A task that meets a folio under migration sleeps off its CPU
+    /// (`migration_entry_wait`) instead of stalling on it.
+    MIGRATION_ENTRY_SLEEP: bool {
+        name: "numalab.migration_entry_sleep",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/migrate.c migration_entry_wait() -> migration_entry_wait_on_locked() (TASK_UNINTERRUPTIBLE on the folio's wait queue until folio_unlock), kernel/sched/core.c try_to_wake_up() -> select_task_rq_fair(); numalab kernel/locking/mod.rs delay_task",
+        description: "1: a task that lost a fault race to a migrating thread (or waits on a lock the model sleeps on) leaves its CPU for the wait and is woken through the wakeup path (select_task_rq_fair may place it elsewhere; its CPU may newidle-balance meanwhile); 0: the wait is paid on its CPU as time that is neither user nor system (the model before this switch)",
+    }
+
     /// `TNF_SHARED`: a fault on a folio two mms map through a shared
     /// mapping may join tasks of different processes into one group.
     TNF_SHARED: bool {

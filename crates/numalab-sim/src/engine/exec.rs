@@ -483,6 +483,13 @@ impl Sim {
                     break Stop::Horizon;
                 }
             }
+            // A wait on a folio under migration (numalab.migration_entry_sleep):
+            // off the CPU until woken, the op resumes where it stopped.
+            let sleep = std::mem::take(&mut self.k.owed[t].sleep_ns);
+            if sleep > 0.0 {
+                self.exec[t].rate_fresh = false;
+                break Stop::Sleep((sleep.round() as u64).max(1));
+            }
             if left <= 0.0 {
                 break Stop::Horizon;
             }

@@ -296,9 +296,17 @@ impl Sim {
         stream: Option<(u64, u64, u64)>,
     ) -> Vec<StreamRow> {
         let mut found: Vec<StreamRow> = Vec::with_capacity(self.k.sched.rq.len());
+        // The memory behind the VMA: with numalab.migration_entry_sleep a
+        // shared object's threads of every mapping mm race on its folios
+        // (another mm's PTE is a migration entry while the folio moves,
+        // kernel/mm/shmem.rs), and the losers sleep off their CPUs.
+        let shared = self.k.mem.mms[mm].vmas[vma].shm.is_some()
+            && self.k.mem.locks().on.migration_entry_sleep;
+        let region = self.k.mem.region_key(mm, vma);
         for (cpu, rq) in self.k.sched.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
-            if self.k.tasks[t].mm != mm {
+            let tmm = self.k.tasks[t].mm;
+            if tmm != mm && !shared {
                 continue;
             }
             let (offset, len, pos) = if t == cur && cpu == cur_cpu {
@@ -314,7 +322,11 @@ impl Sim {
                         len,
                         pos,
                         ..
-                    } if *sv == vma => (*offset, *len, offset + *pos as u64),
+                    } if (tmm, *sv) == (mm, vma)
+                        || (shared && self.k.mem.region_key(tmm, *sv) == region) =>
+                    {
+                        (*offset, *len, offset + *pos as u64)
+                    }
                     _ => continue,
                 }
             };

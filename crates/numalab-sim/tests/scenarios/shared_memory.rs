@@ -57,3 +57,41 @@ fn two_processes_allocate_a_shared_page_once_and_group_across() {
     assert!(vm(&r, "numa_hint_faults") > 0);
     assert!(!cross_process_group(&r));
 }
+
+/// Both processes' threads stream the same half in step, so each folio
+/// one of them migrates is under the other's feet: with
+/// `numalab.migration_entry_sleep` the other mm's thread meets the
+/// migration entry and sleeps off its CPU (its CPU idles meanwhile);
+/// without it, another process's thread never races the fault and the
+/// waits of the same process's racers are paid on the CPU.
+#[test]
+fn another_mappers_thread_sleeps_on_a_shared_folio_under_migration() {
+    const LOCKSTEP: &str = r#"
+[[shared]]
+name = "shm"
+size = "32MiB"
+
+[[process]]
+name = "sp"
+count = 2
+shared = ["shm"]
+
+[[process.thread]]
+name = "t"
+phases = [ { repeat = 3000, body = [ { stream = "shm" } ] } ]
+"#;
+    let busy = |r: &RunRecord| -> f64 {
+        r.lab
+            .get(numalab_record::lab::CPU_BUSY_SHARE)
+            .expect("busy share")
+    };
+    let off = run_toml("tiny-2n", LOCKSTEP, &[]).expect("runs");
+    let on = run_toml("tiny-2n", LOCKSTEP, &["numalab.migration_entry_sleep=1"]).expect("runs");
+    assert!(vm(&on, "numa_pages_migrated") > 0, "{:?}", on.vmstat);
+    assert!(
+        busy(&on) < busy(&off),
+        "sleeping on migration entries leaves CPUs idle: busy share {} on, {} off",
+        busy(&on),
+        busy(&off)
+    );
+}

@@ -44,6 +44,8 @@ pub struct LockSwitches {
     pub fault_locks: bool,
     /// `numalab.fault_retry`.
     pub fault_retry: bool,
+    /// `numalab.migration_entry_sleep`: [`Kernel::delay_task`] sleeps.
+    pub migration_entry_sleep: bool,
     /// `numalab.tlb_shootdown`.
     pub tlb_shootdown: bool,
     /// `numalab.migrate_cost`.
@@ -79,6 +81,7 @@ impl Locks {
             on: LockSwitches {
                 fault_locks: knobs.get(knob::FAULT_LOCKS),
                 fault_retry: knobs.get(knob::FAULT_RETRY),
+                migration_entry_sleep: knobs.get(knob::MIGRATION_ENTRY_SLEEP),
                 tlb_shootdown: knobs.get(knob::TLB_SHOOTDOWN),
                 migrate_cost: knobs.get(knob::MIGRATE_COST),
             },
@@ -200,9 +203,15 @@ impl Kernel {
     /// rwsem, or on a folio a migration holds) and runs again once woken.
     /// Paid from the task's run time like kernel work, but counted as
     /// neither user nor system time.
+    /// With `numalab.migration_entry_sleep` the task sleeps off its CPU
+    /// instead (`migration_entry_wait`), at the engine's next turn of it.
     pub fn delay_task(&mut self, t: TaskId, ns: f64) {
         if ns > 0.0 {
-            self.owed[t].debt_ns += ns;
+            if self.mem.locks.on.migration_entry_sleep {
+                self.owed[t].sleep_ns += ns;
+            } else {
+                self.owed[t].debt_ns += ns;
+            }
             // A wait the task's timed access sees (engine/latency.rs).
             self.owed[t].stall_ns += ns;
         }
@@ -342,5 +351,27 @@ mod tests {
         // A gap of idle ticks forgets the load.
         let g = heavy.acquire(&model, &m, 9, tick_ns, CpuId::new(0), 3000.0);
         assert!(g < 200.0, "{g}");
+    }
+
+    #[test]
+    fn a_wait_is_slept_off_the_cpu_only_with_migration_entry_sleep() {
+        use crate::kernel::numa::tests::fx;
+        for (on, sets) in [
+            (false, vec![]),
+            (true, vec!["numalab.migration_entry_sleep=1"]),
+        ] {
+            let mut k = fx::kernel("tiny-2n", &sets);
+            let mm = fx::add_mm(&mut k, fx::pages(64), false, None);
+            let t = fx::add_task(&mut k, mm, fx::c(0));
+            k.delay_task(t, 30_000.0);
+            let o = k.owed[t];
+            // Either way the timed access sees the wait.
+            assert_eq!(o.stall_ns, 30_000.0);
+            if on {
+                assert_eq!((o.sleep_ns, o.debt_ns), (30_000.0, 0.0));
+            } else {
+                assert_eq!((o.sleep_ns, o.debt_ns), (0.0, 30_000.0));
+            }
+        }
     }
 }

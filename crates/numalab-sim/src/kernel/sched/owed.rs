@@ -21,4 +21,7 @@ pub struct Owed {
     /// Kernel time charged since the engine last closed a stall (proposal
     /// 2's access latency, engine/latency.rs).
     pub stall_ns: f64,
+    /// A wait to sleep off the CPU (`numalab.migration_entry_sleep`): the
+    /// engine stops the task for it at its next turn.
+    pub sleep_ns: f64,
 }
