@@ -572,7 +572,15 @@ pub fn table(
     // balancer reshuffles the rest, which says nothing about convergence.
     let last_all = [ms.as_ref(), ks.as_ref()].map(|v| v.and_then(|v| last_common_time(v)));
     let mut conv = [Some(0.0f64), Some(0.0f64)];
+    // Threads are named within their process: with several processes
+    // (shared-procs' t0 and t1 in each), the process names them apart.
+    let several = th.iter().any(|t| t.process != th[0].process);
     for (i, t) in th.iter().enumerate() {
+        let label = if several {
+            format!("{}/{}", t.process, t.thread)
+        } else {
+            t.thread.clone()
+        };
         let s = [
             ms.as_ref().map(|v| v[i].as_slice()),
             ks.as_ref().map(|v| v[i].as_slice()),
@@ -590,12 +598,12 @@ pub fn table(
         let cls = fin.map(placement);
         let differ = both && cls[0] != cls[1];
         if differ {
-            f.placements.push(t.thread.clone());
+            f.placements.push(label.clone());
         }
         let _ = writeln!(
             out,
             "  {:<18} {:>7} {:>6} {:>7} {:>6}   {} | {}{}",
-            t.thread,
+            label,
             pct(fin[0]),
             pct(fin[1]),
             secs(first[0], s[0].is_some()),
