@@ -303,6 +303,13 @@ impl Sim {
         let shared = self.k.mem.mms[mm].vmas[vma].shm.is_some()
             && self.k.mem.locks().on.migration_entry_sleep;
         let region = self.k.mem.region_key(mm, vma);
+        let same_memory = |tmm: MmId, sv: VmaId| {
+            if shared {
+                self.k.mem.region_key(tmm, sv) == region
+            } else {
+                (tmm, sv) == (mm, vma)
+            }
+        };
         for (cpu, rq) in self.k.sched.rq.iter_enumerated() {
             let Some(t) = rq.curr else { continue };
             let tmm = self.k.tasks[t].mm;
@@ -322,11 +329,7 @@ impl Sim {
                         len,
                         pos,
                         ..
-                    } if (tmm, *sv) == (mm, vma)
-                        || (shared && self.k.mem.region_key(tmm, *sv) == region) =>
-                    {
-                        (*offset, *len, offset + *pos as u64)
-                    }
+                    } if same_memory(tmm, *sv) => (*offset, *len, offset + *pos as u64),
                     _ => continue,
                 }
             };

@@ -6,9 +6,11 @@
 use crate::common::run_toml;
 use numalab_record::RunRecord;
 
-/// Two processes map 32 MiB; thread `t.I` of each writes half I of it,
-/// 3000 times (about 9 s of tiny-2n: several scans).
-const SHARED: &str = r#"
+/// Two processes map one 32 MiB region `shm`; each has the threads
+/// `threads` describes (a `[[process.thread]]` table).
+fn two_mappers(threads: &str) -> String {
+    format!(
+        r#"
 [[shared]]
 name = "shm"
 size = "32MiB"
@@ -19,10 +21,16 @@ count = 2
 shared = ["shm"]
 
 [[process.thread]]
-name = "t"
+{threads}
+"#
+    )
+}
+
+/// Thread `t.I` of each process writes half I of the region, 3000 times
+/// (about 9 s of tiny-2n: several scans).
+const HALVES: &str = r#"name = "t"
 count = 2
-phases = [ { repeat = 3000, body = [ { stream = "shm", slice = ["i", 2] } ] } ]
-"#;
+phases = [ { repeat = 3000, body = [ { stream = "shm", slice = ["i", 2] } ] } ]"#;
 
 fn vm(r: &RunRecord, name: &str) -> u64 {
     r.vmstat.get(name).copied().unwrap_or(0)
@@ -40,7 +48,7 @@ fn cross_process_group(r: &RunRecord) -> bool {
 
 #[test]
 fn two_processes_allocate_a_shared_page_once_and_group_across() {
-    let r = run_toml("tiny-2n", SHARED, &[]).expect("runs");
+    let r = run_toml("tiny-2n", &two_mappers(HALVES), &[]).expect("runs");
     let pages = (32u64 << 20) / 4096;
     // One allocation per page, whichever process touched it first; the
     // memory in use is the region once.
@@ -53,7 +61,7 @@ fn two_processes_allocate_a_shared_page_once_and_group_across() {
     assert!(vm(&r, "numa_hint_faults") > 0);
     assert!(cross_process_group(&r), "no group across the processes");
     // Without TNF_SHARED only threads of one process may join.
-    let r = run_toml("tiny-2n", SHARED, &["numalab.tnf_shared=0"]).expect("runs");
+    let r = run_toml("tiny-2n", &two_mappers(HALVES), &["numalab.tnf_shared=0"]).expect("runs");
     assert!(vm(&r, "numa_hint_faults") > 0);
     assert!(!cross_process_group(&r));
 }
@@ -66,27 +74,17 @@ fn two_processes_allocate_a_shared_page_once_and_group_across() {
 /// waits of the same process's racers are paid on the CPU.
 #[test]
 fn another_mappers_thread_sleeps_on_a_shared_folio_under_migration() {
-    const LOCKSTEP: &str = r#"
-[[shared]]
-name = "shm"
-size = "32MiB"
-
-[[process]]
-name = "sp"
-count = 2
-shared = ["shm"]
-
-[[process.thread]]
-name = "t"
-phases = [ { repeat = 3000, body = [ { stream = "shm" } ] } ]
-"#;
+    let lockstep = two_mappers(
+        r#"name = "t"
+phases = [ { repeat = 3000, body = [ { stream = "shm" } ] } ]"#,
+    );
     let busy = |r: &RunRecord| -> f64 {
         r.lab
             .get(numalab_record::lab::CPU_BUSY_SHARE)
             .expect("busy share")
     };
-    let off = run_toml("tiny-2n", LOCKSTEP, &[]).expect("runs");
-    let on = run_toml("tiny-2n", LOCKSTEP, &["numalab.migration_entry_sleep=1"]).expect("runs");
+    let off = run_toml("tiny-2n", &lockstep, &[]).expect("runs");
+    let on = run_toml("tiny-2n", &lockstep, &["numalab.migration_entry_sleep=1"]).expect("runs");
     assert!(vm(&on, "numa_pages_migrated") > 0, "{:?}", on.vmstat);
     assert!(
         busy(&on) < busy(&off),

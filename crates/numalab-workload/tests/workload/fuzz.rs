@@ -13,21 +13,10 @@ use proptest::prelude::*;
 fn check_well_formed(w: &Workload, m: &Machine) {
     fn phases(ph: &[Phase], regions: &[u64], m: &Machine) {
         for p in ph {
+            if let Some((region, offset, len)) = p.range() {
+                assert!(len > 0 && offset + len <= regions[region]);
+            }
             match p {
-                Phase::Stream {
-                    region,
-                    offset,
-                    len,
-                    ..
-                }
-                | Phase::Random {
-                    region,
-                    offset,
-                    len,
-                    ..
-                } => {
-                    assert!(*len > 0 && offset + len <= regions[*region]);
-                }
                 Phase::SetAffinity(Some(s)) => {
                     assert!(!s.is_empty() && s.last().unwrap() < m.nr_cpus())
                 }
