@@ -298,6 +298,22 @@ enum Cmd {
         /// Let hunks lose up to N context lines at each end (off unless asked).
         #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "2", default_value_t = 0)]
         fuzz: usize,
+        /// The patch series' scenarios (p1's switches, p2, p4), each with
+        /// its proposal's knob set in the guest and the model's switch for
+        /// it in the model, on the kernel of vm/patches/6.12/series (built
+        /// or taken from the cache, as `vm kernel build --series all`);
+        /// with --boots, judged against saved boots of that kernel
+        /// (crates/numalab/validate/kernel/guest-4n-series).
+        #[arg(long, conflicts_with_all = ["kernel_patch", "kernel"])]
+        series: bool,
+        /// Where the series' seeds (NNN_*.txt postings) are.
+        #[arg(
+            long,
+            value_name = "DIR",
+            default_value = "../shared/seeds",
+            requires = "series"
+        )]
+        seeds: String,
     },
     /// Benchmark the model: the fixed suite (default), one run of yours
     /// (-m/-w), or how cost grows with CPUs and memory (--scaling); wall
@@ -606,11 +622,15 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             kernel_patch,
             patched_set,
             fuzz,
+            series,
+            seeds,
         } => crate::validate_cmd::validate(&validate::Options {
             model_set: set,
             kernel_patch,
             patched_set,
             fuzz,
+            series,
+            seeds,
             machine,
             scenarios,
             json_dir,

@@ -36,139 +36,16 @@ use numalab_workload::model::Workload;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+pub use crate::validate_scenarios::{Scenario, GUESTS, SCENARIOS};
 pub use crate::validate_shares::{
     differs_2x, final_share, first_local, last_common_time, local_shares, measured_threads, memcg,
     placement,
 };
 
-/// A validation scenario.
-#[derive(Clone, Copy, Debug)]
-pub struct Scenario {
-    /// Name (the file stem).
-    pub name: &'static str,
-    /// The workload spec.
-    pub text: &'static str,
-    /// `--check` asserts `numalab_real::smoke::check_pinned` on its kernel
-    /// record (pinned workers `worker.N` on node N, chunks `pft/chunkN`,
-    /// cgroup `/pinned`, 4 KiB pages).
-    pub check: bool,
-    /// Run only when named (`--scenario`): a proposal's scenario that
-    /// mainline refuses (e.g. a memory policy only the patch allows).
-    pub on_request: bool,
-    /// The built-in guest it is written for ([`GUESTS`]).
-    pub guest: &'static str,
-}
-
-/// The scenarios, in order.
-pub const SCENARIOS: &[Scenario] = &[
-    Scenario {
-        name: "pinned-4k",
-        text: include_str!("../validate/pinned-4k.toml"),
-        check: true,
-        on_request: false,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "pinned-thp",
-        text: include_str!("../validate/pinned-thp.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "unpinned",
-        text: include_str!("../validate/unpinned.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "numa02-like",
-        text: include_str!("../validate/numa02-like.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "shared-procs",
-        text: include_str!("../validate/shared-procs.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "p3-interleave-4k",
-        text: include_str!("../validate/p3-interleave-4k.toml"),
-        check: false,
-        on_request: true,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "p3-interleave-thp",
-        text: include_str!("../validate/p3-interleave-thp.toml"),
-        check: false,
-        on_request: true,
-        guest: "guest-4n",
-    },
-    Scenario {
-        name: "fork-under-load",
-        text: include_str!("../validate/fork-under-load.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-2n2c",
-    },
-    Scenario {
-        name: "oversub",
-        text: include_str!("../validate/oversub.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-2n2c",
-    },
-    Scenario {
-        name: "sleepy",
-        text: include_str!("../validate/sleepy.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-2n2c",
-    },
-    Scenario {
-        name: "low-memory",
-        text: include_str!("../validate/low-memory.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-2n2c",
-    },
-    Scenario {
-        name: "numa01-like",
-        text: include_str!("../validate/numa01-like.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-2n2c",
-    },
-    Scenario {
-        name: "unpinned-thp",
-        text: include_str!("../validate/unpinned-thp.toml"),
-        check: false,
-        on_request: false,
-        guest: "guest-2n2c",
-    },
-];
-
-/// The guest machine spec (TOML).
-pub const GUEST_MACHINE: &str = include_str!("../validate/guest-4n.toml");
-
-/// The built-in guests, by name, with their machine specs: `guest-4n`
-/// (4 nodes x 1 vCPU, the default) and `guest-2n2c` (2 nodes x 2 vCPUs,
-/// a core/LLC level inside each node).
-pub const GUESTS: &[(&str, &str)] = &[
-    ("guest-4n", GUEST_MACHINE),
-    ("guest-2n2c", include_str!("../validate/guest-2n2c.toml")),
-];
-
 /// Options of `numalab validate`.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Guest machine (preset or file); default [`GUEST_MACHINE`].
+    /// Guest machine (preset or file); default [`crate::validate_scenarios::GUEST_MACHINE`].
     pub machine: Option<String>,
     /// Scenario names; empty = all.
     pub scenarios: Vec<String>,
@@ -197,6 +74,10 @@ pub struct Options {
     pub patched_set: Vec<String>,
     /// `--fuzz`.
     pub fuzz: usize,
+    /// `--series`: the patch series' scenarios, on its kernel.
+    pub series: bool,
+    /// `--seeds DIR`: where the series' seeds are (for its build).
+    pub seeds: String,
 }
 
 /// The guest machine of `--machine`, or the built-in one.
@@ -212,37 +93,45 @@ pub fn machine(name: Option<&str>) -> Result<Machine, String> {
 
 /// The scenarios named (when none is, those written for `guest`, or for
 /// the default guest when `guest` is not a built-in one), refusing
-/// unknown names.
-pub fn pick(names: &[String], guest: &str) -> Result<Vec<Scenario>, String> {
+/// unknown names. `series`: the patch series' scenarios
+/// ([`crate::validate_scenarios::SERIES_SCENARIOS`]) instead of the stock
+/// ones; a scenario of the other kind is refused by name.
+pub fn pick(names: &[String], guest: &str, series: bool) -> Result<Vec<Scenario>, String> {
     if names.is_empty() {
         let guest = if GUESTS.iter().any(|(n, _)| *n == guest) {
             guest
         } else {
             GUESTS[0].0
         };
-        return Ok(SCENARIOS
-            .iter()
-            .filter(|s| !s.on_request && s.guest == guest)
+        return Ok(crate::validate_scenarios::all()
+            .filter(|s| s.series == series && (series || !s.on_request) && s.guest == guest)
             .copied()
             .collect());
     }
     names
         .iter()
         .map(|n| {
-            SCENARIOS
-                .iter()
+            let s = crate::validate_scenarios::all()
                 .find(|s| s.name == n)
                 .copied()
                 .ok_or_else(|| {
                     format!(
                         "--scenario {n}: unknown (known: {})",
-                        SCENARIOS
-                            .iter()
+                        crate::validate_scenarios::all()
                             .map(|s| s.name)
                             .collect::<Vec<_>>()
                             .join(", ")
                     )
-                })
+                })?;
+            match (s.series, series) {
+                (true, false) => Err(format!(
+                    "--scenario {n}: runs on the patch series' kernel: add --series"
+                )),
+                (false, true) => Err(format!(
+                    "--scenario {n}: a stock scenario: drop --series to run it"
+                )),
+                _ => Ok(s),
+            }
         })
         .collect()
 }
@@ -268,6 +157,15 @@ pub const REAL_RUN_KNOBS: &[&str] = &[
     "numalab.task_group=session",
     "numalab.process_mappings=rust",
 ];
+
+/// The model's settings for scenario `s`: its own, then `--set`.
+pub fn model_sets(s: &Scenario, extra: &[String]) -> Vec<String> {
+    s.model_sets
+        .iter()
+        .map(|k| k.to_string())
+        .chain(extra.iter().cloned())
+        .collect()
+}
 
 /// Runs a scenario in the model (knobs [`REAL_RUN_KNOBS`], then `sets`
 /// from `--set`; trace on), on
@@ -655,7 +553,7 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
     out::write_file("", &file, s.text)?;
     let a = RunArgs {
         workload: file.display().to_string(),
-        sets: Vec::new(),
+        sets: s.kernel_sets.iter().map(|k| k.to_string()).collect(),
         json: None,
         scale: o.scale,
         seed: o.seed,
@@ -679,7 +577,7 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
 /// options every `numalab validate` shares (stock or `--kernel-patch`).
 pub fn choose(o: &Options) -> Result<(Machine, Vec<Scenario>), Failure> {
     let m = machine(o.machine.as_deref())?;
-    let scenarios = pick(&o.scenarios, &m.name)?;
+    let scenarios = pick(&o.scenarios, &m.name, o.series)?;
     if let Some(s) = scenarios
         .iter()
         .find(|s| GUESTS.iter().any(|(n, _)| *n == m.name) && s.guest != m.name)
@@ -733,7 +631,7 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
     let mut outside = Vec::new();
     for s in scenarios {
         let w = resolve(s, m, o.seed, o.scale)?;
-        let model = run_model(&w, m, o.seed, o.scale, &o.model_set)?;
+        let model = run_model(&w, m, o.seed, o.scale, &model_sets(s, &o.model_set))?;
         let boots = match boots_dir {
             Some(d) => crate::validate_band::read_boots(d, s.name)?,
             None => Vec::new(),
@@ -1074,7 +972,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         // list is its own.
         assert!(SCENARIOS.iter().filter(|s| !s.on_request).count() >= 10);
         for (g, _) in GUESTS {
-            let picked = pick(&[], g).unwrap();
+            let picked = pick(&[], g, false).unwrap();
             assert!(
                 !picked.is_empty() && picked.iter().all(|s| s.guest == *g),
                 "{g}"
@@ -1082,11 +980,35 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         }
         let two = machine(Some("guest-2n2c")).unwrap();
         assert_eq!((two.nr_nodes(), two.nr_cpus()), (2, 4));
-        let e = pick(&["nope".to_string()], "guest-4n").unwrap_err();
+        let e = pick(&["nope".to_string()], "guest-4n", false).unwrap_err();
         assert!(
             e.contains("pinned-4k, pinned-thp, unpinned, numa02-like"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn series_scenarios_run_only_with_series_and_resolve_on_their_guest() {
+        use crate::validate_scenarios::SERIES_SCENARIOS;
+        let picked = pick(&[], "guest-4n", true).unwrap();
+        assert_eq!(picked.len(), SERIES_SCENARIOS.len());
+        assert!(picked.iter().all(|s| s.series && !s.kernel_sets.is_empty()));
+        // Each side gets a setting; p4 names the same files on both.
+        for s in SERIES_SCENARIOS {
+            assert_eq!(s.kernel_sets.len(), s.model_sets.len(), "{}", s.name);
+            numalab_sim::Knobs::from_sets(s.model_sets)
+                .unwrap_or_else(|e| panic!("{}: {e}", s.name));
+            let g = machine(Some(s.guest)).unwrap();
+            resolve(s, &g, 1, 1.0).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        }
+        let e = pick(&["p4-cgroup-on-off".into()], "guest-4n", false).unwrap_err();
+        assert!(e.contains("add --series"), "{e}");
+        let e = pick(&["unpinned".into()], "guest-4n", true).unwrap_err();
+        assert!(e.contains("drop --series"), "{e}");
+        assert!(pick(&[], "guest-4n", false)
+            .unwrap()
+            .iter()
+            .all(|s| !s.series));
     }
 
     /// The model half of `numalab validate --model-only`, fast: the pinned
@@ -1101,7 +1023,7 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         // the model half of the pipeline, not that speed.
         let mut m = guest();
         m.kernel.cost_scale = 1.0;
-        let s = pick(&["pinned-4k".to_string()], "guest-4n").unwrap()[0];
+        let s = pick(&["pinned-4k".to_string()], "guest-4n", false).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.25).unwrap();
         // Model and real runs name tasks alike: no renaming needed.
         let rec = run_model(&w, &m, 1, 0.25, &[]).unwrap();

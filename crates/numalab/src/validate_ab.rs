@@ -344,7 +344,8 @@ mod tests {
         );
         assert_eq!(refusal("the guest did not finish"), "failed");
         let m = crate::validate::machine(None).unwrap();
-        let s = crate::validate::pick(&["p3-interleave-4k".to_string()], "guest-4n").unwrap()[0];
+        let s =
+            crate::validate::pick(&["p3-interleave-4k".to_string()], "guest-4n", false).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.05).unwrap();
         let rec = run_model(
             &w,
@@ -362,7 +363,7 @@ mod tests {
     #[test]
     fn check_finds_a_thread_left_behind_and_a_refusal_on_one_side_only() {
         let m = crate::validate::machine(None).unwrap();
-        let s = crate::validate::pick(&["pinned-4k".to_string()], "guest-4n").unwrap()[0];
+        let s = crate::validate::pick(&["pinned-4k".to_string()], "guest-4n", false).unwrap()[0];
         let w = resolve(&s, &m, 1, 0.5).unwrap();
         let stock = run_model(&w, &m, 1, 0.5, &[]);
         // As posted, proposal 3 skips every migration to node 1, so the

@@ -12,7 +12,8 @@
 //! migrations per thread, the time until every thread's memory is 90 %
 //! local, and where each thread ends (the share of threads on the same
 //! node as in a kernel boot, up to renaming nodes when nothing in the
-//! scenario tells nodes apart).
+//! scenario tells nodes apart), and the memory.stat NUMA counters of each
+//! of the workload's own cgroups.
 //!
 //! A figure outside its band fails the gate unless it is declared in
 //! `validate/kernel/known.toml` with the experiment that shows why (a
@@ -142,6 +143,16 @@ const FIGURES: &[(&str, Getter, bool)] = &[
         COUNT,
     ),
     ("all threads >= 90% local (s)", all_local, !COUNT),
+];
+
+/// The memory.stat counters judged for each of the workload's own cgroups
+/// (a figure `COUNTER /PATH`).
+const CGROUP_FIGURES: &[&str] = &[
+    "numa_pte_updates",
+    "numa_hint_faults",
+    "numa_pages_migrated",
+    "numa_task_migrated",
+    "numa_task_swapped",
 ];
 
 /// When every measured thread's memory first was 90 % local (the latest
@@ -351,27 +362,42 @@ pub fn judge(
         (Some(false), None) => Verdict::Outside,
         (Some(false), Some(e)) => Verdict::Known(e),
     };
+    let row = |name: String, get: &dyn Fn(&RunRecord) -> Option<f64>, count: bool| {
+        let kernel: Vec<f64> = boots.iter().filter_map(get).collect();
+        let kernel = if kernel.len() == boots.len() {
+            kernel
+        } else {
+            Vec::new()
+        };
+        let band = Band::of(&kernel, count);
+        let value = get(model);
+        let inside = band.zip(value).map(|(b, v)| b.contains(v));
+        let verdict = verdict(&name, inside);
+        Row {
+            figure: name,
+            kernel,
+            band,
+            model: value,
+            verdict,
+        }
+    };
     let mut rows: Vec<Row> = FIGURES
         .iter()
-        .map(|(name, get, count)| {
-            let kernel: Vec<f64> = boots.iter().filter_map(|r| get(r, &c)).collect();
-            let kernel = if kernel.len() == boots.len() {
-                kernel
-            } else {
-                Vec::new()
-            };
-            let band = Band::of(&kernel, *count);
-            let value = get(model, &c);
-            let inside = band.zip(value).map(|(b, v)| b.contains(v));
-            Row {
-                figure: name.to_string(),
-                kernel,
-                band,
-                model: value,
-                verdict: verdict(name, inside),
-            }
-        })
+        .map(|(name, get, count)| row(name.to_string(), &|r| get(r, &c), *count))
         .collect();
+    // Each of the workload's own cgroups: where scanning and migration
+    // happened (proposal 4 enables some and not others).
+    for cg in w.cgroups.iter().filter(|g| g.path != "/") {
+        for stat in CGROUP_FIGURES {
+            let get = |r: &RunRecord| {
+                r.cgroups
+                    .get(&cg.path)
+                    .and_then(|g| g.memory_stat.get(*stat))
+                    .map(|&v| v as f64)
+            };
+            rows.push(row(format!("{stat} {}", cg.path), &get, COUNT));
+        }
+    }
     // Final nodes: the model against its best-matching boot, held to 75 %
     // or to the boots' own agreement with each other when that is lower.
     let rename = symmetric(w);

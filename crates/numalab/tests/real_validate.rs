@@ -176,6 +176,67 @@ fn the_model_stays_within_the_kernels_band_or_a_declared_miss_over_the_saved_boo
     assert!(out.contains("validate --check:"), "{out}");
 }
 
+/// Saved boots of the patch series' kernel (vm/patches/6.12/series), 3
+/// per series scenario.
+const SERIES_BOOTS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/validate/kernel/guest-4n-series"
+);
+
+#[test]
+fn the_series_scenarios_hold_the_model_to_the_patched_kernels_band() {
+    let args = [
+        "--no-progress",
+        "validate",
+        "--series",
+        "--boots",
+        SERIES_BOOTS,
+        "--check",
+    ];
+    let o = numalab(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    for s in [
+        "p4-cgroup-on-off",
+        "p2-scan-async",
+        "p1-no-preferred-node",
+        "p1-no-migrate-on-select",
+        "p1-no-fault-classify",
+        "p1-no-scan-adapt",
+    ] {
+        assert!(
+            out.contains(&format!(
+                "-- {s}: model against the kernel's band over 3 boots"
+            )),
+            "{out}"
+        );
+    }
+    // Proposal 4: the disabled cgroup is neither scanned nor migrated, in
+    // the kernel (0 in every boot) and in the model.
+    for stat in ["numa_pte_updates", "numa_pages_migrated"] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{stat} /off ")))
+            .unwrap_or_else(|| panic!("no {stat} /off row: {out}"));
+        assert!(
+            line.contains("0 [0-0]") && line.ends_with("within"),
+            "{line}"
+        );
+    }
+    // Without a preferred node the kernel moves no task for NUMA, and
+    // neither does the model.
+    let p1 = &out[out.find("-- p1-no-preferred-node").unwrap()..];
+    let moves = p1
+        .lines()
+        .find(|l| l.starts_with("sched_move_numa"))
+        .unwrap();
+    assert!(
+        moves.contains("0 [0-0]") && moves.ends_with("within"),
+        "{moves}"
+    );
+}
+
 #[test]
 fn a_figure_outside_the_band_that_is_not_declared_fails_the_gate() {
     // pinned-4k's boots with the kernel's pages migrated made 1000x
