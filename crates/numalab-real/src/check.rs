@@ -19,6 +19,7 @@ use crate::cgroup::{controller_of, path_components, GroupPlan};
 use crate::host::HostFacts;
 use crate::knobs::{check_knob, Knob};
 use crate::sys;
+use numalab_knobs::knob;
 use numalab_topology::CpuSet;
 use numalab_workload::model::{Phase, PolicyMode, PolicySpec, Workload};
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,6 +42,11 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// Sampling interval set by `--set numalab.sample_interval_ms`.
     pub interval: Option<std::time::Duration>,
+    /// `--set numalab.access_latency=1`: the worker times every random
+    /// access (latency.rs); the outlier threshold in microseconds
+    /// (`numalab.access_latency_threshold_us`, the model's default unless
+    /// set).
+    pub access_latency_us: Option<u64>,
 }
 
 /// Why a real run refuses the model-only phases.
@@ -314,6 +320,7 @@ pub fn plan(
 
     // Knobs and privileges.
     let mut cgroup_files: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let (mut latency_on, mut latency_threshold) = (false, None);
     for (k, v) in knobs {
         match k {
             Knob::File { key, path, .. } => {
@@ -340,6 +347,23 @@ pub fn plan(
             // asks for nothing, any other is the model's alone.
             Knob::Lab { key } if key == numalab_knobs::knob::POLICY.def().name => {
                 crate::knobs::refuse_model_policy(key, v)?;
+            }
+            Knob::Lab { key } if key == knob::ACCESS_LATENCY.def().name => {
+                latency_on = match v.as_str() {
+                    "1" | "true" => true,
+                    "0" | "false" => false,
+                    _ => return Err(format!("refused: --set {key}={v}: 0 or 1")),
+                };
+            }
+            Knob::Lab { key } if key == knob::ACCESS_LATENCY_THRESHOLD_US.def().name => {
+                match v.parse::<u64>() {
+                    Ok(us) if us > 0 => latency_threshold = Some(us),
+                    _ => {
+                        return Err(format!(
+                            "refused: --set {key}={v}: a threshold > 0 microseconds"
+                        ))
+                    }
+                }
             }
             Knob::Lab { key } => {
                 if key != "numalab.sample_interval_ms" {
@@ -369,6 +393,9 @@ pub fn plan(
             }
         }
     }
+    plan.access_latency_us = latency_on.then(|| {
+        latency_threshold.unwrap_or(knob::ACCESS_LATENCY_THRESHOLD_US.def().default_raw())
+    });
 
     // Cgroups.
     let mut groups: Vec<GroupPlan> = Vec::new();

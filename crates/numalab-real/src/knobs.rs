@@ -12,7 +12,9 @@
 //! - a debugfs tunable → its file under /sys/kernel/debug, or, on a kernel
 //!   without it whose pre-5.13 sysctl exists, that sysctl;
 //! - a lab or kernel-config knob → [`Knob::Lab`] (`numalab.sample_interval_ms`
-//!   sets the sampling interval; `numalab.policy=mainline` asks for what a
+//!   sets the sampling interval; `numalab.access_latency=1` has the worker
+//!   time every random access, `numalab.access_latency_threshold_us` its
+//!   outlier threshold (latency.rs); `numalab.policy=mainline` asks for what a
 //!   real kernel runs anyway, any other policy is refused by [`parse_set`];
 //!   `CONFIG_HZ` and the other lab knobs are refused by the checks, a real
 //!   kernel fixes them).

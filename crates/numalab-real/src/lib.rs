@@ -29,6 +29,7 @@ pub mod host;
 pub mod journal;
 pub mod knob_roots;
 pub mod knobs;
+pub mod latency;
 pub mod mounts;
 mod run;
 pub mod sample;

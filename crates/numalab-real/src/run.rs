@@ -390,6 +390,7 @@ fn fork_children(
         host,
         opts,
         facts,
+        plan,
         ..
     } = *r;
     let node_of_cpu: Vec<usize> = host.cpus.iter().map(|c| c.node).collect();
@@ -439,6 +440,7 @@ fn fork_children(
                 node_of_cpu: node_of_cpu.clone(),
                 nr_nodes: host.nr_nodes(),
                 all_cpus: all_cpus.clone(),
+                access_latency_us: plan.access_latency_us,
             });
         }
         // Parent.
@@ -484,6 +486,8 @@ struct Baseline {
     vm0: BTreeMap<String, u64>,
     mem0: BTreeMap<String, BTreeMap<String, u64>>,
     tr0: BTreeMap<String, u64>,
+    /// Kworker CPU time at the start, ns by pid.
+    kworker0: BTreeMap<u32, u64>,
     series: Series,
 }
 
@@ -562,6 +566,7 @@ impl Baseline {
             vm0,
             mem0,
             tr0,
+            kworker0: sample::kworker_cpu_ns(),
             series,
         }
     }
@@ -757,6 +762,8 @@ struct FinalCounters {
     tr1: BTreeMap<String, u64>,
     mem1: BTreeMap<String, BTreeMap<String, u64>>,
     cpu1: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Kworker CPU seconds over the run.
+    kworker_s: f64,
 }
 
 impl FinalCounters {
@@ -770,6 +777,7 @@ impl FinalCounters {
             tr1,
             mem1: read_cgroups(&base.cg_dirs, "memory.stat"),
             cpu1: read_cgroups(&base.cg_dirs, "cpu.stat"),
+            kworker_s: sample::kworker_cpu_s(&base.kworker0, &sample::kworker_cpu_ns()),
         }
     }
 }
@@ -838,6 +846,27 @@ fn build_record(r: &RunCtx, my_pid: i32, c: Collected) -> RunRecord {
     lab.set(lab::REAL_BYTES_BY_NODE_ESTIMATED, 1.0);
     for (k, v) in sample::deltas(c.tr0, &c.fin.tr1) {
         lab.set(lab::TRACE.key(&k), v as f64);
+    }
+    lab.set(
+        lab::REAL_KWORKER_CPU_S,
+        (c.fin.kworker_s * 1e6).round() / 1e6,
+    );
+    // Timed accesses (`numalab.access_latency=1`): the model's figures.
+    let timed: Vec<_> = tasks
+        .iter()
+        .filter_map(|t| t.access_latency.as_ref())
+        .collect();
+    if !timed.is_empty() {
+        let total: u64 = timed
+            .iter()
+            .map(|l| l.reads.iter().chain(&l.writes).sum::<u64>())
+            .sum();
+        let over: u64 = timed.iter().map(|l| l.reads_over + l.writes_over).sum();
+        lab.set(lab::ACCESSES, total as f64);
+        lab.set(lab::ACCESS_LATENCY_OUTLIERS, over as f64);
+        if elapsed_s > 0.0 {
+            lab.set(lab::ACCESSES_PER_S, (total as f64 / elapsed_s).round());
+        }
     }
     let score = match workload.score {
         Score::Throughput => Some(RecScore::throughput(requests, elapsed_s)),

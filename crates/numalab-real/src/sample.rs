@@ -414,8 +414,54 @@ impl Drop for TraceCounters {
     }
 }
 
+/// The CPU time (ns, `sum_exec_runtime`: the first field of
+/// /proc/PID/schedstat) of every kworker thread, by pid. Kworkers are
+/// kernel threads named `kworker/...`; a pid whose files cannot be read
+/// (it exited) is left out.
+pub fn kworker_cpu_ns() -> BTreeMap<u32, u64> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("kworker") {
+            continue;
+        }
+        if let Some((ns, _, _)) = std::fs::read_to_string(e.path().join("schedstat"))
+            .ok()
+            .and_then(|s| parse_schedstat(&s))
+        {
+            out.insert(pid, ns);
+        }
+    }
+    out
+}
+
+/// The kworkers' CPU seconds between two [`kworker_cpu_ns`] readings: a
+/// kworker born in between counts whole.
+pub fn kworker_cpu_s(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> f64 {
+    after
+        .iter()
+        .map(|(pid, &ns)| ns.saturating_sub(before.get(pid).copied().unwrap_or(0)))
+        .sum::<u64>() as f64
+        / 1e9
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn kworker_time_is_the_growth_of_each_and_a_new_one_whole() {
+        let before = BTreeMap::from([(1u32, 100u64), (2, 50)]);
+        let after = BTreeMap::from([(1u32, 300u64), (3, 1000)]);
+        // pid 2 exited (not counted), pid 3 was born (counted whole).
+        assert_eq!(kworker_cpu_s(&before, &after), 1200.0 / 1e9);
+        assert_eq!(kworker_cpu_s(&after, &after), 0.0);
+    }
+
     use super::*;
     use numalab_record::counters::{is_recorded_memory_stat, is_recorded_vmstat};
 

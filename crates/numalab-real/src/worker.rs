@@ -40,6 +40,7 @@
 //! Left out: `mlp` of random phases, and fork/exec inside a workload.
 
 use crate::access::{thread_rng, PageSampler};
+use crate::latency::AccessTimer;
 use crate::sample::{parse_proc_sched, parse_schedstat, summarize_page_status};
 use crate::sys::{self, Mapping};
 use numalab_record::TaskFigures;
@@ -207,6 +208,9 @@ pub(crate) struct ChildCtx<'a> {
     pub node_of_cpu: Vec<usize>,
     pub nr_nodes: usize,
     pub all_cpus: CpuSet,
+    /// Time every random access, outliers at this many microseconds
+    /// (latency.rs); `None`: untimed.
+    pub access_latency_us: Option<u64>,
 }
 
 struct Reporter {
@@ -341,6 +345,7 @@ fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), Strin
         nr_nodes: ctx.nr_nodes,
         all_cpus: ctx.all_cpus.clone(),
         shared_addr: ctx.shared as *const Shared as usize,
+        access_latency_us: ctx.access_latency_us,
         state: Mutex::new(ProcState {
             layout,
             handles: Vec::new(),
@@ -458,6 +463,7 @@ struct Proc {
     nr_nodes: usize,
     all_cpus: CpuSet,
     shared_addr: usize,
+    access_latency_us: Option<u64>,
     state: Mutex<ProcState>,
     /// Signalled when a thread exits.
     all_exited: Condvar,
@@ -493,6 +499,7 @@ impl Proc {
             nr_nodes: self.nr_nodes,
             all_cpus: self.all_cpus.clone(),
             shared_addr: self.shared_addr,
+            access_latency_us: self.access_latency_us,
         }
     }
 
@@ -559,6 +566,7 @@ struct ThreadEnv {
     nr_nodes: usize,
     all_cpus: CpuSet,
     shared_addr: usize,
+    access_latency_us: Option<u64>,
 }
 
 impl ThreadEnv {
@@ -602,6 +610,7 @@ fn run_thread(
         by_node: vec![0; env.nr_nodes],
         pending: 0,
         name: &t.name,
+        timer: env.access_latency_us.map(AccessTimer::new),
     };
     ex.run(&t.phases)?;
     let exit_s = env.since_t0();
@@ -634,7 +643,7 @@ fn run_thread(
             nr_migrations: sched.get("se.nr_migrations") as u64,
             bytes_by_node: ex.by_node,
             numa: sched.task_numa(),
-            access_latency: None,
+            access_latency: ex.timer.as_ref().and_then(AccessTimer::figures),
         },
     })
 }
@@ -659,6 +668,8 @@ struct Exec<'a> {
     by_node: Vec<u64>,
     pending: u64,
     name: &'a str,
+    /// Per-access times of random phases (`numalab.access_latency=1`).
+    timer: Option<AccessTimer>,
 }
 
 impl Exec<'_> {
@@ -773,6 +784,8 @@ impl Exec<'_> {
                 while i < *accesses {
                     let batch = RANDOM_BATCH.min(*accesses - i);
                     let mut last = base;
+                    // The interval restarts after the bookkeeping below.
+                    let mut prev = self.timer.as_ref().map(|_| sys::monotonic_ns());
                     for k in 0..batch {
                         let page = sampler.sample(&mut self.rng);
                         let line = (page * 64 + self.rng.gen_range(0..64)).min(lines - 1);
@@ -781,7 +794,8 @@ impl Exec<'_> {
                         let addr = (base
                             + ((line * 64) as usize).min((*len as usize).saturating_sub(8)))
                             & !7;
-                        if self.rng.gen::<f64>() < *write_fraction {
+                        let write = self.rng.gen::<f64>() < *write_fraction;
+                        if write {
                             // SAFETY: inside the region, 8-byte aligned.
                             unsafe { std::ptr::write_volatile(addr as *mut u64, i + k) };
                         } else {
@@ -789,6 +803,11 @@ impl Exec<'_> {
                             sum = sum.wrapping_add(unsafe {
                                 std::ptr::read_volatile(addr as *const u64)
                             });
+                        }
+                        if let (Some(t), Some(p)) = (self.timer.as_mut(), prev.as_mut()) {
+                            let now = sys::monotonic_ns();
+                            t.record(now.saturating_sub(*p), write);
+                            *p = now;
                         }
                         last = addr;
                     }

@@ -167,6 +167,8 @@ lab_figures! {
     REAL_SAMPLES = "real.samples", "count", "time-series samples the real run took";
     /// Whether bytes_by_node is an estimate.
     REAL_BYTES_BY_NODE_ESTIMATED = "real.bytes_by_node_estimated", "flag", "1: the tasks' bytes_by_node are estimated from resident pages, not measured";
+    /// CPU time of the kernel's kworker threads during the run.
+    REAL_KWORKER_CPU_S = "real.kworker_cpu_s", "s", "CPU time of every kworker thread over the run (sum_exec_runtime deltas from /proc/PID/schedstat; a kworker that exited during the run is not counted): the workqueues' work, proposal 2's asynchronous scans among it";
     // Real runs in a QEMU guest (numalab-real vm).
     /// Problems the guest printed on its console.
     VM_CONSOLE_PROBLEMS = "vm.console_problems", "count", "warnings, oopses and errors the guest kernel printed on its serial console";

@@ -143,6 +143,14 @@ const FIGURES: &[(&str, Getter, bool)] = &[
         COUNT,
     ),
     ("all threads >= 90% local (s)", all_local, !COUNT),
+    // Timed accesses at or above the threshold (1 ms): a real run times
+    // them only with `--set numalab.access_latency=1` (the p2 scenarios);
+    // boots without are "not recorded".
+    (
+        "access_latency_outliers",
+        |r, _| r.lab.get(numalab_record::lab::ACCESS_LATENCY_OUTLIERS),
+        COUNT,
+    ),
 ];
 
 /// The memory.stat counters judged for each of the workload's own cgroups

@@ -199,6 +199,33 @@ pub const SERIES_SCENARIOS: &[Scenario] = &[
         series: true,
         ..PLAIN
     },
+    // Proposal 2's own experiment, pmbench-like with every access timed,
+    // synchronous against asynchronous scanning, on the guest whose nodes
+    // keep a CPU free for the kworker (as the posting's 40 idle CPUs).
+    Scenario {
+        name: "p2-pmbench-sync",
+        text: include_str!("../validate/p2-pmbench.toml"),
+        kernel_sets: &["numalab.access_latency=1"],
+        model_sets: &["numalab.access_latency=1"],
+        series: true,
+        guest: "guest-2n2c",
+        ..PLAIN
+    },
+    Scenario {
+        name: "p2-pmbench-async",
+        text: include_str!("../validate/p2-pmbench.toml"),
+        kernel_sets: &[
+            "numalab.access_latency=1",
+            "kernel.numa_balancing_scan_async=1",
+        ],
+        model_sets: &[
+            "numalab.access_latency=1",
+            "kernel.numa_balancing_scan_async=1",
+        ],
+        series: true,
+        guest: "guest-2n2c",
+        ..PLAIN
+    },
     // Proposal 1 (the 2013 series, mainline): each of p1-01's debugfs
     // switches off on its own, on a scenario where it matters. Without a
     // preferred node, or without the move to it, unpinned's threads are
