@@ -103,7 +103,7 @@ impl Kernel {
                 format!("address=0x{addr:x} ip=0x0 error_code=0x5")
             });
         }
-        let mut cost = costs::HINT_FAULT_NS;
+        let mut cost = costs::HINT_FAULT_NS * self.hint_fault_rescale();
         let mut held = 0.0;
         let mut flags = 0u32;
         // Flag if the folio is shared between multiple address spaces
@@ -144,6 +144,16 @@ impl Kernel {
         }
         self.task_numa_fault(t, cpu, last_cpupid, nid, nr_pages, flags);
         (cost, held)
+    }
+
+    /// What turns the hinting fault path's native costs (the fault's own
+    /// work and its migration's, not the page copy, which runs at the
+    /// machine's bandwidth) into the units [`Kernel::charge_sys`] takes:
+    /// `hint_fault_cost_scale / cost_scale` when the machine gives one
+    /// (`[kernel] hint_fault_cost_scale`), else 1.
+    fn hint_fault_rescale(&self) -> f64 {
+        let k = &self.m.kernel;
+        k.hint_fault_cost_scale.map_or(1.0, |f| f / k.cost_scale)
     }
 
     /// `numa_migrate_check` (mm/memory.c): reads `last_cpupid`, marks the
@@ -399,9 +409,10 @@ impl Kernel {
         bytes: f64,
         ok: bool,
     ) -> f64 {
+        let work = self.hint_fault_rescale();
         if !self.mem.locks.on.migrate_cost {
             return if ok {
-                costs::MIGRATE_PAGE_FIXED_NS + self.bytes_cost_ns(bytes)
+                costs::MIGRATE_PAGE_FIXED_NS * work + self.bytes_cost_ns(bytes)
             } else {
                 0.0
             };
@@ -409,7 +420,7 @@ impl Kernel {
         let cpu = self.tasks[t].cpu;
         let isolate = self.lru_lock(cpu, src);
         if !ok {
-            return isolate + costs::MIGRATE_ALLOC_NS + self.lru_lock(cpu, src);
+            return (isolate + costs::MIGRATE_ALLOC_NS + self.lru_lock(cpu, src)) * work;
         }
         let alloc = costs::MIGRATE_ALLOC_NS + self.pcp_alloc(cpu, dst, nr);
         let cn = self.cpu_node(cpu).index();
@@ -417,7 +428,7 @@ impl Kernel {
         let lat = |n: NodeId| self.m.latency_ns[cn][n.index()];
         let copy = self.bytes_cost_ns(bytes) * (lat(src) + lat(dst)) / local;
         let remap = costs::MIGRATE_REMAP_NS + self.pcp_free(cpu, src, nr);
-        isolate + alloc + costs::MIGRATE_UNMAP_NS + copy + remap
+        isolate * work + alloc * work + costs::MIGRATE_UNMAP_NS * work + copy + remap * work
     }
 }
 
@@ -486,6 +497,36 @@ mod tests {
 
     fn node_of(k: &Kernel, mm: MmId, idx: usize) -> usize {
         k.mem.mms[mm].vmas[fx::V0].pages[idx].node_id().index()
+    }
+
+    #[test]
+    fn hint_fault_cost_scale_rescales_the_fault_and_migration_work_but_not_the_copy() {
+        let migrating_fault = |cost: f64, hint: Option<f64>| {
+            let (mut k, mm, t) = setup(None);
+            k.m.kernel.cost_scale = cost;
+            k.m.kernel.hint_fault_cost_scale = hint;
+            fx::mark(&mut k, mm, 0);
+            let ns = k.do_numa_page(t, fx::c(0), fx::V0, 0);
+            assert_eq!(node_of(&k, mm, 0), 0, "migrated");
+            // What charge_sys makes of it.
+            ns * cost
+        };
+        let native = migrating_fault(1.0, None);
+        let (k, _, _) = setup(None);
+        // tiny-2n: the copy reads node 1 and writes node 0.
+        let lat = &k.m.latency_ns;
+        let copy = 4096.0 / k.m.bandwidth.core_gbps * (lat[0][1] + lat[0][0]) / lat[0][0];
+        assert!(native > copy);
+        let slow = migrating_fault(180.0, None);
+        assert!(
+            ((slow - copy) / (native - copy) - 180.0).abs() < 1e-6,
+            "{slow} {native}"
+        );
+        let calibrated = migrating_fault(180.0, Some(60.0));
+        assert!(
+            ((calibrated - copy) / (native - copy) - 60.0).abs() < 1e-6,
+            "{calibrated}"
+        );
     }
 
     #[test]
