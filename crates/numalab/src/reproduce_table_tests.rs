@@ -194,3 +194,20 @@ fn below_scale_one_an_absolute_figure_is_not_judged() {
     assert_eq!((j.tally.figures, j.tally.unexpected), (0, 0));
     assert!(j.failures.is_empty() && !j.rows[0].judged);
 }
+
+#[test]
+fn a_sweep_total_is_the_point_count_times_the_mean_and_its_ratio_the_means() {
+    // Base: one 100 s point of a 48-point sweep, an estimated 4800 s in all.
+    let total = Metric::SweepTotal(48, &Metric::Elapsed);
+    let j = judged("base", total.clone(), 4800.0, false, (100.0, 50.0), 1.0);
+    assert_eq!(verdict(&j), "within tolerance");
+    let j = judged("base", total.clone(), 100.0, false, (100.0, 50.0), 1.0);
+    assert!(verdict(&j).contains("off by 48.00x"), "{}", verdict(&j));
+    // The ratio of two totals over the same points is the ratio of means.
+    let ratio = Metric::RatioVs("base", &Metric::SweepTotal(48, &Metric::Elapsed));
+    let j = judged("new", ratio, 0.5, false, (100.0, 50.0), 1.0);
+    assert_eq!(verdict(&j), "within tolerance");
+    // Absolute: not judged below scale 1.
+    let j = judged("base", total.clone(), 4800.0, false, (100.0, 50.0), 0.25);
+    assert_eq!(verdict(&j), "not judged at --scale below 1");
+}

@@ -386,6 +386,10 @@ mod tests {
                 "of_workload(specjbb, ratio_vs(base, vmstat(numa_pte_updates)))",
                 "specjbb: numa_pte_updates / base's",
             ),
+            (
+                "of_workload(specjbb, sweep_total(48, vmstat(numa_hint_faults)))",
+                "specjbb: numa_hint_faults over 48 points",
+            ),
         ] {
             assert_eq!(Metric::parse(expr).unwrap().name(), name);
         }
@@ -397,6 +401,9 @@ mod tests {
             "nope",
             "lab(x",
             "score) x",
+            "sweep_total(0, sys)",
+            "sweep_total(x, sys)",
+            "sweep_total(48)",
         ] {
             assert!(Metric::parse(bad).is_err(), "{bad}");
         }
