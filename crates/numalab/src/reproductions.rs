@@ -421,14 +421,27 @@ mod tests {
     }
 
     #[test]
-    fn the_baseline_turns_every_switch_off_and_the_series_none() {
+    fn the_baseline_is_39_and_the_series_the_v1_posting_both_on_39s_sysctls() {
         let r = find("sched-numa-integration");
         let base = crate::runner::knobs(r.configs[0].sets).expect("baseline knobs");
         let series = crate::runner::knobs(r.configs[1].sets).expect("series knobs");
         for k in SWITCHES {
             assert!(!base.get(k), "{} on in the baseline", k.def().name);
-            assert!(series.get(k), "{} off in the series", k.def().name);
         }
+        assert!(!base.get(knob::NUMA_SERIES_V1));
+        // v1: its preferred node and reschedule; its own fault split and
+        // scan rule where mainline later put classification and adaptation.
+        assert!(series.get(knob::NUMA_PREFERRED_NODE) && series.get(knob::NUMA_MIGRATE_ON_SELECT));
+        assert!(!series.get(knob::NUMA_FAULT_CLASSIFY) && !series.get(knob::NUMA_SCAN_ADAPT));
+        assert!(series.get(knob::NUMA_SERIES_V1));
+        // 3.9's sysctls in both; patch 8 raised the maximum to 60 s.
+        for k in [&base, &series] {
+            assert_eq!(k.get(knob::SCAN_PERIOD_MIN_MS), 100);
+            assert_eq!(k.get(knob::SCAN_SIZE_MB), 256);
+            assert_eq!(k.get(knob::SCAN_DELAY_MS), 1000);
+        }
+        assert_eq!(base.get(knob::SCAN_PERIOD_MAX_MS), 5000);
+        assert_eq!(series.get(knob::SCAN_PERIOD_MAX_MS), 60_000);
     }
 
     #[test]
@@ -438,6 +451,8 @@ mod tests {
             .iter()
             .map(|c| {
                 let k = crate::runner::knobs(c.sets).expect("knobs");
+                // The ablation is of mainline's parts: never v1's rules.
+                assert!(!k.get(knob::NUMA_SERIES_V1), "{}", c.label);
                 SWITCHES.iter().filter(|&&s| !k.get(s)).count()
             })
             .collect();
