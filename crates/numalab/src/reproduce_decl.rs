@@ -369,6 +369,9 @@ pub struct Published {
     /// the miss, and fails when the figure holds at `--scale` 1
     /// ([`crate::reproduce_check::Standing`]).
     pub known_miss: Option<&'static str>,
+    /// Why a scale-free figure (a share or ratio) is judged at `--scale` 1
+    /// only: its mechanism needs the full run. None: judged at any scale.
+    pub full_scale_only: Option<&'static str>,
 }
 
 /// A configuration: a label and its knobs.

@@ -46,8 +46,21 @@ fn judged(
     metric: Metric,
     published: f64,
     declared: bool,
+    runs: (f64, f64),
+    scale: f64,
+) -> Judged {
+    judged_full_scale_only(config, metric, published, declared, runs, scale, None)
+}
+
+/// [`judged`], the figure declared `full_scale_only` with reason `why`.
+fn judged_full_scale_only(
+    config: &'static str,
+    metric: Metric,
+    published: f64,
+    declared: bool,
     (base, new): (f64, f64),
     scale: f64,
+    why: Option<&'static str>,
 ) -> Judged {
     let r = Reproduction {
         name: "t",
@@ -64,6 +77,7 @@ fn judged(
             value: Some(published),
             tolerance: Some(TEN),
             known_miss: declared.then_some(WHY),
+            full_scale_only: why,
         }],
         latency_cgroup: None,
     };
@@ -210,4 +224,18 @@ fn a_sweep_total_is_the_point_count_times_the_mean_and_its_ratio_the_means() {
     // Absolute: not judged below scale 1.
     let j = judged("base", total.clone(), 4800.0, false, (100.0, 50.0), 0.25);
     assert_eq!(verdict(&j), "not judged at --scale below 1");
+}
+
+#[test]
+fn a_ratio_declared_full_scale_only_is_judged_at_scale_one_only() {
+    let why = Some("a 60 s kernel period");
+    let j = judged_full_scale_only("new", RATIO, 0.5, false, (100.0, 80.0), 0.25, why);
+    assert_eq!(verdict(&j), "not judged at --scale below 1");
+    assert!(j.failures.is_empty() && !j.rows[0].judged);
+    // The same miss without the declaration fails below scale 1 ...
+    let j = judged("new", RATIO, 0.5, false, (100.0, 80.0), 0.25);
+    assert!(j.rows[0].unexpected);
+    // ... and with it, at scale 1.
+    let j = judged_full_scale_only("new", RATIO, 0.5, false, (100.0, 80.0), 1.0, why);
+    assert!(j.rows[0].unexpected && !j.failures.is_empty());
 }

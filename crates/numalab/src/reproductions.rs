@@ -9,7 +9,10 @@
 //! configurations and figures; a figure names its metric by an expression
 //! ([`Metric::parse`]), its published value (a number, or `"A / B"` for a
 //! ratio of two published numbers), its tolerance and its known miss by
-//! name. Tolerances (`[tolerance.NAME]`) and known misses (`[miss]`) are
+//! name, and, for a share or ratio whose mechanism needs the full run
+//! (a kernel period longer than a scaled-down run), `full_scale_only`
+//! with the reason: it is then judged at `--scale` 1 only, as absolute
+//! figures are. Tolerances (`[tolerance.NAME]`) and known misses (`[miss]`) are
 //! found in the file, then in `common.toml`, which holds those several
 //! proposals share. Left out: running and judging (reproduce.rs,
 //! verdict.rs).
@@ -86,6 +89,7 @@ struct FigureDecl {
     published: Option<Value>,
     tolerance: Option<String>,
     known_miss: Option<String>,
+    full_scale_only: Option<String>,
 }
 
 /// A published value: a number, or `"A / B"`.
@@ -188,12 +192,22 @@ fn declarations(file: &File, common: &File) -> Result<Vec<Reproduction>, String>
                     "a known miss needs a published value: a model-only figure cannot miss".into(),
                 ));
             }
+            if value.is_none() && f.full_scale_only.is_some() {
+                return Err(at("full_scale_only needs a published value".into()));
+            }
+            if f.full_scale_only
+                .as_deref()
+                .is_some_and(|w| w.trim().is_empty())
+            {
+                return Err(at("full_scale_only needs a reason".into()));
+            }
             published.push(Published {
                 config: keep(f.config.clone()),
                 metric: Metric::parse(&f.metric).map_err(at)?,
                 value,
                 tolerance: tol,
                 known_miss: f.known_miss.as_deref().map(miss).transpose().map_err(at)?,
+                full_scale_only: f.full_scale_only.clone().map(keep),
             });
         }
         let strs = |v: &[String]| -> &'static [&'static str] {
@@ -353,6 +367,14 @@ mod tests {
             "{ config = \"a\", metric = \"elapsed\", known_miss = \"threadlocal-system-time\" }",
         );
         assert!(e.contains("a known miss needs a published value"), "{e}");
+        let e = err("{ config = \"a\", metric = \"elapsed\", full_scale_only = \"w\" }");
+        assert!(e.contains("full_scale_only needs a published value"), "{e}");
+        let e = read(&file(
+            "{ config = \"a\", metric = \"elapsed\", published = 1.0, tolerance = \"t\", full_scale_only = \" \" }",
+            "[tolerance.t]\nabs = 0.5\nwhy = \"w\"\n",
+        ))
+        .unwrap_err();
+        assert!(e.contains("full_scale_only needs a reason"), "{e}");
         let e = err("{ config = \"a\", metric = \"elapsed\", colour = 1 }");
         assert!(e.contains("colour"), "{e}");
     }
