@@ -29,7 +29,10 @@
 //! `numa_migrate_on_select` uses mainline's `task_numa_migrate`) and patch
 //! 5's settle rule in the balancer (mainline's `migrate_degrades_locality`
 //! stands in); v1's patch 8 text was not found, V2's 08/13 (same title and
-//! cover-letter description) is what is modelled.
+//! cover-letter description) is what is modelled. Mainline's skip of the
+//! two-stage filter early in a task's life (`should_numa_migrate_memory`)
+//! stays in both the 3.9 and the v1 settings, where 3.9 filtered every
+//! fault.
 
 use super::{cpu_pid_to_cpupid, cpupid_to_cpu, cpupid_unset};
 use crate::kernel::sysctl::knob;
