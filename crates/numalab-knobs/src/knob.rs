@@ -489,6 +489,18 @@ declare! {
         description: "1: the scan period adapts once per pass to the local/remote and private/shared fault ratios (and restarts when a task leaves its preferred node); 0 (3.9): a fault that migrated nothing adds 10 jiffies to the period (up to scan_period_max) and every 60 s the mm's next scan resets the period to scan_period_min",
     }
 
+    /// The June 2013 v1 posting's own rules for the two parts mainline
+    /// later replaced (its patches 7 and 8), where those switches are off.
+    NUMA_SERIES_V1: bool {
+        name: "numalab.numa_series_v1",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "Mel Gorman, \"[PATCH 7/8] sched: Split accounting of NUMA hinting faults that pass two-stage filter\" (LKML, 2013-06-26: task_numa_fault priv = cpu_to_node(task_cpu(p)) == page_nid_last(page), task_numa_placement takes the node of most private faults, faults of migrated pages weigh double); \"[PATCH 08/13] sched: Increase NUMA PTE scanning when a new preferred node is selected\" (V2, 2013-07-03, the same patch as v1 8/8 by the V2 cover letter's list; v1's own text not found): numa_next_reset and sysctl_numa_balancing_scan_period_reset removed, task_numa_placement halves numa_scan_period (not below scan_period_min) when a task with numa_migrate_seq >= sysctl_numa_balancing_settle_count (3, v1 5/8) changes its preferred node",
+        description: "1: with numalab.numa_fault_classify=0, a hinting fault is private when the page's last faulting node (the two-stage filter's record, updated by local faults too, as 3.9's mpol_misplaced did) is the task's node, the preferred node is the node of most private faults, and faults that migrated their page count twice; with numalab.numa_scan_adapt=0, no 60 s reset: a settled task (3 passes on its preferred node) that changes preferred node halves its scan period (the +10 jiffies per unmigrated fault stays); no effect where those switches are on (mainline's rules replaced both); 0: 3.9's rules there",
+    }
+
     // Issue 31: the policy extension point (numalab-sim kernel/numa/policy).
     /// The NUMA balancing policy: the ops table the model's decisions go
     /// through. The names are the model's registry's, checked when the

@@ -573,7 +573,7 @@ fn modeled_vs_published(r: &Reproduction, sets: &[RunSet], scale: f64) -> Judged
             Some(set) if has_runs(p, sets) => p.metric.modeled(set, sets),
             _ => f64::NAN,
         };
-        let scale_free = scale >= 1.0 || p.metric.is_scale_free();
+        let scale_free = scale >= 1.0 || (p.metric.is_scale_free() && p.full_scale_only.is_none());
         let (coverage, why) = coverage(r, p, sets, scale);
         let (mut was_judged, mut unexpected) = (false, false);
         let none = format!("{:>8}", "-");

@@ -51,6 +51,10 @@ pub enum Metric {
     /// A metric over only the runs of workload `name` (in every
     /// configuration), for reproductions that run several workloads.
     OfWorkload(&'static str, &'static Metric),
+    /// The total of a metric over a sweep of `points` points, estimated
+    /// from the points that ran: `points` times the mean over the runs
+    /// (a posting's sweep totals when the model samples the sweep).
+    SweepTotal(u32, &'static Metric),
 }
 
 impl Metric {
@@ -69,6 +73,7 @@ impl Metric {
             Metric::Vmstat(item) => item.to_string(),
             Metric::PeakScore => "peak score".into(),
             Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
+            Metric::SweepTotal(n, m) => format!("{} over {n} points", m.name()),
             Metric::Lab(k) => k.key.to_string(),
             Metric::CgroupUser(cg) => format!("{cg} user (s)"),
             Metric::CgroupSys(cg) => format!("{cg} system (s)"),
@@ -93,7 +98,7 @@ impl Metric {
         match self {
             Metric::ScoreChangePct(b) => vec![b],
             Metric::RatioVs(b, m) => std::iter::once(*b).chain(m.bases()).collect(),
-            Metric::OfWorkload(_, m) => m.bases(),
+            Metric::OfWorkload(_, m) | Metric::SweepTotal(_, m) => m.bases(),
             _ => Vec::new(),
         }
     }
@@ -131,7 +136,8 @@ impl Metric {
             Metric::ScoreChangePct(_)
             | Metric::RatioVs(..)
             | Metric::PeakScore
-            | Metric::OfWorkload(..) => None,
+            | Metric::OfWorkload(..)
+            | Metric::SweepTotal(..) => None,
         }
     }
 
@@ -164,6 +170,7 @@ impl Metric {
                 let all: Vec<RunSet> = sets.iter().map(only).collect();
                 m.modeled(&only(set), &all)
             }
+            Metric::SweepTotal(n, m) => f64::from(*n) * m.modeled(set, sets),
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
     }
@@ -235,7 +242,7 @@ impl Metric {
     /// `cgroup_elapsed(CG)`, `cgroup_user(CG)`, `cgroup_sys(CG)`,
     /// `memory_stat(CG, ITEM)`, `stat_ratio(CG, A, B)`, `vmstat(ITEM)`,
     /// `series_mean_pct(COLUMN)`, `ratio_vs(BASE, METRIC)`,
-    /// `of_workload(WORKLOAD, METRIC)`.
+    /// `of_workload(WORKLOAD, METRIC)`, `sweep_total(POINTS, METRIC)`.
     pub fn parse(expr: &str) -> Result<Metric, String> {
         let (t, rest) = term(expr).map_err(|e| format!("metric '{expr}': {e}"))?;
         if !rest.trim().is_empty() {
@@ -296,6 +303,13 @@ impl Metric {
                 let (w, m) = nested(args)?;
                 Metric::OfWorkload(w, m)
             }
+            "sweep_total" => {
+                let (n, m) = nested(args)?;
+                let points = n.parse::<u32>().ok().filter(|&p| p > 0).ok_or_else(|| {
+                    format!("sweep_total() takes a point count above 0, not '{n}'")
+                })?;
+                Metric::SweepTotal(points, m)
+            }
             other => return Err(format!("unknown metric '{other}'")),
         };
         Ok(m)
@@ -355,6 +369,9 @@ pub struct Published {
     /// the miss, and fails when the figure holds at `--scale` 1
     /// ([`crate::reproduce_check::Standing`]).
     pub known_miss: Option<&'static str>,
+    /// Why a scale-free figure (a share or ratio) is judged at `--scale` 1
+    /// only: its mechanism needs the full run. None: judged at any scale.
+    pub full_scale_only: Option<&'static str>,
 }
 
 /// A configuration: a label and its knobs.

@@ -46,8 +46,21 @@ fn judged(
     metric: Metric,
     published: f64,
     declared: bool,
+    runs: (f64, f64),
+    scale: f64,
+) -> Judged {
+    judged_full_scale_only(config, metric, published, declared, runs, scale, None)
+}
+
+/// [`judged`], the figure declared `full_scale_only` with reason `why`.
+fn judged_full_scale_only(
+    config: &'static str,
+    metric: Metric,
+    published: f64,
+    declared: bool,
     (base, new): (f64, f64),
     scale: f64,
+    why: Option<&'static str>,
 ) -> Judged {
     let r = Reproduction {
         name: "t",
@@ -64,6 +77,7 @@ fn judged(
             value: Some(published),
             tolerance: Some(TEN),
             known_miss: declared.then_some(WHY),
+            full_scale_only: why,
         }],
         latency_cgroup: None,
     };
@@ -193,4 +207,35 @@ fn below_scale_one_an_absolute_figure_is_not_judged() {
     assert_eq!(verdict(&j), "not judged at --scale below 1");
     assert_eq!((j.tally.figures, j.tally.unexpected), (0, 0));
     assert!(j.failures.is_empty() && !j.rows[0].judged);
+}
+
+#[test]
+fn a_sweep_total_is_the_point_count_times_the_mean_and_its_ratio_the_means() {
+    // Base: one 100 s point of a 48-point sweep, an estimated 4800 s in all.
+    let total = Metric::SweepTotal(48, &Metric::Elapsed);
+    let j = judged("base", total.clone(), 4800.0, false, (100.0, 50.0), 1.0);
+    assert_eq!(verdict(&j), "within tolerance");
+    let j = judged("base", total.clone(), 100.0, false, (100.0, 50.0), 1.0);
+    assert!(verdict(&j).contains("off by 48.00x"), "{}", verdict(&j));
+    // The ratio of two totals over the same points is the ratio of means.
+    let ratio = Metric::RatioVs("base", &Metric::SweepTotal(48, &Metric::Elapsed));
+    let j = judged("new", ratio, 0.5, false, (100.0, 50.0), 1.0);
+    assert_eq!(verdict(&j), "within tolerance");
+    // Absolute: not judged below scale 1.
+    let j = judged("base", total.clone(), 4800.0, false, (100.0, 50.0), 0.25);
+    assert_eq!(verdict(&j), "not judged at --scale below 1");
+}
+
+#[test]
+fn a_ratio_declared_full_scale_only_is_judged_at_scale_one_only() {
+    let why = Some("a 60 s kernel period");
+    let j = judged_full_scale_only("new", RATIO, 0.5, false, (100.0, 80.0), 0.25, why);
+    assert_eq!(verdict(&j), "not judged at --scale below 1");
+    assert!(j.failures.is_empty() && !j.rows[0].judged);
+    // The same miss without the declaration fails below scale 1 ...
+    let j = judged("new", RATIO, 0.5, false, (100.0, 80.0), 0.25);
+    assert!(j.rows[0].unexpected);
+    // ... and with it, at scale 1.
+    let j = judged_full_scale_only("new", RATIO, 0.5, false, (100.0, 80.0), 1.0, why);
+    assert!(j.rows[0].unexpected && !j.failures.is_empty());
 }

@@ -181,6 +181,7 @@ impl Kernel {
         if self.mem.mms[mm].vmas[vma].pages[idx].node_id() == self.cpu_node(cpu) {
             self.vmstat.add(Vm::NumaHintFaultsLocal, 1);
             *flags |= TNF_FAULT_LOCAL;
+            self.numa_local_fault_record_v1(t, cpu, vma, idx);
         }
         (self.mpol_misplaced(t, cpu, vma, idx), last_cpupid)
     }

@@ -241,6 +241,10 @@ pub struct TaskNumaState {
     pub scan_seq: u64,
     /// `numa_migrate_retry`, jiffies.
     pub migrate_retry: u64,
+    /// `numa_migrate_seq` (the 2013 series, 3.9 + v1 5/8 to v3.12):
+    /// placement passes since the preferred node last changed; read only by
+    /// `numalab.numa_series_v1`'s scan rule (series2013.rs).
+    pub migrate_seq: u32,
     /// `numa_preferred_nid` (None = `NUMA_NO_NODE`).
     pub preferred_nid: Option<NodeId>,
     /// `numa_faults[]`: `NR_NUMA_HINT_FAULT_BUCKETS * nr_nodes` counters,

@@ -83,7 +83,15 @@ impl Kernel {
         if flags & TNF_MIGRATE_FAIL != 0 {
             n.faults_locality[2] += pages;
         }
-        n.faults[faults_idx(nn, NUMA_MEMBUF, mem_node, private)] += pages as i64;
+        // v1's task_numa_fault (as 7/8 found it): "double the weight if
+        // pages were migrated".
+        let weight = if self.numa_fault_split_v1() && flags & TNF_MIGRATED != 0 {
+            2 * pages
+        } else {
+            pages
+        };
+        let n = &mut self.tasks[t].numa;
+        n.faults[faults_idx(nn, NUMA_MEMBUF, mem_node, private)] += weight as i64;
         n.faults[faults_idx(nn, NUMA_CPUBUF, cpu_node, private)] += pages as i64;
         n.faults_locality[usize::from(local)] += pages;
     }
@@ -94,13 +102,17 @@ impl Kernel {
     /// a shared fault possibly joining the other task's numa group
     /// (`task_numa_group`, which may count it private after all). Without
     /// classification (`numalab.numa_fault_classify=0`, 3.9) every fault
-    /// is the task's own.
+    /// is the task's own, or with `numalab.numa_series_v1` private when the
+    /// page's last fault came from the task's node (v1 7/8).
     pub fn mainline_task_numa_fault_private(
         &mut self,
         t: TaskId,
         last_cpupid: u32,
         flags: u32,
     ) -> bool {
+        if self.numa_fault_split_v1() {
+            return self.numa_fault_private_v1(t, last_cpupid);
+        }
         if cpupid_unset(last_cpupid) || !self.numa_fault_classify_on() {
             return true;
         }
@@ -149,7 +161,10 @@ impl Kernel {
             return;
         }
         self.tasks[t].numa.scan_seq = seq;
+        self.tasks[t].numa.migrate_seq += 1;
         self.tasks[t].numa.scan_period_max = self.task_scan_max(t);
+        // v1 7/8: the preferred node is where most private faults were.
+        let private_only = self.numa_fault_split_v1();
         let nn = self.m.nr_nodes();
         let loc = self.tasks[t].numa.faults_locality;
         let total_faults = (loc[0] + loc[1]) as i64;
@@ -180,7 +195,9 @@ impl Kernel {
                     n.faults[cpubuf_idx] = 0;
                     n.faults[mem_idx] += diff;
                     n.faults[cpu_idx] += f_diff;
-                    faults += n.faults[mem_idx];
+                    if !private_only || private == 1 {
+                        faults += n.faults[mem_idx];
+                    }
                     n.total_faults += diff;
                     if let Some(g) = grp.as_mut() {
                         g.faults[mem_idx] += diff;
@@ -213,7 +230,9 @@ impl Kernel {
             && max_faults > 0
             && max_nid != self.tasks[t].numa.preferred_nid
         {
+            let old_migrate_seq = self.tasks[t].numa.migrate_seq;
             self.sched_setnuma(t, max_nid);
+            self.numa_preferred_changed_v1(t, old_migrate_seq);
         }
         if self.numa_scan_adapt_on() {
             self.update_task_scan_period(t, fault_types[0], fault_types[1]);
@@ -286,6 +305,7 @@ impl Kernel {
             self.account_numa_counters(t, cpu, false);
         }
         self.tasks[t].numa.preferred_nid = nid;
+        self.tasks[t].numa.migrate_seq = 0;
         if on_rq {
             self.account_numa_counters(t, cpu, true);
         }
