@@ -342,6 +342,30 @@ declare! {
         description: "1: a written line is read for ownership and written back (memory and both link directions), every remote line costs a request (and a completion for writebacks, snoops under broadcast coherence); 0: reads and writes load the memory controller once and the memory-to-CPU direction only",
     }
 
+    /// Whether a line written to DRAM costs its memory controller more
+    /// than a line read (write-to-read turnaround, write recovery).
+    DRAM_WRITE_COST: bool {
+        name: "numalab.dram_write_cost",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/coherence.rs DRAM_WRITE_COST, from Intel MLC peak-injection bandwidth by read-write mix (hpcleuven/VscDocumentation *_mlc.txt, Ivy Bridge to Ice Lake); no kernel counterpart",
+        description: "1: a line written back to memory takes DRAM_WRITE_COST (1.44) times a read's share of the controller's measured all-read bandwidth; 0: reads and writes share it alike (the model before)",
+    }
+
+    /// Whether the home writes its memory directory when another socket
+    /// takes a line for writing.
+    MEMORY_DIRECTORY: bool {
+        name: "numalab.memory_directory",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "Intel memory directory (two state bits per line in the ECC bits of DRAM; J. McCalpin, 'Memory directories in Intel processors', 2023); PCM on 2-socket Skylake-SP (Intel community, 'SKL - strange memory behavior'): a store stream's remote half costs its home 2 line writes per line, the local half 1; numalab physics/coherence.rs",
+        description: "1: under directory coherence, a line a CPU of another package takes for writing (read for ownership or whole-line invalidation) costs its home memory one more line write, the directory update; 0: no directory traffic (the model before)",
+    }
+
     // Proposal 3 (issue 13): interleave + MPOL_F_NUMA_BALANCING moves tasks, not pages.
 
     /// Whether MPOL_INTERLEAVE accepts MPOL_F_NUMA_BALANCING, and which
