@@ -175,6 +175,18 @@ declare! {
         description: "1: a cache-line transfer costs more the more requests for the line are outstanding (home-agent and snoop queueing); 0: every transfer at its unloaded core-to-core latency",
     }
 
+    /// The unloaded cost of moving a contended line between cores of
+    /// different packages: a sensitivity experiment on the measured value.
+    C2C_REMOTE_PACKAGE_NS: uint(1, 10_000) {
+        name: "numalab.c2c_remote_package_ns",
+        aliases: [],
+        default: 115,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/costs.rs C2C_REMOTE_PACKAGE_NS: 2-socket Ice Lake 8360Y core-to-core latency, 106-119 ns (KCORES/core-to-core-latency-plus); Intel MLC remote HITM latency 111-127 ns homed in the writer's socket, up to 177-178 ns homed in the reader's (hpcleuven/VscDocumentation *_mlc.txt); no 4-socket measurement",
+        description: "ns a contended cache line takes between cores of different packages (lock hand-overs, atomics, shared written lines); the default is the measured 2-socket figure, other values are experiments (docs/reproductions.md, numa-balancing-threadlocal)",
+    }
+
     /// Shared written lines: cache-to-cache transfers between writers.
     SHARED_LINE_TRANSFERS: bool {
         name: "numalab.shared_line_transfers",
