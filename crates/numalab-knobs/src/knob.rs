@@ -175,6 +175,18 @@ declare! {
         description: "1: a cache-line transfer costs more the more requests for the line are outstanding (home-agent and snoop queueing); 0: every transfer at its unloaded core-to-core latency",
     }
 
+    /// The unloaded cost of moving a contended line between cores of
+    /// different packages: a sensitivity experiment on the measured value.
+    C2C_REMOTE_PACKAGE_NS: uint(1, 10_000) {
+        name: "numalab.c2c_remote_package_ns",
+        aliases: [],
+        default: 115,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/costs.rs C2C_REMOTE_PACKAGE_NS: 2-socket Ice Lake 8360Y core-to-core latency, 106-119 ns (KCORES/core-to-core-latency-plus); Intel MLC remote HITM latency 111-127 ns homed in the writer's socket, up to 177-178 ns homed in the reader's (hpcleuven/VscDocumentation *_mlc.txt); no 4-socket measurement",
+        description: "ns a contended cache line takes between cores of different packages (lock hand-overs, atomics, shared written lines); the default is the measured 2-socket figure, other values are experiments (docs/reproductions.md, numa-balancing-threadlocal)",
+    }
+
     /// Shared written lines: cache-to-cache transfers between writers.
     SHARED_LINE_TRANSFERS: bool {
         name: "numalab.shared_line_transfers",
@@ -340,6 +352,30 @@ declare! {
         location: Location::Lab,
         source: "numalab physics/coherence.rs: write-allocate (RFO + writeback) and the spec's [coherence] message_bytes and snoop mode; no kernel counterpart",
         description: "1: a written line is read for ownership and written back (memory and both link directions), every remote line costs a request (and a completion for writebacks, snoops under broadcast coherence); 0: reads and writes load the memory controller once and the memory-to-CPU direction only",
+    }
+
+    /// Whether a line written to DRAM costs its memory controller more
+    /// than a line read (write-to-read turnaround, write recovery).
+    DRAM_WRITE_COST: bool {
+        name: "numalab.dram_write_cost",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/coherence.rs DRAM_WRITE_COST, from Intel MLC peak-injection bandwidth by read-write mix (hpcleuven/VscDocumentation *_mlc.txt, Ivy Bridge to Ice Lake); no kernel counterpart",
+        description: "1: a line written back to memory takes DRAM_WRITE_COST (1.44) times a read's share of the controller's measured all-read bandwidth; 0: reads and writes share it alike (the model before)",
+    }
+
+    /// Whether the home writes its memory directory when another socket
+    /// takes a line for writing.
+    MEMORY_DIRECTORY: bool {
+        name: "numalab.memory_directory",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "Intel memory directory (two state bits per line in the ECC bits of DRAM; J. McCalpin, 'Memory directories in Intel processors', 2023); PCM on 2-socket Skylake-SP (Intel community, 'SKL - strange memory behavior'): a store stream's remote half costs its home 2 line writes per line, the local half 1; numalab physics/coherence.rs",
+        description: "1: under directory coherence, a line a CPU of another package takes for writing (read for ownership or whole-line invalidation) costs its home memory one more line write, the directory update; 0: no directory traffic (the model before)",
     }
 
     // Proposal 3 (issue 13): interleave + MPOL_F_NUMA_BALANCING moves tasks, not pages.

@@ -747,6 +747,35 @@ impl Sim {
                     loaded_latency(self.k.m.latency_ns[c][n], self.fluid.mem_util[n]);
             }
         }
+        self.trace_fluid(&load, &cap);
+    }
+
+    /// `numalab_fluid` (opt-in): what this tick's solve gave each shared
+    /// resource, its load over its capacity (`mem1=1.000`: node 1's
+    /// controller saturated; `link-pkg2->pkg1=...`), and per node the
+    /// factor its controller's load multiplies memory latency by
+    /// (`lat1=5.50`). Which resource binds a phase, read off a trace.
+    fn trace_fluid(&mut self, load: &[f64], cap: &[f64]) {
+        if self.k.trace.is_none() {
+            return;
+        }
+        let res = &self.fluid.res;
+        let util = &self.fluid.mem_util;
+        let fields = || {
+            let mut f = String::new();
+            for (r, name) in res.name.iter().enumerate() {
+                let u = if cap[r] > 0.0 { load[r] / cap[r] } else { 0.0 };
+                // The name without its note ("link-pkg0->pkg1 (3 links)").
+                let key = name.split(' ').next().unwrap_or(name);
+                f.push_str(&format!("{key}={u:.3} "));
+            }
+            for (n, &u) in util.iter().enumerate() {
+                f.push_str(&format!("lat{n}={:.2} ", loaded_latency(1.0, u)));
+            }
+            f.pop();
+            f
+        };
+        self.k.trace(None, CpuId::new(0), "numalab_fluid", fields);
     }
 
     /// Runs `cpu`'s current task up to the next tick, or schedules the event

@@ -41,14 +41,19 @@ pub const MODEL_EVENTS: &[&str] = &[
 /// `numalab_can_migrate` is one per task `detach_tasks` considers, with
 /// `can_migrate_task`'s answer (an fprobe on `can_migrate_task` and its
 /// return gives the kernel's).
-pub const OPT_IN_EVENTS: &[&str] = &["numalab_lb", "numalab_can_migrate"];
+///
+/// `numalab_fluid` is one per tick: the physics solve's load over capacity
+/// of every memory controller and link direction, and per node the factor
+/// by which its controller's load raises memory latency (no kernel
+/// counterpart: uncore counters measure these on a machine).
+pub const OPT_IN_EVENTS: &[&str] = &["numalab_lb", "numalab_can_migrate", "numalab_fluid"];
 
 /// The tracefs system (events/SYSTEM/EVENT) of event `name`.
 pub fn event_system(name: &str) -> &'static str {
     match name {
         "mm_migrate_pages" => "migrate",
         "page_fault_user" => "exceptions",
-        "numalab_scan" | "numalab_lb" | "numalab_can_migrate" => "numalab",
+        "numalab_scan" | "numalab_lb" | "numalab_can_migrate" | "numalab_fluid" => "numalab",
         _ => "sched",
     }
 }

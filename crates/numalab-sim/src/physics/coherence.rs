@@ -29,14 +29,28 @@
 //! path's own overhead, so a pure remote read stream reaches the measured
 //! figure. Memory serves reads and writebacks from one capacity
 //! (`node_gbps`, measured all-read): Intel MLC's 1:1 read-write mix comes
-//! within some 15% of its all-read figure.
+//! within some 15% of its all-read figure, which a pure write stream does
+//! not (below, `numalab.dram_write_cost`).
 //!
 //! With the lab switch `numalab.coherence_traffic=0` a byte loads its memory
 //! once and the route `m -> c` once, read or written (the model before).
 //!
-//! Left out: the directory's own memory writes (Intel keeps it in ECC bits); snoops for
-//! local lines under broadcast snooping; ownership moving between caches
-//! (lines written by several nodes: another model); link latency under load.
+//! Two memory-side costs of writes, each a lab switch (default off):
+//! - `numalab.dram_write_cost`: a line written to DRAM takes
+//!   [`DRAM_WRITE_COST`] times a read's share of the controller (the bus
+//!   turns around between reads and writes, and a write holds its bank for
+//!   write recovery), calibrated from Intel MLC's read-write mixes;
+//! - `numalab.memory_directory`: under directory coherence, a line a CPU
+//!   of another package takes for writing costs its home one more line
+//!   write, the memory directory update ([`DIRECTORY_WRITES`]).
+//!
+//! Left out: the directory writes of remote *reads* (a line read from
+//! another socket is handed out Exclusive, which also sets the directory;
+//! no measurement with units was found, and read bandwidth is what the
+//! presets' link capacities are measured from); the directory cache
+//! (HitME) that spares some updates; snoops for local lines under
+//! broadcast snooping; ownership moving between caches (lines written by
+//! several nodes: another model); link latency under load.
 
 use super::links::Interconnect;
 use super::ResId;
@@ -44,6 +58,32 @@ use numalab_topology::{Machine, Snoop};
 
 /// Cache-line size the message cost is relative to, bytes.
 const LINE: f64 = 64.0;
+
+/// What one line written to DRAM costs its memory controller, in lines
+/// read (dimensionless), with `numalab.dram_write_cost`. Source: Intel MLC
+/// peak-injection bandwidth of one system by read-write mix
+/// (hpcleuven/VscDocumentation `*_mlc.txt`; MLC counts the bytes at
+/// memory, a store's read for ownership being one of the reads): if a
+/// write costs `w` reads, a mix with read share `r` reaches `all-read /
+/// (r + (1 - r) w)`. Ice Lake 8360Y: all reads 351.8 GB/s, 3:1 313.1,
+/// 2:1 297.2, 1:1 291.8 give w = 1.49, 1.55, 1.41; the 21 mixes of the
+/// seven Intel rows (Ivy Bridge EP to Ice Lake) give 1.26-1.73, median
+/// 1.44, which is taken.
+pub const DRAM_WRITE_COST: f64 = 1.44;
+
+/// Line writes the home's memory serves for the directory when a CPU of
+/// another package takes a line for writing, with
+/// `numalab.memory_directory` (lines per line). Intel's memory directory
+/// keeps two state bits per line in its ECC bits (J. McCalpin, "Memory
+/// directories in Intel processors", 2023; Intel's Xeon Scalable
+/// technical overview, "Directory-Based Coherency"), so marking a line
+/// owned by another socket rewrites the line. Measured: PCM on a
+/// 2-socket Skylake-SP, one core storing 8 B at a time over a 1 GB buffer
+/// with NUMA off, so half its lines on each socket (Intel community
+/// forum, "SKL - strange memory behavior"): the local socket's memory
+/// read 1019 MB/s and wrote 1012 MB/s, the remote one read 1018 and wrote
+/// 2016 — one more write per remote line.
+pub const DIRECTORY_WRITES: f64 = 1.0;
 
 /// How an op's writes reach memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +104,13 @@ pub struct Coherence {
     pub message: f64,
     /// Broadcast snooping of the other packages.
     pub broadcast: bool,
+    /// Controller cost of a written line, in reads
+    /// ([`DRAM_WRITE_COST`] with `numalab.dram_write_cost`, else 1).
+    pub write_cost: f64,
+    /// Directory writes per line another package takes for writing
+    /// ([`DIRECTORY_WRITES`] with `numalab.memory_directory` under
+    /// directory coherence, else 0).
+    pub directory_writes: f64,
 }
 
 impl Coherence {
@@ -73,7 +120,24 @@ impl Coherence {
             on,
             message: m.coherence.message_bytes / LINE,
             broadcast: m.coherence.snoop == Snoop::Broadcast,
+            write_cost: 1.0,
+            directory_writes: 0.0,
         }
+    }
+
+    /// The same with the memory-side costs of writes: `dram_write_cost`
+    /// (`numalab.dram_write_cost`) and `directory`
+    /// (`numalab.memory_directory`; only under directory coherence, and
+    /// only with the coherence traffic on: without it a write is not an
+    /// ownership request).
+    pub fn with_dram(mut self, dram_write_cost: bool, directory: bool) -> Coherence {
+        if dram_write_cost {
+            self.write_cost = DRAM_WRITE_COST;
+        }
+        if directory && !self.broadcast {
+            self.directory_writes = DIRECTORY_WRITES;
+        }
+        self
     }
 
     /// Adds to `uses` what share `f` of an op's bytes loads when they live
@@ -93,7 +157,15 @@ impl Coherence {
         uses: &mut Vec<(ResId, f64)>,
     ) {
         if !self.on {
-            add(uses, mem_res, f);
+            // Written lines cost more only with `numalab.dram_write_cost`
+            // (without it, the sum as before, bit for bit).
+            let w = write.clamp(0.0, 1.0);
+            let lines = if self.write_cost == 1.0 {
+                1.0
+            } else {
+                1.0 + w * (self.write_cost - 1.0)
+            };
+            add(uses, mem_res, f * lines);
             for &r in net.route(mem, cpu) {
                 add(uses, r, f);
             }
@@ -107,7 +179,18 @@ impl Coherence {
             Stores::WriteAllocate => (1.0, 0.0),
             Stores::FullLine => (1.0 - w, w),
         };
-        add(uses, mem_res, f * (read + w));
+        // A written line owned by another package: the home rewrites it
+        // to set its directory state.
+        let directory = if net.package(mem) != net.package(cpu) {
+            w * self.directory_writes
+        } else {
+            0.0
+        };
+        add(
+            uses,
+            mem_res,
+            f * (read + (w + directory) * self.write_cost),
+        );
         if mem == cpu {
             return;
         }
@@ -170,6 +253,17 @@ mod tests {
         write: f64,
         stores: Stores,
     ) -> Vec<(String, f64)> {
+        traffic_with(m, Coherence::new(m, on), mem, cpu, write, stores)
+    }
+
+    fn traffic_with(
+        m: &Machine,
+        coherence: Coherence,
+        mem: usize,
+        cpu: usize,
+        write: f64,
+        stores: Stores,
+    ) -> Vec<(String, f64)> {
         let (mut cap, mut name) = (
             vec![100.0; m.nr_nodes()],
             (0..m.nr_nodes())
@@ -178,7 +272,7 @@ mod tests {
         );
         let net = Interconnect::new(m, true, &mut cap, &mut name);
         let mut uses = Vec::new();
-        Coherence::new(m, on).line_traffic(&net, mem, cpu, mem, 1.0, write, stores, &mut uses);
+        coherence.line_traffic(&net, mem, cpu, mem, 1.0, write, stores, &mut uses);
         uses.into_iter()
             .map(|(r, s)| (name[r].clone(), s))
             .collect()
@@ -255,5 +349,72 @@ mod tests {
         let get = |want: &str| t.iter().find(|(n, _)| n == want).map(|x| x.1);
         assert_eq!(get("link-pkg0->pkg2"), Some(0.125));
         assert_eq!(get("link-pkg2->pkg0"), Some(0.125));
+    }
+
+    fn mem_load(t: &[(String, f64)], node: usize) -> f64 {
+        let want = format!("mem{node}");
+        t.iter().filter(|(n, _)| *n == want).map(|x| x.1).sum()
+    }
+
+    #[test]
+    fn dram_write_cost_weighs_written_lines_only() {
+        let m = machine(2, "");
+        let c = || Coherence::new(&m, true).with_dram(true, false);
+        // A local whole-line write stream: one line written per line.
+        let w = traffic_with(&m, c(), 1, 1, 1.0, Stores::FullLine);
+        assert!((mem_load(&w, 1) - DRAM_WRITE_COST).abs() < 1e-12, "{w:?}");
+        // Reads are what the capacity was measured with: unchanged.
+        let r = traffic_with(&m, c(), 0, 1, 0.0, Stores::WriteAllocate);
+        assert_eq!(r, traffic(&m, true, 0, 1, 0.0));
+        // An ordinary store: the read for ownership plus the writeback.
+        let rfo = traffic_with(&m, c(), 0, 0, 1.0, Stores::WriteAllocate);
+        assert!((mem_load(&rfo, 0) - (1.0 + DRAM_WRITE_COST)).abs() < 1e-12);
+        // Links carry the same bytes with and without it.
+        let plain = traffic_by(&m, true, 0, 1, 1.0, Stores::FullLine);
+        let costly = traffic_with(&m, c(), 0, 1, 1.0, Stores::FullLine);
+        let links = |t: &[(String, f64)]| -> Vec<(String, f64)> {
+            t.iter()
+                .filter(|(n, _)| n.starts_with("link"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(links(&plain), links(&costly));
+    }
+
+    #[test]
+    fn memory_directory_costs_the_home_a_write_per_remote_owned_line() {
+        let m = machine(2, "");
+        let c = || Coherence::new(&m, true).with_dram(false, true);
+        // Remote ordinary stores: read for ownership, directory, writeback
+        // (the PCM measurement: 1 read and 2 writes per remote line).
+        let rfo = traffic_with(&m, c(), 0, 1, 1.0, Stores::WriteAllocate);
+        assert!((mem_load(&rfo, 0) - 3.0).abs() < 1e-12, "{rfo:?}");
+        // Remote whole-line stores: directory and writeback.
+        let full = traffic_with(&m, c(), 0, 1, 1.0, Stores::FullLine);
+        assert!((mem_load(&full, 0) - 2.0).abs() < 1e-12, "{full:?}");
+        // Local writes and remote reads: no directory update modeled.
+        let local = traffic_with(&m, c(), 1, 1, 1.0, Stores::FullLine);
+        assert!((mem_load(&local, 1) - 1.0).abs() < 1e-12);
+        let read = traffic_with(&m, c(), 0, 1, 0.0, Stores::WriteAllocate);
+        assert!((mem_load(&read, 0) - 1.0).abs() < 1e-12);
+        // Both switches: the directory write is a DRAM write too.
+        let both = Coherence::new(&m, true).with_dram(true, true);
+        let t = traffic_with(&m, both, 0, 1, 1.0, Stores::FullLine);
+        assert!((mem_load(&t, 0) - 2.0 * DRAM_WRITE_COST).abs() < 1e-12);
+    }
+
+    #[test]
+    fn memory_directory_stays_inside_a_package_and_off_under_broadcast() {
+        // Two nodes of one package: the package's own caches track the
+        // line, no directory write.
+        let text = "[topology]\npackages = 1\nnodes_per_package = 2\ncores_per_node = 1\nthreads_per_core = 1\n[memory]\nper_node_gib = 1\n[latency]\nlocal_ns = 80\nremote_ns = 100\n[bandwidth]\nnode_gbps = 100\nlink_gbps = 30\n";
+        let snc = parse_machine(text, "snc.toml").unwrap_or_else(|e| panic!("{e}"));
+        let c = Coherence::new(&snc, true).with_dram(false, true);
+        let t = traffic_with(&snc, c, 0, 1, 1.0, Stores::FullLine);
+        assert!((mem_load(&t, 0) - 1.0).abs() < 1e-12, "{t:?}");
+        let bc = machine(3, "snoop = \"broadcast\"\n");
+        let c = Coherence::new(&bc, true).with_dram(false, true);
+        let t = traffic_with(&bc, c, 0, 1, 1.0, Stores::FullLine);
+        assert!((mem_load(&t, 0) - 1.0).abs() < 1e-12, "{t:?}");
     }
 }

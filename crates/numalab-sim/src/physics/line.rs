@@ -145,6 +145,10 @@ pub struct LineModel {
     /// Relative growth of a transfer per additional outstanding request
     /// (0 when `numalab.line_queueing` is off).
     pub growth: f64,
+    /// Unloaded transfer between cores of different packages (ns):
+    /// [`costs::C2C_REMOTE_PACKAGE_NS`] unless `numalab.c2c_remote_package_ns`
+    /// sets another (a sensitivity experiment, docs/model.md).
+    pub remote_package_ns: f64,
 }
 
 impl LineModel {
@@ -157,12 +161,26 @@ impl LineModel {
             } else {
                 0.0
             },
+            remote_package_ns: costs::C2C_REMOTE_PACKAGE_NS,
         }
     }
 
     /// The model the knobs select (`numalab.line_queueing`).
     pub fn from_knobs(knobs: &Knobs) -> LineModel {
-        LineModel::new(knobs.get(knob::LINE_QUEUEING))
+        LineModel {
+            remote_package_ns: knobs.get(knob::C2C_REMOTE_PACKAGE_NS) as f64,
+            ..LineModel::new(knobs.get(knob::LINE_QUEUEING))
+        }
+    }
+
+    /// Unloaded latency of moving a line from `from` (its last owner, if
+    /// any) to `to` (ns): [`c2c_latency_ns`], with this model's transfer
+    /// between packages.
+    pub fn c2c_ns(&self, m: &Machine, from: Option<CpuId>, to: CpuId) -> f64 {
+        match from.map(|f| Distance::between(m, f, to)) {
+            Some(Distance::RemotePackage) => self.remote_package_ns,
+            _ => c2c_latency_ns(m, from, to),
+        }
     }
 
     /// Factor on a transfer's latency with `outstanding` requests for the
@@ -181,7 +199,7 @@ impl LineModel {
         to: CpuId,
         outstanding: f64,
     ) -> f64 {
-        c2c_latency_ns(m, from, to) * self.load_factor(outstanding)
+        self.c2c_ns(m, from, to) * self.load_factor(outstanding)
     }
 
     /// The fluid view of a line requested by `reqs`, each acquisition
@@ -404,11 +422,13 @@ fn fluid(model: &LineModel, m: &Machine, reqs: &[Requester], hold: f64, mcs: boo
     let mut q: Vec<f64> = vec![0.0; think.len()];
     let mut x: Vec<f64> = think.iter().map(|z| 1.0 / z).collect();
     let weighted = |v: &[f64]| v.iter().zip(mult).map(|(a, k)| a * k).sum::<f64>();
-    let mut transfer = hops * groups.mean_transfer(&x);
+    let mut transfer = hops * groups.mean_transfer(&x, model.remote_package_ns);
     let mut service = transfer + hold;
     for _ in 0..MVA_ITERATIONS {
         let total_q = weighted(&q);
-        transfer = hops * groups.mean_transfer(&x) * model.load_factor(total_q.clamp(1.0, cap));
+        transfer = hops
+            * groups.mean_transfer(&x, model.remote_package_ns)
+            * model.load_factor(total_q.clamp(1.0, cap));
         service = transfer + hold;
         let mut change = 0.0_f64;
         for c in 0..think.len() {
@@ -465,7 +485,7 @@ fn mean_transfer(m: &Machine, cpus: &[CpuId], w: &[f64]) -> f64 {
         })
         .collect();
     let class_of: Vec<Option<usize>> = (0..cpus.len()).map(Some).collect();
-    Groups::new(m, &reqs, &class_of, cpus.len()).mean_transfer(w)
+    Groups::new(m, &reqs, &class_of, cpus.len()).mean_transfer(w, costs::C2C_REMOTE_PACKAGE_NS)
 }
 
 /// The requesters' cores, LLCs and packages numbered in order of first
@@ -533,8 +553,9 @@ impl Groups {
 
     /// Mean unloaded transfer between consecutive owners when each
     /// requester of class `c` acquires at rate `x[c]`: `sum_ij p_i p_j
-    /// latency(i, j)` by the shares of each core, LLC and package.
-    fn mean_transfer(&self, x: &[f64]) -> f64 {
+    /// latency(i, j)` by the shares of each core, LLC and package, a
+    /// transfer between packages costing `remote_ns`.
+    fn mean_transfer(&self, x: &[f64], remote_ns: f64) -> f64 {
         let total: f64 = x.iter().zip(&self.members).map(|(a, k)| a * k).sum();
         if total <= 0.0 {
             return costs::C2C_SAME_CORE_NS;
@@ -567,7 +588,7 @@ impl Groups {
         costs::C2C_SAME_CORE_NS * s_core
             + costs::C2C_SAME_LLC_NS * (s_llc - s_core)
             + costs::C2C_SAME_PACKAGE_NS * (s_pkg - s_llc)
-            + costs::C2C_REMOTE_PACKAGE_NS * (1.0 - s_pkg)
+            + remote_ns * (1.0 - s_pkg)
     }
 }
 
@@ -774,5 +795,31 @@ mod tests {
             }
         }
         assert!((mean_transfer(&m, &cpus, &w) - pair).abs() < 1e-9);
+    }
+
+    #[test]
+    fn remote_package_transfer_follows_its_knob_and_nothing_else() {
+        // gnr-2s-snc3: CPUs 0 and 40 share a package (other SNC nodes),
+        // 0 and 120 do not.
+        let m = gnr();
+        let k = |sets: &[&str]| Knobs::from_sets(sets).expect("knobs");
+        let measured = LineModel::from_knobs(&k(&[]));
+        let slow = LineModel::from_knobs(&k(&["numalab.c2c_remote_package_ns=230"]));
+        assert_eq!(measured.remote_package_ns, costs::C2C_REMOTE_PACKAGE_NS);
+        assert_eq!(slow.c2c_ns(&m, Some(c(0)), c(120)), 230.0);
+        assert_eq!(
+            slow.c2c_ns(&m, Some(c(0)), c(40)),
+            measured.c2c_ns(&m, Some(c(0)), c(40))
+        );
+        // A lock handed between the packages: every hand-over slower.
+        let r = reqs([0, 120].into_iter(), 1e-6);
+        let (a, b) = (measured.qspinlock(&m, &r, 0.0), slow.qspinlock(&m, &r, 0.0));
+        assert!(b.transfer_ns > 1.5 * a.transfer_ns, "{a:?} {b:?}");
+        // Within one package: unchanged.
+        let r = reqs([0, 40].into_iter(), 1e-6);
+        assert_eq!(
+            measured.qspinlock(&m, &r, 0.0).transfer_ns,
+            slow.qspinlock(&m, &r, 0.0).transfer_ns
+        );
     }
 }

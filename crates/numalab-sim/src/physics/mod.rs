@@ -14,8 +14,8 @@
 //! of that latency ([`sharing`]), priced by the one contended-line model
 //! ([`line`]) that kernel locks and the `sched_balance_running` flag use too.
 //!
-//! Lab switches: `numalab.link_routes` and `numalab.coherence_traffic`
-//! ([`Switches`]), `numalab.shared_line_transfers`, `numalab.line_queueing`.
+//! Lab switches: `numalab.link_routes`, `numalab.coherence_traffic`,
+//! `numalab.dram_write_cost` and `numalab.memory_directory` ([`Switches`]), `numalab.shared_line_transfers`, `numalab.line_queueing`.
 //!
 //! Left out: caches (every access of a stream is a miss; a working set that
 //! fits in the LLC is not faster), prefetchers beyond what the per-core
@@ -89,14 +89,22 @@ pub struct Switches {
     pub link_routes: bool,
     /// `numalab.coherence_traffic`: RFO, writeback and coherence messages.
     pub coherence_traffic: bool,
+    /// `numalab.dram_write_cost`: a line written to DRAM costs its
+    /// controller [`coherence::DRAM_WRITE_COST`] reads.
+    pub dram_write_cost: bool,
+    /// `numalab.memory_directory`: a line another package takes for
+    /// writing costs its home a directory write.
+    pub memory_directory: bool,
 }
 
 impl Default for Switches {
-    /// Everything on, as the knobs' defaults.
+    /// As the knobs' defaults.
     fn default() -> Switches {
         Switches {
             link_routes: true,
             coherence_traffic: true,
+            dram_write_cost: false,
+            memory_directory: false,
         }
     }
 }
@@ -107,6 +115,8 @@ impl Switches {
         Switches {
             link_routes: k.get(knob::LINK_ROUTES),
             coherence_traffic: k.get(knob::COHERENCE_TRAFFIC),
+            dram_write_cost: k.get(knob::DRAM_WRITE_COST),
+            memory_directory: k.get(knob::MEMORY_DIRECTORY),
         }
     }
 }
@@ -138,7 +148,8 @@ impl Resources {
             capacity,
             name,
             net,
-            coherence: Coherence::new(m, sw.coherence_traffic),
+            coherence: Coherence::new(m, sw.coherence_traffic)
+                .with_dram(sw.dram_write_cost, sw.memory_directory),
         }
     }
 

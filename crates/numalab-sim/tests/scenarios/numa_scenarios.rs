@@ -176,3 +176,68 @@ phases = [
         off.elapsed_s
     );
 }
+
+/// The opt-in `numalab_fluid` event: one per tick with every resource's
+/// load over capacity. NUMA01_THREADLOCAL's first phase binds all memory
+/// to node 1 (seed 1), so in its first tick only node 1's controller and
+/// the link toward it carry bytes; no resource is ever over capacity; a
+/// trace that does not name the event has none of it.
+#[test]
+fn numalab_fluid_reports_each_resource_load_when_named() {
+    let m = numalab_topology::presets::load("tiny-2n").expect("machine");
+    let spec = numalab_workload::presets::load("numa01-threadlocal").expect("workload");
+    let run = |events: Option<Vec<String>>| {
+        let w = numalab_workload::spec::resolve(&spec, &m, 1, 0.05).expect("resolve");
+        let k = Knobs::from_sets(&["kernel.numa_balancing=0"]).expect("knobs");
+        let opts = RunOptions {
+            seed: 1,
+            scale: 0.05,
+            trace: true,
+            check_every: 25,
+        };
+        let filter = numalab_sim::kernel::TraceFilter {
+            events,
+            ..Default::default()
+        };
+        Sim::new(m.clone(), w, k, opts)
+            .expect("sim")
+            .with_trace_filter(filter)
+            .run_with_trace(&mut |_| {})
+            .expect("run")
+            .1
+    };
+    // (Thread creation is traced before the filter is set.)
+    let fluid: Vec<TraceEvent> = run(Some(vec!["numalab_fluid".into()]))
+        .into_iter()
+        .filter(|e| e.name == "numalab_fluid")
+        .collect();
+    assert!(fluid.len() > 10, "one event per tick: {}", fluid.len());
+    let field = |e: &TraceEvent, key: &str| -> f64 {
+        e.fields
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .unwrap_or_else(|| panic!("{key} in {}", e.fields))
+            .parse()
+            .expect("number")
+    };
+    let first = fluid
+        .iter()
+        .find(|e| field(e, "mem1") > 0.0)
+        .expect("a loaded tick");
+    assert_eq!(field(first, "mem0"), 0.0, "{}", first.fields);
+    assert!(field(first, "link-pkg0->pkg1") > 0.0, "{}", first.fields);
+    assert!(field(first, "lat1") >= 1.0 && field(first, "lat0") == 1.0);
+    for e in &fluid {
+        for kv in e.fields.split(' ').filter(|kv| !kv.starts_with("lat")) {
+            let u: f64 = kv
+                .split('=')
+                .nth(1)
+                .expect("value")
+                .parse()
+                .expect("number");
+            assert!((0.0..=1.0005).contains(&u), "{kv} in {}", e.fields);
+        }
+    }
+    let default = run(None);
+    assert!(!default.is_empty() && default.iter().all(|e| e.name != "numalab_fluid"));
+}

@@ -33,7 +33,7 @@ pub mod ptl;
 
 use crate::kernel::mm::page_alloc::{zone_batchsize, zone_highsize, Pcp};
 use crate::kernel::{CpuId, Kernel, MmId, NodeId, TaskId};
-use crate::physics::line::{c2c_latency_ns, Line, LineModel, Requester};
+use crate::physics::line::{Line, LineModel, Requester};
 use numalab_knobs::knob;
 use numalab_topology::Machine;
 
@@ -153,7 +153,7 @@ impl TickLock {
         }
         self.counts[cpu.index()] += 1;
         self.hold_sum += hold_ns;
-        let transfer = c2c_latency_ns(m, self.owner, cpu);
+        let transfer = model.c2c_ns(m, self.owner, cpu);
         self.owner = Some(cpu);
         self.wait_ns + transfer
     }
