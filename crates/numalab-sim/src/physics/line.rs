@@ -177,9 +177,14 @@ impl LineModel {
     /// any) to `to` (ns): [`c2c_latency_ns`], with this model's transfer
     /// between packages.
     pub fn c2c_ns(&self, m: &Machine, from: Option<CpuId>, to: CpuId) -> f64 {
-        match from.map(|f| Distance::between(m, f, to)) {
-            Some(Distance::RemotePackage) => self.remote_package_ns,
-            _ => c2c_latency_ns(m, from, to),
+        // One topology lookup: this sits in the shared-line cost's inner
+        // loop (physics/sharing.rs), once per other writer of a region.
+        match from {
+            Some(f) => match Distance::between(m, f, to) {
+                Distance::RemotePackage => self.remote_package_ns,
+                d => d.latency_ns(),
+            },
+            None => costs::C2C_SAME_LLC_NS,
         }
     }
 
