@@ -23,6 +23,20 @@ pub struct Cli {
     no_progress: bool,
 }
 
+/// `--seeds DIR`, shared by the commands that build the project's patch
+/// series (`vm kernel build --series`, `validate --series`).
+#[derive(clap::Args, Debug)]
+struct SeedsDir {
+    /// Where the series' seeds (NNN_*.txt postings) are.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "../shared/seeds",
+        requires = "series"
+    )]
+    seeds: String,
+}
+
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Run a workload on a modeled machine.
@@ -306,14 +320,8 @@ enum Cmd {
         /// (crates/numalab/validate/kernel/guest-4n-series).
         #[arg(long, conflicts_with_all = ["kernel_patch", "kernel"])]
         series: bool,
-        /// Where the series' seeds (NNN_*.txt postings) are.
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "../shared/seeds",
-            requires = "series"
-        )]
-        seeds: String,
+        #[command(flatten)]
+        seeds: SeedsDir,
     },
     /// Benchmark the model: the fixed suite (default), one run of yours
     /// (-m/-w), or how cost grows with CPUs and memory (--scaling); wall
@@ -500,14 +508,8 @@ enum VmKernelCmd {
         /// applied in series order.
         #[arg(long, value_name = "all|pN,...")]
         series: Option<String>,
-        /// Where the series' seeds (NNN_*.txt postings) are.
-        #[arg(
-            long,
-            value_name = "DIR",
-            default_value = "../shared/seeds",
-            requires = "series"
-        )]
-        seeds: String,
+        #[command(flatten)]
+        seeds: SeedsDir,
         /// An extra Kconfig fragment (checked like the built-in one).
         #[arg(long, value_name = "FILE")]
         config_fragment: Option<String>,
@@ -589,7 +591,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                         VmKernelCmd::Build {
                             patches,
                             series,
-                            seeds,
+                            seeds: SeedsDir { seeds },
                             config_fragment,
                             fuzz,
                             dry_run,
@@ -623,7 +625,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             patched_set,
             fuzz,
             series,
-            seeds,
+            seeds: SeedsDir { seeds },
         } => crate::validate_cmd::validate(&validate::Options {
             model_set: set,
             kernel_patch,
