@@ -176,97 +176,105 @@ const P4_SETS: &[&str] = &[
     "/on:cpu.numa_load_balance=1",
 ];
 
+/// A scenario of the patch series on `guest`: `kernel` set in the guest,
+/// `model` (the same settings in the model's names) in the model.
+const fn series(
+    name: &'static str,
+    text: &'static str,
+    guest: &'static str,
+    kernel: &'static [&'static str],
+    model: &'static [&'static str],
+) -> Scenario {
+    Scenario {
+        name,
+        text,
+        guest,
+        kernel_sets: kernel,
+        model_sets: model,
+        series: true,
+        ..PLAIN
+    }
+}
+
+/// Proposal 2's asynchronous scan; the knob has the same name on both sides.
+const P2_ASYNC: &[&str] = &["kernel.numa_balancing_scan_async=1"];
+/// Every random access timed (a real run does it only when asked).
+const TIMED: &[&str] = &["numalab.access_latency=1"];
+/// Both.
+const TIMED_ASYNC: &[&str] = &[
+    "numalab.access_latency=1",
+    "kernel.numa_balancing_scan_async=1",
+];
+
 /// The scenarios of the patch series (`vm/patches/6.12/series`): each runs
 /// a stock scenario's workload (or its own) with one proposal's knob set,
 /// so its boots compare with the stock scenario's (stock against patched)
 /// and with the model under the proposal's switch (kernel against model).
 pub const SERIES_SCENARIOS: &[Scenario] = &[
     // Proposal 4: only the enabled cgroup is scanned and migrated.
-    Scenario {
-        name: "p4-cgroup-on-off",
-        text: include_str!("../validate/p4-cgroup-on-off.toml"),
-        kernel_sets: P4_SETS,
-        model_sets: P4_SETS,
-        series: true,
-        ..PLAIN
-    },
+    series(
+        "p4-cgroup-on-off",
+        include_str!("../validate/p4-cgroup-on-off.toml"),
+        "guest-4n",
+        P4_SETS,
+        P4_SETS,
+    ),
     // Proposal 2: pinned-4k with the scan on a kworker of the task's node.
-    Scenario {
-        name: "p2-scan-async",
-        text: include_str!("../validate/pinned-4k.toml"),
-        kernel_sets: &["kernel.numa_balancing_scan_async=1"],
-        model_sets: &["kernel.numa_balancing_scan_async=1"],
-        series: true,
-        ..PLAIN
-    },
+    series("p2-scan-async", PINNED_4K, "guest-4n", P2_ASYNC, P2_ASYNC),
     // Proposal 2's own experiment, pmbench-like with every access timed,
     // synchronous against asynchronous scanning, on the guest whose nodes
     // keep a CPU free for the kworker (as the posting's 40 idle CPUs).
-    Scenario {
-        name: "p2-pmbench-sync",
-        text: include_str!("../validate/p2-pmbench.toml"),
-        kernel_sets: &["numalab.access_latency=1"],
-        model_sets: &["numalab.access_latency=1"],
-        series: true,
-        guest: "guest-2n2c",
-        ..PLAIN
-    },
-    Scenario {
-        name: "p2-pmbench-async",
-        text: include_str!("../validate/p2-pmbench.toml"),
-        kernel_sets: &[
-            "numalab.access_latency=1",
-            "kernel.numa_balancing_scan_async=1",
-        ],
-        model_sets: &[
-            "numalab.access_latency=1",
-            "kernel.numa_balancing_scan_async=1",
-        ],
-        series: true,
-        guest: "guest-2n2c",
-        ..PLAIN
-    },
+    series("p2-pmbench-sync", P2_PMBENCH, "guest-2n2c", TIMED, TIMED),
+    series(
+        "p2-pmbench-async",
+        P2_PMBENCH,
+        "guest-2n2c",
+        TIMED_ASYNC,
+        TIMED_ASYNC,
+    ),
     // Proposal 1 (the 2013 series, mainline): each of p1-01's debugfs
     // switches off on its own, on a scenario where it matters. Without a
     // preferred node, or without the move to it, unpinned's threads are
     // moved by the load balancer alone.
-    Scenario {
-        name: "p1-no-preferred-node",
-        text: include_str!("../validate/unpinned.toml"),
-        kernel_sets: &["numa_balancing/numa_preferred_node=0"],
-        model_sets: &["numalab.numa_preferred_node=0"],
-        series: true,
-        ..PLAIN
-    },
-    Scenario {
-        name: "p1-no-migrate-on-select",
-        text: include_str!("../validate/unpinned.toml"),
-        kernel_sets: &["numa_balancing/numa_migrate_on_select=0"],
-        model_sets: &["numalab.numa_migrate_on_select=0"],
-        series: true,
-        ..PLAIN
-    },
+    series(
+        "p1-no-preferred-node",
+        UNPINNED,
+        "guest-4n",
+        &["numa_balancing/numa_preferred_node=0"],
+        &["numalab.numa_preferred_node=0"],
+    ),
+    series(
+        "p1-no-migrate-on-select",
+        UNPINNED,
+        "guest-4n",
+        &["numa_balancing/numa_migrate_on_select=0"],
+        &["numalab.numa_migrate_on_select=0"],
+    ),
     // Without classification no fault is shared, so shared-procs' two
     // processes form no numa group.
-    Scenario {
-        name: "p1-no-fault-classify",
-        text: include_str!("../validate/shared-procs.toml"),
-        kernel_sets: &["numa_balancing/numa_fault_classify=0"],
-        model_sets: &["numalab.numa_fault_classify=0"],
-        series: true,
-        ..PLAIN
-    },
+    series(
+        "p1-no-fault-classify",
+        SHARED_PROCS,
+        "guest-4n",
+        &["numa_balancing/numa_fault_classify=0"],
+        &["numalab.numa_fault_classify=0"],
+    ),
     // 3.9's scan rate (slower by 10 jiffies per fault that migrated
     // nothing, reset every 60 s) on pinned-4k, whose pages settle early.
-    Scenario {
-        name: "p1-no-scan-adapt",
-        text: include_str!("../validate/pinned-4k.toml"),
-        kernel_sets: &["numa_balancing/numa_scan_adapt=0"],
-        model_sets: &["numalab.numa_scan_adapt=0"],
-        series: true,
-        ..PLAIN
-    },
+    series(
+        "p1-no-scan-adapt",
+        PINNED_4K,
+        "guest-4n",
+        &["numa_balancing/numa_scan_adapt=0"],
+        &["numalab.numa_scan_adapt=0"],
+    ),
 ];
+
+/// Workloads the series' scenarios share with the stock ones.
+const PINNED_4K: &str = include_str!("../validate/pinned-4k.toml");
+const UNPINNED: &str = include_str!("../validate/unpinned.toml");
+const SHARED_PROCS: &str = include_str!("../validate/shared-procs.toml");
+const P2_PMBENCH: &str = include_str!("../validate/p2-pmbench.toml");
 
 /// Every scenario: the stock ones, then the series'.
 pub fn all() -> impl Iterator<Item = &'static Scenario> {
