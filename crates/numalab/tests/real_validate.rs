@@ -127,98 +127,85 @@ fn model_only_validate_prints_the_table_and_writes_the_model_json() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The built-in guest's saved boots (3 per scenario, 6.12 under TCG).
-const BOOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/validate/kernel/guest-4n");
+/// Saved boots of a guest's kernel, 3 per scenario (6.12 under TCG).
+fn boots(dir: &str) -> String {
+    format!("{}/validate/kernel/{dir}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `numalab validate --boots DIR --check` with `extra` options: it must
+/// pass, with a band table for each of `scenarios`; returns its stdout.
+fn gate(dir: &str, extra: &[&str], scenarios: &[&str]) -> String {
+    let dir = boots(dir);
+    let mut args = vec![
+        "--no-progress",
+        "validate",
+        "--boots",
+        dir.as_str(),
+        "--check",
+    ];
+    args.extend_from_slice(extra);
+    let o = numalab(&args);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    for s in scenarios {
+        let head = format!("-- {s}: model against the kernel's band over 3 boots");
+        assert!(out.contains(&head), "{out}");
+    }
+    assert!(out.contains("validate --check:"), "{out}");
+    out
+}
+
+/// The row of `figure` in scenario `s`'s band table.
+fn row<'a>(out: &'a str, s: &str, figure: &str) -> &'a str {
+    let part = &out[out
+        .find(&format!("-- {s}: "))
+        .unwrap_or_else(|| panic!("{out}"))..];
+    part.lines()
+        .find(|l| l.starts_with(figure))
+        .unwrap_or_else(|| panic!("no {figure} row for {s}: {out}"))
+}
 
 #[test]
 fn the_model_stays_within_the_kernels_band_or_a_declared_miss_over_the_saved_boots() {
-    let o = numalab(&["--no-progress", "validate", "--boots", BOOTS, "--check"]);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    gate(
+        "guest-4n",
+        &[],
+        &["pinned-4k", "pinned-thp", "unpinned", "numa02-like"],
+    );
     // The second guest shape, its own scenarios and boots.
-    let two = concat!(env!("CARGO_MANIFEST_DIR"), "/validate/kernel/guest-2n2c");
-    let args = [
-        "--no-progress",
-        "validate",
-        "--machine",
+    gate(
         "guest-2n2c",
-        "--boots",
-        two,
-        "--check",
-    ];
-    let o2 = numalab(&args);
-    let out2 = String::from_utf8_lossy(&o2.stdout);
-    assert_eq!(o2.status.code(), Some(0), "{out2}");
-    for s in [
-        "fork-under-load",
-        "oversub",
-        "sleepy",
-        "low-memory",
-        "numa01-like",
-        "unpinned-thp",
-    ] {
-        assert!(
-            out2.contains(&format!(
-                "-- {s}: model against the kernel's band over 3 boots"
-            )),
-            "{out2}"
-        );
-    }
-    for s in ["pinned-4k", "pinned-thp", "unpinned", "numa02-like"] {
-        assert!(
-            out.contains(&format!(
-                "-- {s}: model against the kernel's band over 3 boots"
-            )),
-            "{out}"
-        );
-    }
-    assert!(out.contains("validate --check:"), "{out}");
+        &["--machine", "guest-2n2c"],
+        &[
+            "fork-under-load",
+            "oversub",
+            "sleepy",
+            "low-memory",
+            "numa01-like",
+            "unpinned-thp",
+        ],
+    );
 }
-
-/// Saved boots of the patch series' kernel (vm/patches/6.12/series), 3
-/// per series scenario.
-const SERIES_BOOTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/validate/kernel/guest-4n-series"
-);
 
 #[test]
 fn the_series_scenarios_hold_the_model_to_the_patched_kernels_band() {
-    let args = [
-        "--no-progress",
-        "validate",
-        "--series",
-        "--boots",
-        SERIES_BOOTS,
-        "--check",
-    ];
-    let o = numalab(&args);
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    for s in [
-        "p4-cgroup-on-off",
-        "p2-scan-async",
-        "p1-no-preferred-node",
-        "p1-no-migrate-on-select",
-        "p1-no-fault-classify",
-        "p1-no-scan-adapt",
-    ] {
-        assert!(
-            out.contains(&format!(
-                "-- {s}: model against the kernel's band over 3 boots"
-            )),
-            "{out}"
-        );
-    }
+    let out = gate(
+        "guest-4n-series",
+        &["--series"],
+        &[
+            "p4-cgroup-on-off",
+            "p2-scan-async",
+            "p1-no-preferred-node",
+            "p1-no-migrate-on-select",
+            "p1-no-fault-classify",
+            "p1-no-scan-adapt",
+        ],
+    );
     // Proposal 4: the disabled cgroup is neither scanned nor migrated, in
     // the kernel (0 in every boot) and in the model.
-    for stat in ["numa_pte_updates", "numa_pages_migrated"] {
-        let line = out
-            .lines()
-            .find(|l| l.starts_with(&format!("{stat} /off ")))
-            .unwrap_or_else(|| panic!("no {stat} /off row: {out}"));
+    for stat in ["numa_pte_updates /off ", "numa_pages_migrated /off "] {
+        let line = row(&out, "p4-cgroup-on-off", stat);
         assert!(
             line.contains("0 [0-0]") && line.ends_with("within"),
             "{line}"
@@ -226,11 +213,7 @@ fn the_series_scenarios_hold_the_model_to_the_patched_kernels_band() {
     }
     // Without a preferred node the kernel moves no task for NUMA, and
     // neither does the model.
-    let p1 = &out[out.find("-- p1-no-preferred-node").unwrap()..];
-    let moves = p1
-        .lines()
-        .find(|l| l.starts_with("sched_move_numa"))
-        .unwrap();
+    let moves = row(&out, "p1-no-preferred-node", "sched_move_numa");
     assert!(
         moves.contains("0 [0-0]") && moves.ends_with("within"),
         "{moves}"
@@ -238,34 +221,15 @@ fn the_series_scenarios_hold_the_model_to_the_patched_kernels_band() {
     // Proposal 2's pmbench-like pair on the 2-node guest: the kernel's
     // timed accesses are recorded and judged (a declared miss, with its
     // experiment), not "not recorded".
-    let two = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/validate/kernel/guest-2n2c-series"
+    let s = ["p2-pmbench-sync", "p2-pmbench-async"];
+    let out = gate(
+        "guest-2n2c-series",
+        &["--series", "--machine", "guest-2n2c"],
+        &s,
     );
-    let args = [
-        "--no-progress",
-        "validate",
-        "--series",
-        "--machine",
-        "guest-2n2c",
-        "--boots",
-        two,
-        "--check",
-    ];
-    let o = numalab(&args);
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}");
-    for s in ["p2-pmbench-sync", "p2-pmbench-async"] {
-        let part = &out[out
-            .find(&format!(
-                "-- {s}: model against the kernel's band over 3 boots"
-            ))
-            .unwrap_or_else(|| panic!("{out}"))..];
-        let row = part
-            .lines()
-            .find(|l| l.starts_with("access_latency_outliers"))
-            .unwrap();
-        assert!(!row.contains("not recorded"), "{row}");
+    for s in s {
+        let r = row(&out, s, "access_latency_outliers");
+        assert!(!r.contains("not recorded"), "{r}");
     }
 }
 
@@ -276,7 +240,7 @@ fn a_figure_outside_the_band_that_is_not_declared_fails_the_gate() {
     let d = tmp_dir("boots");
     for n in 1..=3 {
         let name = format!("pinned-4k.boot{n}.kernel.json");
-        let text = std::fs::read_to_string(format!("{BOOTS}/{name}")).unwrap();
+        let text = std::fs::read_to_string(format!("{}/{name}", boots("guest-4n"))).unwrap();
         let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let c = &mut v["cgroups"]["/"]["memory_stat"]["numa_pages_migrated"];
         *c = serde_json::json!(c.as_u64().unwrap() * 1000);
