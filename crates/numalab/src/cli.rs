@@ -322,6 +322,17 @@ enum Cmd {
         series: bool,
         #[command(flatten)]
         seeds: SeedsDir,
+        /// Write the model's trace of each scenario, in ftrace text format,
+        /// to DIR/NAME.model.trace, to line it up with a guest's
+        /// (`vm run --trace`).
+        #[arg(long, value_name = "DIR")]
+        model_trace: Option<String>,
+        /// With --model-trace: these events besides the moves, swaps and
+        /// sticks the gate counts (comma-separated; opt-in ones such as
+        /// numalab_lb too; default every event the model has that is not
+        /// opt-in).
+        #[arg(long, value_name = "A,B", requires = "model_trace")]
+        trace_events: Option<String>,
     },
     /// Benchmark the model: the fixed suite (default), one run of yours
     /// (-m/-w), or how cost grows with CPUs and memory (--scaling); wall
@@ -626,7 +637,11 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             fuzz,
             series,
             seeds: SeedsDir { seeds },
+            model_trace,
+            trace_events,
         } => crate::validate_cmd::validate(&validate::Options {
+            model_trace,
+            trace_events: crate::trace::parse_events(trace_events.as_deref()),
             model_set: set,
             kernel_patch,
             patched_set,

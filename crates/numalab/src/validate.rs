@@ -78,6 +78,11 @@ pub struct Options {
     pub series: bool,
     /// `--seeds DIR`: where the series' seeds are (for its build).
     pub seeds: String,
+    /// `--model-trace DIR`: write each scenario's model trace there.
+    pub model_trace: Option<String>,
+    /// `--trace-events`: the events written besides [`TRACE_EVENTS`]
+    /// (`None`: every event that is not opt-in).
+    pub trace_events: Option<Vec<String>>,
 }
 
 /// The guest machine of `--machine`, or the built-in one.
@@ -180,6 +185,20 @@ pub fn run_model(
     scale: f64,
     sets: &[String],
 ) -> Result<RunRecord, String> {
+    run_model_traced(w, m, seed, scale, sets, None).map(|(rec, _)| rec)
+}
+
+/// [`run_model`], also returning its trace: every event that is not
+/// opt-in, or with `events` those and [`TRACE_EVENTS`] (which the record's
+/// counts need).
+pub fn run_model_traced(
+    w: &Workload,
+    m: &Machine,
+    seed: u64,
+    scale: f64,
+    sets: &[String],
+    events: Option<&[String]>,
+) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
     // What numalab real run's worker does, before `--set` (which may
     // turn it off): its main thread creates the threads (engine/clone.rs).
     let sets: Vec<&str> = REAL_RUN_KNOBS
@@ -199,14 +218,36 @@ pub fn run_model(
     };
     let mut m = m.clone();
     m.kernel.background.extend(real_run_sampler(w, 1.0));
-    let sim = numalab_sim::Sim::new(m, w.clone(), knobs, opts).map_err(|e| e.to_string())?;
+    let mut sim =
+        numalab_sim::Sim::new(m, w.clone(), knobs, opts).map_err(|e| e.to_string())?;
+    if let Some(ev) = events {
+        let mut all: Vec<String> = TRACE_EVENTS.iter().map(|e| e.to_string()).collect();
+        all.extend(ev.iter().filter(|e| !all.contains(e)).cloned().collect::<Vec<_>>());
+        let filter = numalab_sim::kernel::TraceFilter {
+            events: Some(all),
+            from_ns: 0,
+            to_ns: None,
+        };
+        filter.validate()?;
+        sim = sim.with_trace_filter(filter);
+    }
     let (mut rec, trace) = sim.run_with_trace(&mut |_| {}).map_err(|e| e.to_string())?;
     for ev in TRACE_EVENTS {
         let n = trace.iter().filter(|e| e.name == ev).count();
         rec.lab.set(lab::TRACE.key(ev), n as f64);
     }
-    Ok(rec)
+    Ok((rec, trace))
 }
+
+/// What the coordinator's numa_maps walk costs per mapped page, native ns
+/// (x `cost_scale` in a guest). Measured, not chosen: in two traced boots
+/// of guest-4n (6.12.117, 2026-11-27, `sched_switch`; docs/real.md M3) the
+/// coordinator's once-a-second sample ran a median 275 ms (`numa02-like`)
+/// and 351 ms (`unpinned`) of CPU, both over 65,536 mapped 4 KiB pages:
+/// 4.2 and 5.4 us per page under TCG, 23 and 30 ns native at
+/// `cost_scale` 180. Their mean is taken. (The model charged
+/// `PTE_UPDATE_NS`, 10 ns, before: half what the guests spent.)
+pub const NUMA_MAPS_PAGE_NS: f64 = 26.0;
 
 /// `numalab real run`'s own coordinator as background work of the model's
 /// machine (numalab-real `run.rs::sample_loop`): it wakes at least every
@@ -217,8 +258,8 @@ pub fn run_model(
 /// /proc/PID/task/TID/stat. Costs, native (the machine's `cost_scale`
 /// applies, as to all kernel work): a modeling choice of 5 us per poll,
 /// 50 us for the fixed reads and 10 us per thread, plus the numa_maps walk
-/// at `PTE_UPDATE_NS` (10 ns, physics/costs.rs) per mapped page (THP: per
-/// 2 MiB page), all regions counted as mapped.
+/// at [`NUMA_MAPS_PAGE_NS`] per mapped page (THP: per 2 MiB page), all
+/// regions counted as mapped.
 pub fn real_run_sampler(w: &Workload, interval_s: f64) -> Vec<numalab_topology::Background> {
     use numalab_topology::{Background, BackgroundPer};
     let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
@@ -234,7 +275,7 @@ pub fn real_run_sampler(w: &Workload, interval_s: f64) -> Vec<numalab_topology::
             r.bytes.div_ceil(psize) as f64
         })
         .sum();
-    let sample_us = 50.0 + 10.0 * threads as f64 + pages * 10.0 / 1000.0;
+    let sample_us = 50.0 + 10.0 * threads as f64 + pages * NUMA_MAPS_PAGE_NS / 1000.0;
     vec![
         Background {
             name: "numalab-real-poll".into(),
@@ -617,6 +658,9 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
     if let Some(d) = &o.json_dir {
         std::fs::create_dir_all(d).map_err(|e| format!("--json-dir {d}: {e}"))?;
     }
+    if let Some(d) = &o.model_trace {
+        std::fs::create_dir_all(d).map_err(|e| format!("--model-trace {d}: {e}"))?;
+    }
     if !o.model_only && o.guest_json.is_none() {
         numalab_real::vm::qemu::check_vm_machine(m).map_err(numalab_real::RealError::Refused)?;
     }
@@ -631,7 +675,20 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
     let mut outside = Vec::new();
     for s in scenarios {
         let w = resolve(s, m, o.seed, o.scale)?;
-        let model = run_model(&w, m, o.seed, o.scale, &model_sets(s, &o.model_set))?;
+        let (model, trace) = run_model_traced(
+            &w,
+            m,
+            o.seed,
+            o.scale,
+            &model_sets(s, &o.model_set),
+            o.trace_events.as_deref(),
+        )?;
+        if let Some(d) = &o.model_trace {
+            let p = Path::new(d).join(format!("{}.model.trace", s.name));
+            let text =
+                numalab_record::ftrace::write(&crate::trace::to_ftrace(&trace), m.nr_cpus());
+            out::write_file("--model-trace", &p, &text)?;
+        }
         let boots = match boots_dir {
             Some(d) => crate::validate_band::read_boots(d, s.name)?,
             None => Vec::new(),
