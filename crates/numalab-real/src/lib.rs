@@ -25,6 +25,7 @@
 pub mod access;
 pub mod cgroup;
 pub mod check;
+pub mod coordinator_cpu;
 pub mod host;
 pub mod journal;
 pub mod knob_roots;

@@ -42,6 +42,7 @@
 
 use crate::cgroup::CgroupTree;
 use crate::check::{self, Plan};
+use crate::coordinator_cpu::{thread_cpu_ns, CoordinatorCpu};
 use crate::host::HostFacts;
 use crate::journal::{self, Journal};
 use crate::knobs::{self, KnobGuard, KnobRoots};
@@ -301,7 +302,7 @@ fn run_planned(r: &RunCtx, journal: Journal) -> Result<RunRecord, RealError> {
     let start = release(&ch, &shared, r);
     // 7. The loop.
     let ctx = SampleCtx { host, base: &base };
-    let rows = sample_loop(&mut ch, r, &signals, &shared, &ctx, start, interval)?;
+    let (rows, coordinator) = sample_loop(&mut ch, r, &signals, &shared, &ctx, start, interval)?;
     let wall_s = start.elapsed().as_secs_f64();
     // 8. Final counters, then undo.
     let fin = FinalCounters::read(&base);
@@ -327,6 +328,7 @@ fn run_planned(r: &RunCtx, journal: Journal) -> Result<RunRecord, RealError> {
         tr0: &tr0,
         fin: &fin,
         rows,
+        coordinator,
         columns: series.columns,
         wall_s,
         interval,
@@ -610,7 +612,7 @@ fn release(ch: &Changes, shared: &SharedPage, r: &RunCtx) -> Instant {
 /// stop flag at the workload's deadline (failing when they overrun it by
 /// [`STOP_GRACE`]), samples at `interval` and once more when a process
 /// is done ([`release_done`]), and reaps children ([`reap`]). Returns
-/// the time-series rows.
+/// the time-series rows and the loop's own CPU time.
 fn sample_loop(
     ch: &mut Changes,
     r: &RunCtx,
@@ -619,8 +621,9 @@ fn sample_loop(
     ctx: &SampleCtx,
     start: Instant,
     interval: Duration,
-) -> Result<Vec<Vec<f64>>, RealError> {
+) -> Result<(Vec<Vec<f64>>, CoordinatorCpu), RealError> {
     let RunCtx { workload, host, .. } = *r;
+    let mut cpu = CoordinatorCpu::default();
     let deadline = workload
         .duration_ns
         .map(|ns| start + Duration::from_nanos(ns));
@@ -628,6 +631,8 @@ fn sample_loop(
     let mut rows: Vec<Vec<f64>> = Vec::new();
     let mut next_sample = start;
     loop {
+        let iteration0 = thread_cpu_ns();
+        let mut sampled_ns = 0;
         if let Err(e) = interrupted(signals) {
             shared.get().stop.store(1, Ordering::SeqCst);
             return Err(e);
@@ -651,7 +656,9 @@ fn sample_loop(
         // Processes whose threads are all done: sample, then let them exit.
         if ch.children.iter().any(|c| c.done && !c.released) {
             let t = start.elapsed().as_secs_f64();
+            let s0 = thread_cpu_ns();
             rows.push(ctx.row(t, &ch.children));
+            sampled_ns += cpu.sample(s0);
             next_sample = Instant::now() + interval;
             release_done(&mut ch.children, host, t);
         }
@@ -661,7 +668,9 @@ fn sample_loop(
         }
         let now = Instant::now();
         if now >= next_sample {
+            let s0 = thread_cpu_ns();
             rows.push(ctx.row(start.elapsed().as_secs_f64(), &ch.children));
+            sampled_ns += cpu.sample(s0);
             while next_sample <= now {
                 next_sample += interval;
             }
@@ -670,8 +679,10 @@ fn sample_loop(
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(50));
         poll_reports(&ch.children, wait);
+        let spent = thread_cpu_ns().saturating_sub(iteration0);
+        cpu.polls_ns.push(spent.saturating_sub(sampled_ns));
     }
-    Ok(rows)
+    Ok((rows, cpu))
 }
 
 /// Lets the children whose threads are all done exit, after reading
@@ -791,6 +802,8 @@ struct Collected<'a> {
     tr0: &'a BTreeMap<String, u64>,
     fin: &'a FinalCounters,
     rows: Vec<Vec<f64>>,
+    /// The sampling loop's own CPU time.
+    coordinator: CoordinatorCpu,
     columns: Vec<String>,
     wall_s: f64,
     interval: Duration,
@@ -850,6 +863,16 @@ fn build_record(r: &RunCtx, my_pid: i32, c: Collected) -> RunRecord {
     lab.set(
         lab::REAL_KWORKER_CPU_S,
         (c.fin.kworker_s * 1e6).round() / 1e6,
+    );
+    if let Some(ms) = c.coordinator.sample_ms() {
+        lab.set(lab::REAL_SAMPLE_CPU_MS, (ms * 1e3).round() / 1e3);
+    }
+    if let Some(us) = c.coordinator.poll_us() {
+        lab.set(lab::REAL_POLL_CPU_US, (us * 10.0).round() / 10.0);
+    }
+    lab.set(
+        lab::REAL_COORDINATOR_CPU_S,
+        (c.coordinator.total_s() * 1e6).round() / 1e6,
     );
     // Timed accesses (`numalab.access_latency=1`): the model's figures.
     let timed: Vec<_> = tasks

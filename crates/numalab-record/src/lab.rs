@@ -169,6 +169,12 @@ lab_figures! {
     REAL_BYTES_BY_NODE_ESTIMATED = "real.bytes_by_node_estimated", "flag", "1: the tasks' bytes_by_node are estimated from resident pages, not measured";
     /// CPU time of the kernel's kworker threads during the run.
     REAL_KWORKER_CPU_S = "real.kworker_cpu_s", "s", "CPU time of every kworker thread over the run (sum_exec_runtime deltas from /proc/PID/schedstat; a kworker that exited during the run is not counted): the workqueues' work, proposal 2's asynchronous scans among it";
+    /// The coordinator's CPU per sample.
+    REAL_SAMPLE_CPU_MS = "real.sample_cpu_ms", "ms", "median CPU time of one of the real run's samples (numa_maps, memory.stat, each thread's stat, counters), CLOCK_THREAD_CPUTIME_ID of the coordinator: in a QEMU guest it holds a vCPU for hundreds of ms (docs/real.md M3)";
+    /// The coordinator's CPU per loop iteration besides samples.
+    REAL_POLL_CPU_US = "real.poll_cpu_us", "us", "median CPU time of one iteration of the real run's loop besides its samples (draining the workers' reports, reaping, the 50 ms poll)";
+    /// The coordinator's CPU over the run.
+    REAL_COORDINATOR_CPU_S = "real.coordinator_cpu_s", "s", "CPU time of the real run's sampling loop from the workload's release to its end";
     // Real runs in a QEMU guest (numalab-real vm).
     /// Problems the guest printed on its console.
     VM_CONSOLE_PROBLEMS = "vm.console_problems", "count", "warnings, oopses and errors the guest kernel printed on its serial console";
