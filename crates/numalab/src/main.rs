@@ -22,6 +22,7 @@ mod validate;
 mod validate_ab;
 mod validate_band;
 mod validate_cmd;
+mod validate_coordinator;
 mod validate_scenarios;
 mod validate_shares;
 mod vm_kernel;

@@ -36,6 +36,7 @@ use numalab_workload::model::Workload;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+pub use crate::validate_coordinator::{coordinator_cost, real_run_sampler, CoordinatorCost};
 pub use crate::validate_scenarios::{Scenario, GUESTS, SCENARIOS};
 pub use crate::validate_shares::{
     differs_2x, final_share, first_local, last_common_time, local_shares, measured_threads, memcg,
@@ -185,12 +186,13 @@ pub fn run_model(
     scale: f64,
     sets: &[String],
 ) -> Result<RunRecord, String> {
-    run_model_traced(w, m, seed, scale, sets, None).map(|(rec, _)| rec)
+    run_model_traced(w, m, seed, scale, sets, None, None).map(|(rec, _)| rec)
 }
 
 /// [`run_model`], also returning its trace: every event that is not
 /// opt-in, or with `events` those and [`TRACE_EVENTS`] (which the record's
-/// counts need).
+/// counts need); the coordinator costs what `coordinator` says (the saved
+/// boots' measurement), or what [`real_run_sampler`] estimates.
 pub fn run_model_traced(
     w: &Workload,
     m: &Machine,
@@ -198,6 +200,7 @@ pub fn run_model_traced(
     scale: f64,
     sets: &[String],
     events: Option<&[String]>,
+    coordinator: Option<CoordinatorCost>,
 ) -> Result<(RunRecord, Vec<numalab_sim::kernel::TraceEvent>), String> {
     // What numalab real run's worker does, before `--set` (which may
     // turn it off): its main thread creates the threads (engine/clone.rs).
@@ -217,12 +220,18 @@ pub fn run_model_traced(
         check_every: 0,
     };
     let mut m = m.clone();
-    m.kernel.background.extend(real_run_sampler(w, 1.0));
-    let mut sim =
-        numalab_sim::Sim::new(m, w.clone(), knobs, opts).map_err(|e| e.to_string())?;
+    m.kernel
+        .background
+        .extend(real_run_sampler(w, 1.0, coordinator, m.kernel.cost_scale));
+    let mut sim = numalab_sim::Sim::new(m, w.clone(), knobs, opts).map_err(|e| e.to_string())?;
     if let Some(ev) = events {
         let mut all: Vec<String> = TRACE_EVENTS.iter().map(|e| e.to_string()).collect();
-        all.extend(ev.iter().filter(|e| !all.contains(e)).cloned().collect::<Vec<_>>());
+        all.extend(
+            ev.iter()
+                .filter(|e| !all.contains(e))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
         let filter = numalab_sim::kernel::TraceFilter {
             events: Some(all),
             from_ns: 0,
@@ -237,59 +246,6 @@ pub fn run_model_traced(
         rec.lab.set(lab::TRACE.key(ev), n as f64);
     }
     Ok((rec, trace))
-}
-
-/// What the coordinator's numa_maps walk costs per mapped page, native ns
-/// (x `cost_scale` in a guest). Measured, not chosen: in two traced boots
-/// of guest-4n (6.12.117, 2026-11-27, `sched_switch`; docs/real.md M3) the
-/// coordinator's once-a-second sample ran a median 275 ms (`numa02-like`)
-/// and 351 ms (`unpinned`) of CPU, both over 65,536 mapped 4 KiB pages:
-/// 4.2 and 5.4 us per page under TCG, 23 and 30 ns native at
-/// `cost_scale` 180. Their mean is taken. (The model charged
-/// `PTE_UPDATE_NS`, 10 ns, before: half what the guests spent.)
-pub const NUMA_MAPS_PAGE_NS: f64 = 26.0;
-
-/// `numalab real run`'s own coordinator as background work of the model's
-/// machine (numalab-real `run.rs::sample_loop`): it wakes at least every
-/// 50 ms to poll the workers' reports (`poll_reports`), and every
-/// `interval_s` takes a sample: /proc/vmstat, memory.stat, the tracepoint
-/// counters, each process's /proc/PID/numa_maps (a walk of every mapped
-/// page, `show_numa_map` → `gather_pte_stats`) and each thread's
-/// /proc/PID/task/TID/stat. Costs, native (the machine's `cost_scale`
-/// applies, as to all kernel work): a modeling choice of 5 us per poll,
-/// 50 us for the fixed reads and 10 us per thread, plus the numa_maps walk
-/// at [`NUMA_MAPS_PAGE_NS`] per mapped page (THP: per 2 MiB page), all
-/// regions counted as mapped.
-pub fn real_run_sampler(w: &Workload, interval_s: f64) -> Vec<numalab_topology::Background> {
-    use numalab_topology::{Background, BackgroundPer};
-    let threads: usize = w.processes.iter().map(|p| p.threads.len()).sum();
-    let pages: f64 = w
-        .processes
-        .iter()
-        .flat_map(|p| &p.regions)
-        .map(|r| {
-            let psize = match r.page_size {
-                numalab_workload::PageSize::Thp2M => 2u64 << 20,
-                _ => 4096,
-            };
-            r.bytes.div_ceil(psize) as f64
-        })
-        .sum();
-    let sample_us = 50.0 + 10.0 * threads as f64 + pages * NUMA_MAPS_PAGE_NS / 1000.0;
-    vec![
-        Background {
-            name: "numalab-real-poll".into(),
-            per: BackgroundPer::Machine,
-            period_ms: 50.0,
-            runtime_us: 5.0,
-        },
-        Background {
-            name: "numalab-real-sample".into(),
-            per: BackgroundPer::Machine,
-            period_ms: interval_s * 1000.0,
-            runtime_us: sample_us,
-        },
-    ]
 }
 
 fn trace_count(r: &RunRecord, ev: &str) -> Option<f64> {
@@ -675,6 +631,10 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
     let mut outside = Vec::new();
     for s in scenarios {
         let w = resolve(s, m, o.seed, o.scale)?;
+        let boots = match boots_dir {
+            Some(d) => crate::validate_band::read_boots(d, s.name)?,
+            None => Vec::new(),
+        };
         let (model, trace) = run_model_traced(
             &w,
             m,
@@ -682,17 +642,13 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
             o.scale,
             &model_sets(s, &o.model_set),
             o.trace_events.as_deref(),
+            coordinator_cost(&boots),
         )?;
         if let Some(d) = &o.model_trace {
             let p = Path::new(d).join(format!("{}.model.trace", s.name));
-            let text =
-                numalab_record::ftrace::write(&crate::trace::to_ftrace(&trace), m.nr_cpus());
+            let text = numalab_record::ftrace::write(&crate::trace::to_ftrace(&trace), m.nr_cpus());
             out::write_file("--model-trace", &p, &text)?;
         }
-        let boots = match boots_dir {
-            Some(d) => crate::validate_band::read_boots(d, s.name)?,
-            None => Vec::new(),
-        };
         let kernel = if o.model_only {
             None
         } else if let Some(b) = boots.first() {
