@@ -236,11 +236,22 @@ declare! {
     BALANCE_INTERVAL_RESET: bool {
         name: "numalab.balance_interval_reset",
         aliases: [],
-        default: false,
+        default: true,
         unit: None,
         location: Location::Lab,
         source: "kernel/sched/fair.c sched_balance_rq(): after a pass that found a busiest queue, `sd->balance_interval = sd->min_interval` (\"We were unbalanced, so reset the balancing interval\") unless an active balance was started without need_active_balance; only out_balanced / out_all_pinned double it (MAX_PINNED_INTERVAL 512 ms while all pinned); 6.12 guest line-up docs/real.md M3",
-        description: "1: a balance pass that found an imbalance returns to the domain's minimum interval whether or not it moved a task, so a failing imbalance is retried at once and nr_balance_failed climbs, as in the kernel; 0: only a pass that moved a task does, a failed one doubles the interval (the model before 2026-11-27). Off by default until judged: in the QEMU guests it brings unpinned's migrations per thread into the kernel's band (12.6 -> 34, kernel 40-49) and the balance rate near the kernel's, and puts other figures out (numa02-like's moves, fork-under-load's, shared-procs' counters, pinned local faults); the balance pass's own cost is not why (guest: median 92 us per sched_balance_rq under TCG, the model charges 104 us) (docs/real.md M3)",
+        description: "1: a balance pass that found an imbalance returns to the domain's minimum interval whether or not it moved a task, so a failing imbalance is retried at once and nr_balance_failed climbs, as in the kernel; 0: only a pass that moved a task does, a failed one doubles the interval (the model before 2026-11-27). On by default since session 16: with the guests' rcu_preempt and numalab real run's coordinator costed as measured, it brings the QEMU guests' balancer-driven moves into the kernel's bands (numa02-like's NUMA moves 1 -> 15 against 4-37, shared-procs' 0 -> 6 against 4-16, unpinned's migrations per thread 16.5 -> 29.8 against 35-49, band from 18) (docs/real.md M3)",
+    }
+
+    /// A task group's tasks share the CPU by their group entity's weight.
+    TASK_GROUP_FAIRNESS: bool {
+        name: "numalab.task_group_fairness",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c update_curr() -> calc_delta_fair(delta_exec, se) at each level of the hierarchy (vruntime advances by NICE_0_LOAD / se->load.weight per ns), calc_group_shares() (the group entity's weight on a CPU), pick_eevdf() (each entity gets the CPU in proportion to its weight); 6.12 guest trace of validate/numa02-like (docs/real.md M3): the coordinator, in the root group, holds the CPU while the workload thread it shares it with waits",
+        description: "with numalab.task_group on: 1: a task of a task group advances its vruntime by its run time x 1024 over its share of its group entity's weight on its CPU (the entity's calc_group_shares weight over the group's runnable tasks there), so a root-group task (a kernel thread, numalab real run's coordinator) sharing a CPU with one of a group's busy threads gets most of it, as the kernel's hierarchical fairness gives; 0: every task advances by its run time (equal shares, the model before). No effect without task groups (numalab.task_group=none, plain model runs). Off by default: the guest's coordinator got 85-90 % of the vCPU it shared with a workload thread during a sample (numa02-like, unpinned; the model 83 % with it on, about 75 % off), but with it on ten gate figures of the two guests leave their bands and seven enter (102 within against 105: shared-procs' NUMA moves 6 -> 0, fork-under-load's sticks 0 -> 208, sleepy's pages migrated 6 -> 2213; docs/real.md M3), so a compensating difference is still open",
     }
 
     /// The program's runtime mappings beside the workload's regions.

@@ -15,6 +15,14 @@
 //! as a quarter of a CPU's group load, and the balancer moves the
 //! group's tasks from CPUs whose counts are equal (docs/real.md M3).
 //!
+//! Time sharing follows the same weights (`vruntime_rate`,
+//! `numalab.task_group_fairness`): on a CPU where a root-group task (a
+//! kernel thread, `numalab real run`'s coordinator) and one of a group's
+//! tasks are runnable, the group's entity weighs its shares there (about
+//! 256 for one of eight busy tasks on four CPUs) against the root task's
+//! 1024, so the root task runs about 4/5 of the time and the group's task
+//! waits in the queue, where the balancer can take it.
+//!
 //! Each group keeps a PELT signal per CPU driven by its runnable tasks
 //! there, with its tasks' contributions attached and detached as they
 //! move (as the root runqueue's, kernel/sched/pelt.rs), and their sum
@@ -170,17 +178,50 @@ impl Sched {
             let Some(grp) = &self.tg.by_cgroup[g.index()] else {
                 continue;
             };
-            let nr = f64::from(grp.nr[cpu]);
-            let avg = grp.per_cpu[cpu].load_avg;
-            let load = avg.max(nr * SCHED_CAPACITY_SCALE);
-            let tg_weight = grp.load_avg - avg + load;
-            if tg_weight <= 0.0 {
-                continue;
+            if let Some(shares) = calc_group_shares(grp, cpu) {
+                d += shares - grp.per_cpu[cpu].load_avg;
             }
-            let shares = (SCHED_CAPACITY_SCALE * load / tg_weight).min(SCHED_CAPACITY_SCALE);
-            d += shares - avg;
         }
         d
+    }
+}
+
+/// `calc_group_shares`: the weight of group `grp`'s entity on `cpu`'s root
+/// runqueue, its 1024 shares times its load there over its load on all
+/// CPUs (`None` when the group weighs nothing anywhere).
+fn calc_group_shares(grp: &GroupLoad, cpu: CpuId) -> Option<f64> {
+    let nr = f64::from(grp.nr[cpu]);
+    let avg = grp.per_cpu[cpu].load_avg;
+    let load = avg.max(nr * SCHED_CAPACITY_SCALE);
+    let tg_weight = grp.load_avg - avg + load;
+    (tg_weight > 0.0).then(|| (SCHED_CAPACITY_SCALE * load / tg_weight).min(SCHED_CAPACITY_SCALE))
+}
+
+impl Kernel {
+    /// How fast task `t`'s vruntime advances per ns it runs (`update_curr`
+    /// → `calc_delta_fair` through its group entity, flattened):
+    /// `NICE_0_LOAD` over its share of its group entity's weight on its CPU,
+    /// the entity's `calc_group_shares` weight split evenly over the group's
+    /// runnable tasks there (every task is nice 0). 1 for a task outside
+    /// task groups, or with `numalab.task_group_fairness=0`.
+    pub(crate) fn vruntime_rate(&self, t: TaskId) -> f64 {
+        if self.sched.tg.active.is_empty() || !self.knobs.get(knob::TASK_GROUP_FAIRNESS) {
+            return 1.0;
+        }
+        let Some(g) = self.task_group(t) else {
+            return 1.0;
+        };
+        let Some(Some(grp)) = self.sched.tg.by_cgroup.get(g.index()) else {
+            return 1.0;
+        };
+        let cpu = self.tasks[t].cpu;
+        let nr = f64::from(grp.nr[cpu].max(1));
+        match calc_group_shares(grp, cpu) {
+            // The kernel clamps a group entity's weight at MIN_SHARES (2);
+            // here it only guards the division.
+            Some(shares) => SCHED_CAPACITY_SCALE * nr / shares.max(2.0),
+            None => 1.0,
+        }
     }
 }
 
@@ -214,6 +255,37 @@ mod tests {
             return load;
         }
         (k.sched.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
+    }
+
+    /// Eight busy tasks of one process, two per CPU of tiny-2n's four,
+    /// after 300 ms: task 0's vruntime rate.
+    fn rate_of_two_per_cpu(sets: &[&str]) -> f64 {
+        let mut k = fx::kernel("tiny-2n", sets);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let tasks: Vec<_> = (0..8)
+            .map(|i| fx::add_task(&mut k, mm, CpuId::new(i % 4)))
+            .collect();
+        for _ in 0..300 {
+            k.now += 1_000_000;
+            k.pelt_tick();
+        }
+        k.vruntime_rate(tasks[0])
+    }
+
+    #[test]
+    fn a_grouped_tasks_vruntime_runs_faster_by_its_share_of_the_entitys_weight() {
+        // The group entity weighs about 256 on each CPU, half of it each
+        // task's: vruntime advances 1024 / 128 = 8 times as fast as a
+        // root-group task's, which so gets 8/9 of a CPU it shares with one.
+        let r = rate_of_two_per_cpu(&["numalab.task_group=session"]);
+        assert!((7.0..=9.0).contains(&r), "{r}");
+        // Switched off, or without groups: equal shares.
+        let off = rate_of_two_per_cpu(&[
+            "numalab.task_group=session",
+            "numalab.task_group_fairness=0",
+        ]);
+        assert_eq!(off, 1.0);
+        assert_eq!(rate_of_two_per_cpu(&["numalab.task_group=none"]), 1.0);
     }
 
     #[test]

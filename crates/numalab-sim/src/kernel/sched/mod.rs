@@ -2,7 +2,11 @@
 //! fair.c): tasks, runqueues, enqueue/dequeue, picking, time sharing and
 //! moving tasks between CPUs.
 //!
-//! Every task is a nice-0 CFS task; fairness is round-robin by vruntime.
+//! Every task is a nice-0 CFS task; fairness is round-robin by vruntime,
+//! which a task of a task group advances faster, by 1024 over its share of
+//! its group entity's weight (group.rs `vruntime_rate`,
+//! `numalab.task_group_fairness`), so kernel threads in the root group get
+//! the CPU's larger share as the kernel's hierarchy gives them.
 //! Load, runnable and utilisation are PELT signals (pelt.rs), updated at
 //! enqueue, dequeue, pick, put and the tick. A running task keeps its CPU
 //! until it blocks, exits, or a tick finds it has used its slice while
@@ -452,9 +456,15 @@ impl Kernel {
     /// Charges `ns` of execution to the running task `t` (`update_curr`).
     pub fn update_curr(&mut self, t: TaskId, ns: u64) {
         let cpu = self.tasks[t].cpu;
+        let rate = self.vruntime_rate(t);
         let task = &mut self.tasks[t];
         task.sum_exec_runtime += ns;
-        task.vruntime += ns;
+        // Exact for tasks outside groups (rate 1), whose runs stay as before.
+        task.vruntime += if rate == 1.0 {
+            ns
+        } else {
+            (ns as f64 * rate).round() as u64
+        };
         let rq = &mut self.sched.rq[cpu];
         rq.busy_ns += ns;
         let minq = rq.queue.iter().map(|&q| self.tasks[q].vruntime).min();
