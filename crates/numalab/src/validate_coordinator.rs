@@ -111,7 +111,7 @@ mod tests {
     use super::*;
 
     fn boot(sample_ms: Option<f64>, poll_us: f64) -> RunRecord {
-        let mut r = RunRecord::default();
+        let mut r = RunRecord::empty(numalab_record::RunKind::Real);
         if let Some(ms) = sample_ms {
             r.lab.set(lab::REAL_SAMPLE_CPU_MS, ms);
             r.lab.set(lab::REAL_POLL_CPU_US, poll_us);
@@ -136,7 +136,9 @@ mod tests {
             }
         );
         assert_eq!(coordinator_cost(&boots[1..2]), None);
-        let w = numalab_workload::model::Workload::default();
+        let m = crate::validate::machine(None).expect("the built-in guest");
+        let s = &crate::validate::SCENARIOS[0];
+        let w = crate::validate::resolve(s, &m, 1, 1.0).expect("a built-in scenario");
         let bg = real_run_sampler(&w, 1.0, Some(c), 180.0);
         // 250 ms of the guest's time is 250 ms / 180 of native work.
         assert!((bg[1].runtime_us - 250e3 / 180.0).abs() < 1e-9);
