@@ -28,6 +28,7 @@ use crate::kernel::ids::CpuSetExt;
 use crate::kernel::sched::fair::adjust_numa_imbalance;
 use crate::kernel::sched::topology::lowest_numa_domain;
 use crate::kernel::stats::Vm;
+use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 /// `enum numa_type` (fair.c).
@@ -219,6 +220,25 @@ impl Kernel {
         env.best_cpu = Some(env.dst_cpu);
     }
 
+    /// `dst_rq->curr` as `task_numa_compare` (fair.c) reads it: the running
+    /// task, or with `numalab.numa_compare_next_curr` (default) on a CPU
+    /// whose running slot is empty but whose queue is not (a task moved or
+    /// swapped there earlier in this tick, not picked yet) the task it
+    /// will pick next, as `pick_next_task` would (least vruntime, then
+    /// id): the kernel's destination runs the moved task as soon as the
+    /// stopper finishes, before another search can read its `curr`.
+    fn numa_compare_curr(&self, cpu: CpuId) -> Option<TaskId> {
+        let rq = &self.sched.rq[cpu];
+        if rq.curr.is_some() || rq.queue.is_empty() || !self.knobs.get(knob::NUMA_COMPARE_NEXT_CURR)
+        {
+            return rq.curr;
+        }
+        rq.queue
+            .iter()
+            .copied()
+            .min_by_key(|&t| (self.tasks[t].vruntime, t))
+    }
+
     /// `task_numa_compare` (fair.c): would moving `env.p` to `env.dst_cpu`,
     /// or swapping it with the task running there, improve NUMA locality
     /// without hurting the load balance? Returns true to stop the search.
@@ -236,7 +256,7 @@ impl Kernel {
         let p_ng = self.tasks[env.p].numa.group;
         let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
-        let mut cur = self.sched.rq[dst_rq].curr;
+        let mut cur = self.numa_compare_curr(dst_rq);
         if cur == Some(env.p) {
             return true;
         }
@@ -343,7 +363,26 @@ impl Kernel {
     /// once); otherwise a move is allowed unless it worsens the load
     /// imbalance. Then every allowed CPU of the node is compared.
     pub fn task_numa_find_cpu(&mut self, env: &mut TaskNumaEnv, taskimp: i64, groupimp: i64) {
+        let before = (env.best_cpu, env.best_task);
+        let (path, maymove) = self.task_numa_find_cpu_search(env, taskimp, groupimp);
+        if self.trace.is_some() {
+            self.trace_numa_find_cpu(env, before, path, maymove);
+        }
+    }
+
+    /// The search of [`Kernel::task_numa_find_cpu`]; returns which path it
+    /// took (0: spare capacity and an idle CPU taken at once, 1: spare
+    /// capacity but the move would leave an imbalance, 2: spare capacity,
+    /// no idle CPU cached, 3: no spare capacity, the load check) and
+    /// `maymove`.
+    fn task_numa_find_cpu_search(
+        &mut self,
+        env: &mut TaskNumaEnv,
+        taskimp: i64,
+        groupimp: i64,
+    ) -> (u8, bool) {
         let maymove;
+        let path;
         if env.dst_stats.node_type == NumaType::HasSpare {
             let src_running = env.src_stats.nr_running - 1;
             let dst_running = env.dst_stats.nr_running + 1;
@@ -351,19 +390,22 @@ impl Kernel {
             let imbalance = adjust_numa_imbalance(imbalance, dst_running, env.imb_numa_nr);
             if imbalance == 0 {
                 maymove = true;
+                path = 2;
                 if let Some(idle) = env.dst_stats.idle_cpu {
                     env.dst_cpu = idle;
                     self.task_numa_assign(env, None, 0);
-                    return;
+                    return (0, maymove);
                 }
             } else {
                 maymove = false;
+                path = 1;
             }
         } else {
             let load = self.task_h_load(env.p);
             let dst_load = env.dst_stats.load + load;
             let src_load = env.src_stats.load - load;
             maymove = !load_too_imbalanced(src_load, dst_load, env);
+            path = 3;
         }
         let allowed = self.task_allowed(env.p);
         let cpus: Vec<CpuId> = self
@@ -376,6 +418,54 @@ impl Kernel {
                 break;
             }
         }
+        (path, maymove)
+    }
+
+    /// `numalab_numa_find_cpu` (opt-in): one `task_numa_find_cpu` call,
+    /// with the destination node's figures as `update_numa_stats` saw
+    /// them, the path taken (see [`Kernel::task_numa_find_cpu_search`]),
+    /// `maymove`, how many of the node's CPUs have no current task now
+    /// (`cur == NULL` in `task_numa_compare`): `idle` with nothing queued,
+    /// `pending` with a task queued that has not run yet (one moved there
+    /// earlier in the tick), and what the call chose
+    /// (`res=none|same|move|swap`; `same` when an earlier node's choice
+    /// stands).
+    fn trace_numa_find_cpu(
+        &mut self,
+        env: &TaskNumaEnv,
+        before: (Option<CpuId>, Option<TaskId>),
+        path: u8,
+        maymove: bool,
+    ) {
+        let ds = env.dst_stats;
+        let (mut idle, mut pending) = (0, 0);
+        for c in self.node_cpus(env.dst_nid) {
+            let rq = &self.sched.rq[c];
+            if rq.curr.is_none() {
+                if rq.queue.is_empty() {
+                    idle += 1;
+                } else {
+                    pending += 1;
+                }
+            }
+        }
+        let res = match (env.best_cpu, env.best_task) {
+            (None, _) => "none",
+            (b, bt) if (b, bt) == before => "same",
+            (_, None) => "move",
+            (_, Some(_)) => "swap",
+        };
+        let pid = self.tasks[env.p].pid;
+        let (sn, dn) = (env.src_nid, env.dst_nid);
+        let ss = env.src_stats;
+        let idle_cpu = ds.idle_cpu.map_or(-1, |c| c.index() as i64);
+        let ty = ds.node_type as u8;
+        self.trace(Some(env.p), env.src_cpu, "numalab_numa_find_cpu", || {
+            format!(
+                "pid={pid} src_nid={sn} dst_nid={dn} src_nr={} dst_nr={} weight={} type={ty} idle_cpu={idle_cpu} path={path} maymove={} idle={idle} pending={pending} res={res}",
+                ss.nr_running, ds.nr_running, ds.weight, u8::from(maymove)
+            )
+        });
     }
 
     /// `task_numa_migrate` (fair.c): look for a CPU on the preferred node
