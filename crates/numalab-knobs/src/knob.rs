@@ -549,6 +549,17 @@ declare! {
         description: "1: in task_numa_compare a CPU with no running task but queued ones (a task moved or swapped there earlier in the same tick, not yet picked) shows the task it will run next (least vruntime) as its curr, a swap candidate, as the kernel's CPU is running it by then; 0: such a CPU counts as idle (cur = NULL: a move if allowed, never a swap)",
     }
 
+    /// Deferred `task_numa_migrate` searches run in fault order.
+    NUMA_MIGRATE_FAULT_ORDER: bool {
+        name: "numalab.numa_migrate_fault_order",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "fair.c (6.12) task_numa_fault -> numa_migrate_preferred -> task_numa_migrate: each search runs inside its hinting fault, so searches happen in the order of the faults and each sees the moves and swaps of the ones before",
+        description: "1: the searches hinting faults asked for since the last tick (the model carries them out at the tick) run in the order of those faults; 0: in task id order, which favours low-numbered threads (the first to choose take the best CPUs and partners)",
+    }
+
     // Issue 31: the policy extension point (numalab-sim kernel/numa/policy).
     /// The NUMA balancing policy: the ops table the model's decisions go
     /// through. The names are the model's registry's, checked when the

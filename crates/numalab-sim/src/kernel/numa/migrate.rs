@@ -142,7 +142,9 @@ impl Kernel {
         if self.cpu_node(self.tasks[t].cpu) == pref || !self.numa_migrate_on_select_on() {
             return;
         }
-        self.tasks[t].numa.migrate_requested = true;
+        if !std::mem::replace(&mut self.tasks[t].numa.migrate_requested, true) {
+            self.numa.migrate_queue.push(t);
+        }
     }
 
     /// `update_numa_stats` (fair.c): load, utilisation and an idle CPU of
