@@ -684,7 +684,12 @@ mod tests {
 
     /// One single-threaded process per CPU of tiny-2n.
     fn four_tasks() -> (Kernel, Vec<TaskId>) {
-        let mut k = fx::kernel("tiny-2n", &[]);
+        four_tasks_with(&[])
+    }
+
+    /// [`four_tasks`] with knobs `sets`.
+    fn four_tasks_with(sets: &[&str]) -> (Kernel, Vec<TaskId>) {
+        let mut k = fx::kernel("tiny-2n", sets);
         k.trace = Some(Box::default());
         let ts = CpuId::range(4)
             .map(|cpu| {
@@ -744,6 +749,75 @@ mod tests {
         k.check_numa_counters().unwrap();
     }
 
+    /// A on node 0 wants node 1, whose CPU 2 holds B (wanting node 0)
+    /// queued but not running, as a task moved there earlier in the tick
+    /// is; C on CPU 3 is at home. Returns where A ends up.
+    fn search_past_a_queued_partner(sets: &[&str]) -> (Kernel, Vec<TaskId>) {
+        let (mut k, ts) = four_tasks_with(sets);
+        let (a, b, c) = (ts[0], ts[2], ts[3]);
+        faults_on(&mut k, a, fx::n(1), 1000);
+        faults_on(&mut k, b, fx::n(0), 1000);
+        faults_on(&mut k, c, fx::n(1), 1000);
+        k.put_prev_task(fx::c(2));
+        assert_eq!(k.sched.rq[fx::c(2)].curr, None);
+        assert_eq!(k.sched.rq[fx::c(2)].queue, vec![b]);
+        k.task_numa_migrate(a);
+        (k, ts)
+    }
+
+    #[test]
+    fn task_numa_compare_sees_the_task_a_cpu_is_about_to_run() {
+        // numalab.numa_compare_next_curr (default): B is CPU 2's curr for
+        // the search, so A and B swap as if B were running.
+        let (k, ts) = search_past_a_queued_partner(&[]);
+        assert_eq!(k.tasks[ts[0]].cpu, fx::c(2));
+        assert_eq!(k.tasks[ts[2]].cpu, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 2);
+        // Off: CPU 2 looks idle (cur = NULL), a move is not allowed on a
+        // fully busy node, and nothing happens.
+        let (k, ts) = search_past_a_queued_partner(&["numalab.numa_compare_next_curr=0"]);
+        assert_eq!(k.tasks[ts[0]].cpu, fx::c(0));
+        assert_eq!(k.tasks[ts[2]].cpu, fx::c(2));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
+    }
+
+    /// Two tasks on node 0 that want node 1 ask for a search, the
+    /// higher-numbered first; the tick carries the searches out. Returns
+    /// the pids in the order of their `sched_*_numa` events.
+    fn searches_in_order(sets: &[&str]) -> (Vec<u64>, [u64; 2]) {
+        let mut k = fx::kernel("tiny-2n", sets);
+        k.trace = Some(Box::default());
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let a = fx::add_task(&mut k, mm, fx::c(0));
+        let b = fx::add_task(&mut k, mm, fx::c(1));
+        assert!(a < b);
+        for t in [a, b] {
+            faults_on(&mut k, t, fx::n(1), 500);
+        }
+        k.numa_migrate_preferred(b);
+        k.numa_migrate_preferred(a);
+        k.numa_tick_housekeeping();
+        let order = k
+            .trace
+            .as_ref()
+            .unwrap()
+            .events
+            .iter()
+            .filter(|e| e.name.starts_with("sched_") && e.name.ends_with("_numa"))
+            .map(|e| e.pid)
+            .collect();
+        (order, [k.tasks[b].pid, k.tasks[a].pid])
+    }
+
+    #[test]
+    fn deferred_searches_run_in_fault_order() {
+        let (order, [pb, pa]) = searches_in_order(&[]);
+        assert_eq!(order, vec![pb, pa], "B faulted first");
+        let (order, [pb, pa]) = searches_in_order(&["numalab.numa_migrate_fault_order=0"]);
+        assert_eq!(order, vec![pa, pb], "by task id");
+    }
+
     #[test]
     fn no_swap_when_the_partner_would_lose_more_than_the_task_gains() {
         let (mut k, ts) = four_tasks();
@@ -787,6 +861,30 @@ mod tests {
         assert!(ev.fields.contains("src_nid=0") && ev.fields.contains("dst_nid=1"));
         k.check_invariants().unwrap();
         k.check_numa_counters().unwrap();
+    }
+
+    #[test]
+    fn numalab_numa_find_cpu_says_which_path_the_search_took() {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mut tr = Box::<crate::kernel::trace::Tracer>::default();
+        tr.filter.events = Some(vec!["numalab_numa_find_cpu".into()]);
+        k.trace = Some(tr);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let a = fx::add_task(&mut k, mm, fx::c(0));
+        faults_on(&mut k, a, fx::n(1), 500);
+        k.task_numa_migrate(a);
+        let tr = &k.trace.as_ref().unwrap().events;
+        assert_eq!(tr.len(), 1, "only the named event: {tr:?}");
+        let f = &tr[0].fields;
+        // Node 1 is empty: spare capacity, an idle CPU taken at once.
+        assert!(
+            f.contains("src_nid=0 dst_nid=1 src_nr=1 dst_nr=0 weight=2 type=0"),
+            "{f}"
+        );
+        assert!(
+            f.contains("path=0 maymove=1 idle=2 pending=0 res=move"),
+            "{f}"
+        );
     }
 
     #[test]
