@@ -425,7 +425,9 @@ impl Kernel {
 
     /// `numalab_numa_find_cpu` (opt-in): one `task_numa_find_cpu` call,
     /// with the destination node's figures as `update_numa_stats` saw
-    /// them, the path taken (see [`Kernel::task_numa_find_cpu_search`]),
+    /// them (and both nodes' PELT loads with the task's `task_h_load`,
+    /// which `load_too_imbalanced` weighs), the path taken (see
+    /// [`Kernel::task_numa_find_cpu_search`]),
     /// `maymove`, how many of the node's CPUs have no current task now
     /// (`cur == NULL` in `task_numa_compare`): `idle` with nothing queued,
     /// `pending` with a task queued that has not run yet (one moved there
@@ -461,10 +463,12 @@ impl Kernel {
         let (sn, dn) = (env.src_nid, env.dst_nid);
         let ss = env.src_stats;
         let idle_cpu = ds.idle_cpu.map_or(-1, |c| c.index() as i64);
+        let load = self.task_h_load(env.p);
+        let (sl, dl) = (ss.load, ds.load);
         let ty = ds.node_type as u8;
         self.trace(Some(env.p), env.src_cpu, "numalab_numa_find_cpu", || {
             format!(
-                "pid={pid} src_nid={sn} dst_nid={dn} src_nr={} dst_nr={} weight={} type={ty} idle_cpu={idle_cpu} path={path} maymove={} idle={idle} pending={pending} res={res}",
+                "pid={pid} src_nid={sn} dst_nid={dn} src_nr={} dst_nr={} weight={} type={ty} src_load={sl} dst_load={dl} load={load} idle_cpu={idle_cpu} path={path} maymove={} idle={idle} pending={pending} res={res}",
                 ss.nr_running, ds.nr_running, ds.weight, u8::from(maymove)
             )
         });
@@ -878,7 +882,7 @@ mod tests {
         let f = &tr[0].fields;
         // Node 1 is empty: spare capacity, an idle CPU taken at once.
         assert!(
-            f.contains("src_nid=0 dst_nid=1 src_nr=1 dst_nr=0 weight=2 type=0"),
+            f.contains("src_nid=0 dst_nid=1 src_nr=1 dst_nr=0 weight=2 type=0 "),
             "{f}"
         );
         assert!(
