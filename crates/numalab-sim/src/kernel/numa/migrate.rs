@@ -669,7 +669,7 @@ impl Kernel {
 mod tests {
     use super::super::tests::fx;
     use super::super::*;
-    use super::{numa_classify, NumaStats, NumaType};
+    use super::{load_too_imbalanced, numa_classify, NumaStats, NumaType, TaskNumaEnv};
     use crate::kernel::sched::balance::CpuIdleType;
     use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
@@ -979,6 +979,43 @@ mod tests {
             k.migrate_degrades_locality(t, fx::c(0), fx::c(2), numa_level, CpuIdleType::NotIdle),
             1
         );
+    }
+
+    /// The branch that decides move or swap on a full machine
+    /// (docs/reproductions.md, interleave-task-migration): between nodes
+    /// of equal capacity, moving a task of load `l` is allowed only when
+    /// the source's load exceeds the destination's by at least `l`.
+    #[test]
+    fn a_move_between_equal_nodes_needs_a_task_load_of_excess() {
+        let stats = |load| NumaStats {
+            load,
+            compute_capacity: 80 * 1024,
+            ..Default::default()
+        };
+        let env = |src, dst| TaskNumaEnv {
+            p: TaskId::new(0),
+            src_cpu: CpuId::new(0),
+            src_nid: NodeId::new(0),
+            dst_cpu: CpuId::new(1),
+            dst_nid: NodeId::new(1),
+            imb_numa_nr: 4,
+            src_stats: stats(src),
+            dst_stats: stats(dst),
+            imbalance_pct: 106,
+            dist: 21,
+            best_task: None,
+            best_imp: 0,
+            best_cpu: None,
+        };
+        let may_move =
+            |src: i64, dst: i64, l: i64| !load_too_imbalanced(src - l, dst + l, &env(src, dst));
+        // The model's full machine: 0.68 of a task's load apart at most.
+        assert!(!may_move(82_600, 82_600 - 696, 1024));
+        assert!(!may_move(82_600, 82_600 - 1023, 1024));
+        assert!(may_move(82_600, 82_600 - 1024, 1024));
+        // In a task group of 320 threads a task weighs 3: noise suffices.
+        assert!(may_move(781, 581, 3));
+        assert!(!may_move(581, 781, 3));
     }
 
     #[test]
