@@ -548,6 +548,29 @@ declare! {
         description: "1: with numalab.numa_fault_classify=0, a hinting fault is private when the page's last faulting node (the two-stage filter's record, updated by local faults too, as 3.9's mpol_misplaced did) is the task's node, the preferred node is the node of most private faults, and faults that migrated their page count twice; with numalab.numa_scan_adapt=0, no 60 s reset: a settled task (3 passes on its preferred node) that changes preferred node halves its scan period (the +10 jiffies per unmigrated fault stays); no effect where those switches are on (mainline's rules replaced both); 0: 3.9's rules there",
     }
 
+    /// `task_numa_compare` sees the task a CPU is about to run as its
+    /// `curr`.
+    NUMA_COMPARE_NEXT_CURR: bool {
+        name: "numalab.numa_compare_next_curr",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "fair.c (6.12) task_numa_compare: cur = rcu_dereference(dst_rq->curr), NULL only when idle or PF_EXITING; core.c migrate_task_to/migrate_swap complete through the stopper (stop_one_cpu, stop_two_cpus) and the woken destination runs the moved task before the next search can read its curr",
+        description: "1: in task_numa_compare a CPU with no running task but queued ones (a task moved or swapped there earlier in the same tick, not yet picked) shows the task it will run next (least vruntime) as its curr, a swap candidate, as the kernel's CPU is running it by then; 0: such a CPU counts as idle (cur = NULL: a move if allowed, never a swap)",
+    }
+
+    /// Deferred `task_numa_migrate` searches run in fault order.
+    NUMA_MIGRATE_FAULT_ORDER: bool {
+        name: "numalab.numa_migrate_fault_order",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "fair.c (6.12) task_numa_fault -> numa_migrate_preferred -> task_numa_migrate: each search runs inside its hinting fault, so searches happen in the order of the faults and each sees the moves and swaps of the ones before",
+        description: "1: the searches hinting faults asked for since the last tick (the model carries them out at the tick) run in the order of those faults; 0: in task id order, which favours low-numbered threads (the first to choose take the best CPUs and partners)",
+    }
+
     // Issue 31: the policy extension point (numalab-sim kernel/numa/policy).
     /// The NUMA balancing policy: the ops table the model's decisions go
     /// through. The names are the model's registry's, checked when the

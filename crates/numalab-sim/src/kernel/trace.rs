@@ -46,14 +46,27 @@ pub const MODEL_EVENTS: &[&str] = &[
 /// of every memory controller and link direction, and per node the factor
 /// by which its controller's load raises memory latency (no kernel
 /// counterpart: uncore counters measure these on a machine).
-pub const OPT_IN_EVENTS: &[&str] = &["numalab_lb", "numalab_can_migrate", "numalab_fluid"];
+///
+/// `numalab_numa_find_cpu` is one per `task_numa_find_cpu` call: the
+/// destination node's figures, the path taken, and whether it chose a
+/// move or a swap (crates/numalab-sim/src/kernel/numa/migrate.rs).
+pub const OPT_IN_EVENTS: &[&str] = &[
+    "numalab_lb",
+    "numalab_can_migrate",
+    "numalab_fluid",
+    "numalab_numa_find_cpu",
+];
 
 /// The tracefs system (events/SYSTEM/EVENT) of event `name`.
 pub fn event_system(name: &str) -> &'static str {
     match name {
         "mm_migrate_pages" => "migrate",
         "page_fault_user" => "exceptions",
-        "numalab_scan" | "numalab_lb" | "numalab_can_migrate" | "numalab_fluid" => "numalab",
+        "numalab_scan"
+        | "numalab_lb"
+        | "numalab_can_migrate"
+        | "numalab_fluid"
+        | "numalab_numa_find_cpu" => "numalab",
         _ => "sched",
     }
 }

@@ -28,6 +28,7 @@ use crate::kernel::ids::CpuSetExt;
 use crate::kernel::sched::fair::adjust_numa_imbalance;
 use crate::kernel::sched::topology::lowest_numa_domain;
 use crate::kernel::stats::Vm;
+use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 /// `enum numa_type` (fair.c).
@@ -141,7 +142,9 @@ impl Kernel {
         if self.cpu_node(self.tasks[t].cpu) == pref || !self.numa_migrate_on_select_on() {
             return;
         }
-        self.tasks[t].numa.migrate_requested = true;
+        if !std::mem::replace(&mut self.tasks[t].numa.migrate_requested, true) {
+            self.numa.migrate_queue.push(t);
+        }
     }
 
     /// `update_numa_stats` (fair.c): load, utilisation and an idle CPU of
@@ -219,6 +222,25 @@ impl Kernel {
         env.best_cpu = Some(env.dst_cpu);
     }
 
+    /// `dst_rq->curr` as `task_numa_compare` (fair.c) reads it: the running
+    /// task, or with `numalab.numa_compare_next_curr` (default) on a CPU
+    /// whose running slot is empty but whose queue is not (a task moved or
+    /// swapped there earlier in this tick, not picked yet) the task it
+    /// will pick next, as `pick_next_task` would (least vruntime, then
+    /// id): the kernel's destination runs the moved task as soon as the
+    /// stopper finishes, before another search can read its `curr`.
+    fn numa_compare_curr(&self, cpu: CpuId) -> Option<TaskId> {
+        let rq = &self.sched.rq[cpu];
+        if rq.curr.is_some() || rq.queue.is_empty() || !self.knobs.get(knob::NUMA_COMPARE_NEXT_CURR)
+        {
+            return rq.curr;
+        }
+        rq.queue
+            .iter()
+            .copied()
+            .min_by_key(|&t| (self.tasks[t].vruntime, t))
+    }
+
     /// `task_numa_compare` (fair.c): would moving `env.p` to `env.dst_cpu`,
     /// or swapping it with the task running there, improve NUMA locality
     /// without hurting the load balance? Returns true to stop the search.
@@ -236,7 +258,7 @@ impl Kernel {
         let p_ng = self.tasks[env.p].numa.group;
         let mut imp = if p_ng.is_some() { groupimp } else { taskimp };
         let moveimp = imp;
-        let mut cur = self.sched.rq[dst_rq].curr;
+        let mut cur = self.numa_compare_curr(dst_rq);
         if cur == Some(env.p) {
             return true;
         }
@@ -343,7 +365,26 @@ impl Kernel {
     /// once); otherwise a move is allowed unless it worsens the load
     /// imbalance. Then every allowed CPU of the node is compared.
     pub fn task_numa_find_cpu(&mut self, env: &mut TaskNumaEnv, taskimp: i64, groupimp: i64) {
+        let before = (env.best_cpu, env.best_task);
+        let (path, maymove) = self.task_numa_find_cpu_search(env, taskimp, groupimp);
+        if self.trace.is_some() {
+            self.trace_numa_find_cpu(env, before, path, maymove);
+        }
+    }
+
+    /// The search of [`Kernel::task_numa_find_cpu`]; returns which path it
+    /// took (0: spare capacity and an idle CPU taken at once, 1: spare
+    /// capacity but the move would leave an imbalance, 2: spare capacity,
+    /// no idle CPU cached, 3: no spare capacity, the load check) and
+    /// `maymove`.
+    fn task_numa_find_cpu_search(
+        &mut self,
+        env: &mut TaskNumaEnv,
+        taskimp: i64,
+        groupimp: i64,
+    ) -> (u8, bool) {
         let maymove;
+        let path;
         if env.dst_stats.node_type == NumaType::HasSpare {
             let src_running = env.src_stats.nr_running - 1;
             let dst_running = env.dst_stats.nr_running + 1;
@@ -351,19 +392,22 @@ impl Kernel {
             let imbalance = adjust_numa_imbalance(imbalance, dst_running, env.imb_numa_nr);
             if imbalance == 0 {
                 maymove = true;
+                path = 2;
                 if let Some(idle) = env.dst_stats.idle_cpu {
                     env.dst_cpu = idle;
                     self.task_numa_assign(env, None, 0);
-                    return;
+                    return (0, maymove);
                 }
             } else {
                 maymove = false;
+                path = 1;
             }
         } else {
             let load = self.task_h_load(env.p);
             let dst_load = env.dst_stats.load + load;
             let src_load = env.src_stats.load - load;
             maymove = !load_too_imbalanced(src_load, dst_load, env);
+            path = 3;
         }
         let allowed = self.task_allowed(env.p);
         let cpus: Vec<CpuId> = self
@@ -376,6 +420,58 @@ impl Kernel {
                 break;
             }
         }
+        (path, maymove)
+    }
+
+    /// `numalab_numa_find_cpu` (opt-in): one `task_numa_find_cpu` call,
+    /// with the destination node's figures as `update_numa_stats` saw
+    /// them (and both nodes' PELT loads with the task's `task_h_load`,
+    /// which `load_too_imbalanced` weighs), the path taken (see
+    /// [`Kernel::task_numa_find_cpu_search`]),
+    /// `maymove`, how many of the node's CPUs have no current task now
+    /// (`cur == NULL` in `task_numa_compare`): `idle` with nothing queued,
+    /// `pending` with a task queued that has not run yet (one moved there
+    /// earlier in the tick), and what the call chose
+    /// (`res=none|same|move|swap`; `same` when an earlier node's choice
+    /// stands).
+    fn trace_numa_find_cpu(
+        &mut self,
+        env: &TaskNumaEnv,
+        before: (Option<CpuId>, Option<TaskId>),
+        path: u8,
+        maymove: bool,
+    ) {
+        let ds = env.dst_stats;
+        let (mut idle, mut pending) = (0, 0);
+        for c in self.node_cpus(env.dst_nid) {
+            let rq = &self.sched.rq[c];
+            if rq.curr.is_none() {
+                if rq.queue.is_empty() {
+                    idle += 1;
+                } else {
+                    pending += 1;
+                }
+            }
+        }
+        let res = match (env.best_cpu, env.best_task) {
+            (None, _) => "none",
+            (b, bt) if (b, bt) == before => "same",
+            (_, None) => "move",
+            (_, Some(_)) => "swap",
+        };
+        let pid = self.tasks[env.p].pid;
+        let (sn, dn) = (env.src_nid, env.dst_nid);
+        let ss = env.src_stats;
+        let idle_cpu = ds.idle_cpu.map_or(-1, |c| c.index() as i64);
+        let load = self.task_h_load(env.p);
+        let (sl, dl) = (ss.load, ds.load);
+        let ty = ds.node_type as u8;
+        self.trace(Some(env.p), env.src_cpu, "numalab_numa_find_cpu", || {
+            format!(
+                "pid={pid} src_nid={sn} dst_nid={dn} src_nr={} dst_nr={} weight={} type={ty} src_load={sl} dst_load={dl} load={load} idle_cpu={idle_cpu} path={path} maymove={} idle={idle} pending={pending} res={res}",
+                ss.nr_running, ds.nr_running, ds.weight, u8::from(maymove)
+            )
+        });
     }
 
     /// `task_numa_migrate` (fair.c): look for a CPU on the preferred node
@@ -573,7 +669,7 @@ impl Kernel {
 mod tests {
     use super::super::tests::fx;
     use super::super::*;
-    use super::{numa_classify, NumaStats, NumaType};
+    use super::{load_too_imbalanced, numa_classify, NumaStats, NumaType, TaskNumaEnv};
     use crate::kernel::sched::balance::CpuIdleType;
     use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
@@ -592,7 +688,12 @@ mod tests {
 
     /// One single-threaded process per CPU of tiny-2n.
     fn four_tasks() -> (Kernel, Vec<TaskId>) {
-        let mut k = fx::kernel("tiny-2n", &[]);
+        four_tasks_with(&[])
+    }
+
+    /// [`four_tasks`] with knobs `sets`.
+    fn four_tasks_with(sets: &[&str]) -> (Kernel, Vec<TaskId>) {
+        let mut k = fx::kernel("tiny-2n", sets);
         k.trace = Some(Box::default());
         let ts = CpuId::range(4)
             .map(|cpu| {
@@ -652,6 +753,75 @@ mod tests {
         k.check_numa_counters().unwrap();
     }
 
+    /// A on node 0 wants node 1, whose CPU 2 holds B (wanting node 0)
+    /// queued but not running, as a task moved there earlier in the tick
+    /// is; C on CPU 3 is at home. Returns where A ends up.
+    fn search_past_a_queued_partner(sets: &[&str]) -> (Kernel, Vec<TaskId>) {
+        let (mut k, ts) = four_tasks_with(sets);
+        let (a, b, c) = (ts[0], ts[2], ts[3]);
+        faults_on(&mut k, a, fx::n(1), 1000);
+        faults_on(&mut k, b, fx::n(0), 1000);
+        faults_on(&mut k, c, fx::n(1), 1000);
+        k.put_prev_task(fx::c(2));
+        assert_eq!(k.sched.rq[fx::c(2)].curr, None);
+        assert_eq!(k.sched.rq[fx::c(2)].queue, vec![b]);
+        k.task_numa_migrate(a);
+        (k, ts)
+    }
+
+    #[test]
+    fn task_numa_compare_sees_the_task_a_cpu_is_about_to_run() {
+        // numalab.numa_compare_next_curr (default): B is CPU 2's curr for
+        // the search, so A and B swap as if B were running.
+        let (k, ts) = search_past_a_queued_partner(&[]);
+        assert_eq!(k.tasks[ts[0]].cpu, fx::c(2));
+        assert_eq!(k.tasks[ts[2]].cpu, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 2);
+        // Off: CPU 2 looks idle (cur = NULL), a move is not allowed on a
+        // fully busy node, and nothing happens.
+        let (k, ts) = search_past_a_queued_partner(&["numalab.numa_compare_next_curr=0"]);
+        assert_eq!(k.tasks[ts[0]].cpu, fx::c(0));
+        assert_eq!(k.tasks[ts[2]].cpu, fx::c(2));
+        assert_eq!(k.vmstat.get(Vm::NumaTaskSwapped), 0);
+        assert_eq!(k.vmstat.get(Vm::NumaTaskMigrated), 0);
+    }
+
+    /// Two tasks on node 0 that want node 1 ask for a search, the
+    /// higher-numbered first; the tick carries the searches out. Returns
+    /// the pids in the order of their `sched_*_numa` events.
+    fn searches_in_order(sets: &[&str]) -> (Vec<u64>, [u64; 2]) {
+        let mut k = fx::kernel("tiny-2n", sets);
+        k.trace = Some(Box::default());
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let a = fx::add_task(&mut k, mm, fx::c(0));
+        let b = fx::add_task(&mut k, mm, fx::c(1));
+        assert!(a < b);
+        for t in [a, b] {
+            faults_on(&mut k, t, fx::n(1), 500);
+        }
+        k.numa_migrate_preferred(b);
+        k.numa_migrate_preferred(a);
+        k.numa_tick_housekeeping();
+        let order = k
+            .trace
+            .as_ref()
+            .unwrap()
+            .events
+            .iter()
+            .filter(|e| e.name.starts_with("sched_") && e.name.ends_with("_numa"))
+            .map(|e| e.pid)
+            .collect();
+        (order, [k.tasks[b].pid, k.tasks[a].pid])
+    }
+
+    #[test]
+    fn deferred_searches_run_in_fault_order() {
+        let (order, [pb, pa]) = searches_in_order(&[]);
+        assert_eq!(order, vec![pb, pa], "B faulted first");
+        let (order, [pb, pa]) = searches_in_order(&["numalab.numa_migrate_fault_order=0"]);
+        assert_eq!(order, vec![pa, pb], "by task id");
+    }
+
     #[test]
     fn no_swap_when_the_partner_would_lose_more_than_the_task_gains() {
         let (mut k, ts) = four_tasks();
@@ -695,6 +865,30 @@ mod tests {
         assert!(ev.fields.contains("src_nid=0") && ev.fields.contains("dst_nid=1"));
         k.check_invariants().unwrap();
         k.check_numa_counters().unwrap();
+    }
+
+    #[test]
+    fn numalab_numa_find_cpu_says_which_path_the_search_took() {
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mut tr = Box::<crate::kernel::trace::Tracer>::default();
+        tr.filter.events = Some(vec!["numalab_numa_find_cpu".into()]);
+        k.trace = Some(tr);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let a = fx::add_task(&mut k, mm, fx::c(0));
+        faults_on(&mut k, a, fx::n(1), 500);
+        k.task_numa_migrate(a);
+        let tr = &k.trace.as_ref().unwrap().events;
+        assert_eq!(tr.len(), 1, "only the named event: {tr:?}");
+        let f = &tr[0].fields;
+        // Node 1 is empty: spare capacity, an idle CPU taken at once.
+        assert!(
+            f.contains("src_nid=0 dst_nid=1 src_nr=1 dst_nr=0 weight=2 type=0 "),
+            "{f}"
+        );
+        assert!(
+            f.contains("path=0 maymove=1 idle=2 pending=0 res=move"),
+            "{f}"
+        );
     }
 
     #[test]
@@ -785,6 +979,43 @@ mod tests {
             k.migrate_degrades_locality(t, fx::c(0), fx::c(2), numa_level, CpuIdleType::NotIdle),
             1
         );
+    }
+
+    /// The branch that decides move or swap on a full machine
+    /// (docs/reproductions.md, interleave-task-migration): between nodes
+    /// of equal capacity, moving a task of load `l` is allowed only when
+    /// the source's load exceeds the destination's by at least `l`.
+    #[test]
+    fn a_move_between_equal_nodes_needs_a_task_load_of_excess() {
+        let stats = |load| NumaStats {
+            load,
+            compute_capacity: 80 * 1024,
+            ..Default::default()
+        };
+        let env = |src, dst| TaskNumaEnv {
+            p: TaskId::new(0),
+            src_cpu: CpuId::new(0),
+            src_nid: NodeId::new(0),
+            dst_cpu: CpuId::new(1),
+            dst_nid: NodeId::new(1),
+            imb_numa_nr: 4,
+            src_stats: stats(src),
+            dst_stats: stats(dst),
+            imbalance_pct: 106,
+            dist: 21,
+            best_task: None,
+            best_imp: 0,
+            best_cpu: None,
+        };
+        let may_move =
+            |src: i64, dst: i64, l: i64| !load_too_imbalanced(src - l, dst + l, &env(src, dst));
+        // The model's full machine: 0.68 of a task's load apart at most.
+        assert!(!may_move(82_600, 82_600 - 696, 1024));
+        assert!(!may_move(82_600, 82_600 - 1023, 1024));
+        assert!(may_move(82_600, 82_600 - 1024, 1024));
+        // In a task group of 320 threads a task weighs 3: noise suffices.
+        assert!(may_move(781, 581, 3));
+        assert!(!may_move(581, 781, 3));
     }
 
     #[test]

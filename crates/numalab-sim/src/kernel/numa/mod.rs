@@ -73,6 +73,7 @@ pub(crate) mod tests;
 pub use state::NumaState;
 
 use crate::kernel::mm::page_types::CPUPID_UNSET;
+use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
 
 // ---------------------------------------------------------------------------
@@ -455,22 +456,33 @@ impl Kernel {
         use crate::kernel::sched::task_state::TaskState;
         debug_assert_eq!(self.check_numa_counters(), Ok(()));
         for t in TaskId::range(self.tasks.len()) {
-            let st = self.tasks[t].state;
-            if st == TaskState::Dead && !self.tasks[t].numa.freed {
+            if self.tasks[t].state == TaskState::Dead && !self.tasks[t].numa.freed {
                 self.task_numa_free(t);
             }
-            if self.tasks[t].numa.migrate_requested {
-                self.tasks[t].numa.migrate_requested = false;
-                let on_rq = matches!(st, TaskState::Runnable | TaskState::Running);
-                let off_pref = self.tasks[t]
-                    .numa
-                    .preferred_nid
-                    .is_some_and(|p| p != self.cpu_node(self.tasks[t].cpu));
-                if on_rq && off_pref {
-                    self.task_numa_migrate(t);
-                }
+        }
+        // The kernel searches at each fault, so in fault order; without
+        // `numalab.numa_migrate_fault_order`, by task id.
+        let mut queue = std::mem::take(&mut self.numa.migrate_queue);
+        if !self.knobs.get(knob::NUMA_MIGRATE_FAULT_ORDER) {
+            queue.sort_unstable();
+        }
+        for &t in &queue {
+            // A request withdrawn since (or already served) is skipped.
+            if !std::mem::replace(&mut self.tasks[t].numa.migrate_requested, false) {
+                continue;
+            }
+            let st = self.tasks[t].state;
+            let on_rq = matches!(st, TaskState::Runnable | TaskState::Running);
+            let off_pref = self.tasks[t]
+                .numa
+                .preferred_nid
+                .is_some_and(|p| p != self.cpu_node(self.tasks[t].cpu));
+            if on_rq && off_pref {
+                self.task_numa_migrate(t);
             }
         }
+        queue.clear();
+        self.numa.migrate_queue = queue;
     }
 
     /// The NUMA part of `task_tick_fair` for `cpu` (called from the tick,

@@ -15,6 +15,10 @@ pub struct NumaState {
     /// The NUMA balancing policy (`numalab.policy`), fixed at boot: its
     /// callbacks make the decisions (policy/).
     pub(in crate::kernel) ops: &'static NumaPolicyOps,
+    /// Tasks whose hinting fault asked for `task_numa_migrate` since the
+    /// last tick, in the order of those faults (each once: see
+    /// `TaskNumaState::migrate_requested`).
+    pub(in crate::kernel) migrate_queue: Vec<crate::kernel::TaskId>,
 }
 
 impl NumaState {
@@ -23,6 +27,7 @@ impl NumaState {
         NumaState {
             async_scan: AsyncScan::default(),
             ops,
+            migrate_queue: Vec::new(),
         }
     }
 }
