@@ -83,8 +83,19 @@ phases = [ { repeat = 3000, body = [ { stream = "shm" } ] } ]"#,
             .get(numalab_record::lab::CPU_BUSY_SHARE)
             .expect("busy share")
     };
-    let off = run_toml("tiny-2n", &lockstep, &[]).expect("runs");
-    let on = run_toml("tiny-2n", &lockstep, &["numalab.migration_entry_sleep=1"]).expect("runs");
+    // The race needs the two threads where the older balancer rule leaves
+    // them: with `balance_interval_reset` (the default) their faults
+    // hardly meet a folio under the other's migration (busy share 0.49991
+    // with the sleep against 0.49982 without), so the test keeps the old
+    // rule and judges the sleep alone.
+    let base = ["numalab.balance_interval_reset=0"];
+    let off = run_toml("tiny-2n", &lockstep, &base).expect("runs");
+    let on = run_toml(
+        "tiny-2n",
+        &lockstep,
+        &[base[0], "numalab.migration_entry_sleep=1"],
+    )
+    .expect("runs");
     assert!(vm(&on, "numa_pages_migrated") > 0, "{:?}", on.vmstat);
     assert!(
         busy(&on) < busy(&off),

@@ -277,15 +277,16 @@ mod tests {
         // The group entity weighs about 256 on each CPU, half of it each
         // task's: vruntime advances 1024 / 128 = 8 times as fast as a
         // root-group task's, which so gets 8/9 of a CPU it shares with one.
-        let r = rate_of_two_per_cpu(&["numalab.task_group=session"]);
-        assert!((7.0..=9.0).contains(&r), "{r}");
-        // Switched off, or without groups: equal shares.
-        let off = rate_of_two_per_cpu(&[
+        let r = rate_of_two_per_cpu(&[
             "numalab.task_group=session",
-            "numalab.task_group_fairness=0",
+            "numalab.task_group_fairness=1",
         ]);
-        assert_eq!(off, 1.0);
-        assert_eq!(rate_of_two_per_cpu(&["numalab.task_group=none"]), 1.0);
+        assert!((7.0..=9.0).contains(&r), "{r}");
+        // Switched off (the default), or without groups: equal shares.
+        assert_eq!(rate_of_two_per_cpu(&["numalab.task_group=session"]), 1.0);
+        let none =
+            rate_of_two_per_cpu(&["numalab.task_group=none", "numalab.task_group_fairness=1"]);
+        assert_eq!(none, 1.0);
     }
 
     #[test]
