@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Line a guest kernel's trace up with the model's, for docs/real.md M3.
+
+Reads ftrace text: a guest's (`numalab vm run --trace FILE --trace-events
+sched_switch,sched_migrate_task,...`, optionally with `--probe` fprobes on
+`can_migrate_task` named `cm` and `cmr`) or the model's (`numalab validate
+--model-trace DIR --trace-events sched_switch,numalab_can_migrate,...`).
+Workload threads are the tasks named tN or threadN (model: PROC/tN). A
+trace may be xz-compressed (`.xz`): crates/numalab/validate/kernel/traces/
+keeps the session-16 guest traces of docs/real.md M3.
+
+  lineup.py migrations TRACE              who moved the workload threads, per 5 s
+  lineup.py preemptions TRACE TASK        who preempted them, how long they waited
+  lineup.py episodes TRACE TASK [T0 T1]   TASK's CPU per wake-to-sleep episode
+  lineup.py share TRACE TASK              span / CPU of TASK's long episodes
+  lineup.py failtime TRACE TASK           can_migrate_task on threads, by
+                                          nr_balance_failed, vs TASK's episode
+  lineup.py timeline MODEL.json KERNEL.json   each thread's CPU per sample
+
+Left out: binary trace.dat files; tasks other than the workload's threads
+and the one named on the command line.
+"""
+import collections
+import json
+import lzma
+import re
+import sys
+
+LINE = re.compile(r"\s*(.+?)-(\d+)\s+\[(\d+)\]\s+(\S+)\s+([\d.]+): (\w+): (.*)")
+THREAD = re.compile(r"(^|/)t(hread)?\d")
+
+
+def load(path):
+    """The trace's events: (time s, comm, cpu, name, fields)."""
+    out = []
+    try:
+        text = lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
+    except OSError as e:
+        sys.exit(f"lineup.py: {path}: {e.strerror}")
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if m:
+            comm, _pid, cpu, _flags, ts, name, fields = m.groups()
+            out.append((float(ts), comm, int(cpu), name, dict(re.findall(r"(\w+)=(\S+)", fields))))
+    return out
+
+
+def is_thread(comm):
+    return THREAD.search(comm) is not None
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else float("nan")
+
+
+def migrations(ev):
+    kinds, per5 = collections.Counter(), collections.Counter()
+    for t, comm, cpu, name, f in ev:
+        if name != "sched_migrate_task" or not is_thread(f["comm"]):
+            continue
+        per5[int(t // 5) * 5] += 1
+        if comm.startswith("migration/"):
+            kinds["stopper (NUMA move, swap, active balance)"] += 1
+        elif comm.startswith("<idle>"):
+            kinds["idle CPU's balance"] += 1
+        elif int(f["dest_cpu"]) == cpu:
+            kinds["busy CPU's pull"] += 1
+        else:
+            kinds["other (wakeup, nohz)"] += 1
+    numa = collections.Counter(e[3] for e in ev)
+    print("thread migrations:", dict(kinds))
+    print("moves/swaps/sticks:", [numa[k] for k in ("sched_move_numa", "sched_swap_numa", "sched_stick_numa")])
+    print("per 5 s:", sorted(per5.items()))
+
+
+def preemptions(ev, task):
+    by, waits, since, runs, cur = collections.Counter(), [], {}, [], {}
+    for t, _c, cpu, name, f in ev:
+        if name != "sched_switch":
+            continue
+        if cpu in cur and cur[cpu][0] == task:
+            runs.append(t - cur[cpu][1])
+        cur[cpu] = (f["next_comm"], t)
+        if is_thread(f["prev_comm"]) and f["prev_state"].startswith("R"):
+            by[f["next_comm"]] += 1
+            since[f["prev_comm"]] = t
+        if f["next_comm"] in since:
+            waits.append(t - since.pop(f["next_comm"]))
+    print("threads preempted by:", by.most_common(8))
+    print(f"{task}: {len(runs)} runs, {sum(runs):.2f} s; thread waits after preemption: median {1e3 * median(waits):.2f} ms")
+
+
+def episode_list(ev, task, t0=0.0, t1=1e18):
+    on, acc, start, out = {}, 0.0, None, []
+    for t, _c, cpu, name, f in ev:
+        if name != "sched_switch" or not t0 <= t <= t1:
+            continue
+        if f["next_comm"] == task:
+            on[cpu] = t
+            start = t if start is None else start
+        if f["prev_comm"] == task and cpu in on:
+            acc += t - on.pop(cpu)
+            if not f["prev_state"].startswith("R"):
+                out.append((start, t, acc))
+                acc, start = 0.0, None
+    return out
+
+
+def episodes(ev, task, t0, t1):
+    eps = episode_list(ev, task, t0, t1)
+    cpu = [e[2] for e in eps]
+    big = [c for c in cpu if c > 0.005]
+    print(f"{task}: {len(eps)} episodes, {sum(cpu):.2f} s of CPU; over 5 ms: {len(big)}, median {1e3 * median(big):.1f} ms")
+
+
+def share(ev, task):
+    r = [(e[1] - e[0]) / e[2] for e in episode_list(ev, task) if e[2] >= 0.02]
+    print(f"{task}: {len(r)} episodes of 20 ms or more; span / CPU median {median(r):.2f}")
+
+
+def failtime(ev, task):
+    names, start, call, res = {}, None, None, collections.defaultdict(list)
+    for t, _c, _cpu, name, f in ev:
+        if name == "sched_switch":
+            names[f["next_pid"]] = f["next_comm"]
+            if f["next_comm"] == task and start is None:
+                start = t
+            if f["prev_comm"] == task and not f["prev_state"].startswith("R"):
+                start = None
+        elif name == "cm":
+            call = (t, f)
+        elif name == "cmr" and call:
+            t0, f0 = call
+            if is_thread(names.get(f0["pid"], "")):
+                res[(int(f0["fail"]), int(f.get("ret", "0"), 0))].append(None if start is None else t0 - start)
+            call = None
+    for (fail, ret), v in sorted(res.items()):
+        d = [x for x in v if x is not None]
+        print(f"fail={fail} ret={ret}: {len(v)}; during {task}'s episode {len(d)}, median {1e3 * median(d):.0f} ms into it")
+
+
+def timeline(model, kernel):
+    def cpus(path):
+        try:
+            ts = json.load(open(path))["timeseries"]
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"lineup.py: {path}: not a run record with a time series ({e})")
+        ix = [i for i, c in enumerate(ts["columns"]) if c.startswith("cpu:")]
+        return [(row[0], "".join("-" if row[i] is None or row[i] < 0 else str(int(row[i])) for i in ix)) for row in ts["rows"]]
+
+    print("t(s)  model    | kernel")
+    for (t, a), (_, b) in zip(cpus(model)[:11], cpus(kernel)[:11]):
+        print(f"{t:4.0f}  {a:<8} | {b}")
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit(__doc__)
+    cmd, path = argv[1], argv[2]
+    if cmd == "timeline":
+        return timeline(path, argv[3])
+    ev = load(path)
+    if cmd == "migrations":
+        return migrations(ev)
+    task = argv[3] if len(argv) > 3 else sys.exit(f"{cmd}: name the task (the coordinator: numalab in a guest, numalab-real-sample in the model)")
+    if cmd == "preemptions":
+        return preemptions(ev, task)
+    if cmd == "episodes":
+        t0, t1 = (float(argv[4]), float(argv[5])) if len(argv) > 5 else (0.0, 1e18)
+        return episodes(ev, task, t0, t1)
+    if cmd == "share":
+        return share(ev, task)
+    if cmd == "failtime":
+        return failtime(ev, task)
+    sys.exit(f"unknown command {cmd!r}\n{__doc__}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
