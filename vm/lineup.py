@@ -5,7 +5,9 @@ Reads ftrace text: a guest's (`numalab vm run --trace FILE --trace-events
 sched_switch,sched_migrate_task,...`, optionally with `--probe` fprobes on
 `can_migrate_task` named `cm` and `cmr`) or the model's (`numalab validate
 --model-trace DIR --trace-events sched_switch,numalab_can_migrate,...`).
-Workload threads are the tasks named tN or threadN (model: PROC/tN). A
+Workload threads are the tasks named tN or threadN (model: PROC/tN), or
+what `--threads REGEX` (before the command) matches, e.g. `s\\d` for
+validate's sleepy. A
 trace may be xz-compressed (`.xz`): crates/numalab/validate/kernel/traces/
 keeps the session-16 guest traces of docs/real.md M3.
 
@@ -157,6 +159,13 @@ def timeline(model, kernel):
 
 
 def main(argv):
+    global THREAD
+    if len(argv) > 2 and argv[1] == "--threads":
+        try:
+            THREAD = re.compile(argv[2])
+        except re.error as e:
+            sys.exit(f"lineup.py: --threads {argv[2]!r}: {e}")
+        argv = argv[:1] + argv[3:]
     if len(argv) < 3:
         sys.exit(__doc__)
     cmd, path = argv[1], argv[2]
