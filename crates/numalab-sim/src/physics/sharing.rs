@@ -55,10 +55,10 @@
 //! cached); accesses' own distributions (random accesses are taken as
 //! uniform over their range); the cache size of each machine (one figure).
 
-use super::line::LineModel;
+use super::line::{Distance, LineModel};
 use crate::kernel::CpuId;
 use crate::resort::Resort;
-use numalab_topology::Machine;
+use numalab_topology::{Cpu, Machine};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::ops::Range;
@@ -180,11 +180,33 @@ pub struct RegionWriters {
     /// same, and random writers (pmbench's 64 threads) do stay from tick
     /// to tick, so the engine keeps this index while they do.
     random_memo: RefCell<FxHashMap<(usize, usize, u64, u64), SharedLines>>,
+    /// The random writers as a random access reads them, built on the
+    /// first random access after the writers change ([`RandomTerms`]).
+    random_terms: RefCell<RandomTerms>,
     /// Scratch of the one-class rebuild ([`OneClassScratch`]).
     scratch: OneClassScratch,
     /// By accessor id: where its last streaming access's two searches
     /// ended ([`SearchHint`]).
     hints: RefCell<Vec<SearchHint>>,
+}
+
+/// Each writer in `randoms` (same order) packed with what a random access
+/// reads of it: its id, the topology of its CPU and its [`random_density`]
+/// for the cache size `cache_bytes`. Every random access of a tick reads
+/// every other random writer (pmbench: 64 writers of one map), so this is
+/// computed once per index instead of once per access and writer.
+#[derive(Clone, Debug, Default)]
+struct RandomTerms {
+    cache_bytes: f64,
+    terms: Vec<RandomTerm>,
+}
+
+/// One random writer in [`RandomTerms`].
+#[derive(Clone, Debug)]
+struct RandomTerm {
+    id: usize,
+    cpu: Cpu,
+    density: f64,
 }
 
 /// Where an accessor's searches in a class's lists ended last time: the
@@ -255,6 +277,7 @@ impl RegionWriters {
         self.writers
             .extend(writers.iter().filter(|w| w.len > 0).copied());
         self.random_memo.get_mut().clear();
+        self.random_terms.get_mut().terms.clear();
         if !self.rebuild_one_class() {
             self.rebuild_classes();
         }
@@ -598,9 +621,35 @@ impl RegionWriters {
         randoms.finish()
     }
 
+    /// Fills `random_terms` for `cache_bytes` (writers' CPUs of `m`)
+    /// unless it holds them.
+    fn fill_random_terms(&self, m: &Machine, cache_bytes: f64) {
+        let mut rt = self.random_terms.borrow_mut();
+        if rt.cache_bytes.to_bits() == cache_bytes.to_bits() && rt.terms.len() == self.randoms.len()
+        {
+            return;
+        }
+        rt.cache_bytes = cache_bytes;
+        rt.terms.clear();
+        rt.terms.extend(self.randoms.iter().map(|&wi| {
+            let w = &self.writers[wi];
+            RandomTerm {
+                id: w.id,
+                cpu: m.cpus[w.cpu.index()].clone(),
+                density: random_density(w, cache_bytes),
+            }
+        }));
+    }
+
     fn random_cost(&self, m: &Machine, p: &Sharing, a: &Access) -> SharedLines {
         let (lo, hi) = (a.offset, a.offset + a.len);
-        let transfer = |w: &Writer| p.line.transfer_ns(m, Some(w.cpu), a.cpu, 1.0);
+        // p.line.transfer_ns(m, Some(w.cpu), a.cpu, 1.0), by distance:
+        // the same products, looked up.
+        let by_distance = p.line.transfer_by_distance(1.0);
+        let to = &m.cpus[a.cpu.index()];
+        let transfer = |w: &Writer| by_distance[Distance::between(m, w.cpu, a.cpu) as usize];
+        self.fill_random_terms(m, p.cache_bytes);
+        let random_terms = self.random_terms.borrow();
         let mut parts = Shares::new();
         for ci in self.overlapping(lo, hi) {
             let c = &self.classes[ci];
@@ -627,10 +676,10 @@ impl RegionWriters {
                     parts.add(cover as f64 / a.len as f64, transfer(w));
                 }
             }
-            for &wi in self.class_randoms(c) {
-                let w = &self.writers[wi];
-                if w.id != a.id {
-                    parts.add(ov * random_density(w, p.cache_bytes), transfer(w));
+            for t in &random_terms.terms[c.randoms.clone()] {
+                if t.id != a.id {
+                    let d = Distance::between_cpus(&t.cpu, to);
+                    parts.add(ov * t.density, by_distance[d as usize]);
                 }
             }
         }
