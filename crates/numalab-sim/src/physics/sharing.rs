@@ -59,8 +59,10 @@ use super::line::{Distance, LineModel};
 use crate::kernel::CpuId;
 use crate::resort::Resort;
 use numalab_topology::{Cpu, Machine};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHasher};
 use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 /// Bytes of a writer's most recent writes still in its caches: its private
@@ -180,6 +182,9 @@ pub struct RegionWriters {
     /// same, and random writers (pmbench's 64 threads) do stay from tick
     /// to tick, so the engine keeps this index while they do.
     random_memo: RefCell<FxHashMap<(usize, usize, u64, u64), SharedLines>>,
+    /// The `random_memo`s of the last [`RECENT_WRITER_SETS`] writer sets
+    /// this index held, oldest first ([`RecentMemo`]).
+    recent: VecDeque<RecentMemo>,
     /// The random writers as a random access reads them, built on the
     /// first random access after the writers change ([`RandomTerms`]).
     random_terms: RefCell<RandomTerms>,
@@ -207,6 +212,39 @@ struct RandomTerm {
     id: usize,
     cpu: Cpu,
     density: f64,
+}
+
+/// Writer sets whose random-access answers an index keeps. pmbench's 64
+/// writers of one map change set at about every other tick (a writer
+/// preempted for a tick, then back), and nearly half of those changes
+/// return to one of the 16 sets before (measured at `--scale 0.02`; 64 %
+/// for pmbench-busy), whose answers would otherwise be worked out again.
+const RECENT_WRITER_SETS: usize = 16;
+
+/// The random-access answers of one writer set (`writers` as the index
+/// held them, `hash` = [`writers_hash`] of them). The answers are a
+/// function of the writer list (order included: it orders the sums) and
+/// the model's parameters, fixed for the run, so they hold again when the
+/// same list comes back.
+#[derive(Clone, Debug)]
+struct RecentMemo {
+    hash: u64,
+    writers: Vec<Writer>,
+    memo: FxHashMap<(usize, usize, u64, u64), SharedLines>,
+}
+
+/// A hash of a writer list, to pass over most [`RecentMemo`]s without
+/// comparing their lists.
+fn writers_hash(writers: &[Writer]) -> u64 {
+    let mut h = FxHasher::default();
+    for w in writers {
+        (w.id, w.cpu.index(), w.offset, w.len).hash(&mut h);
+        match w.kind {
+            WriterKind::Stream { at } => (0u8, at).hash(&mut h),
+            WriterKind::Random { write_fraction } => (1u8, write_fraction.to_bits()).hash(&mut h),
+        }
+    }
+    h.finish()
 }
 
 /// Where an accessor's searches in a class's lists ended last time: the
@@ -266,17 +304,20 @@ impl RegionWriters {
     }
 
     /// Indexes `writers` in place of what this held, keeping the vectors'
-    /// room and forgetting the answers of the old writers.
+    /// room, and the answers of the old writers among the recent sets'
+    /// ([`RecentMemo`]): the answers are those of the new writers when
+    /// they are a recent set again, none otherwise.
     pub fn rebuild(&mut self, writers: &[Writer]) {
         let ws = &self.writers;
         self.scratch.last_ids.clear();
         self.scratch
             .last_ids
             .extend(self.streams.iter().map(|&(_, wi)| ws[wi].id));
+        self.keep_recent_memo();
         self.writers.clear();
         self.writers
             .extend(writers.iter().filter(|w| w.len > 0).copied());
-        self.random_memo.get_mut().clear();
+        self.take_recent_memo();
         self.random_terms.get_mut().terms.clear();
         if !self.rebuild_one_class() {
             self.rebuild_classes();
@@ -387,6 +428,48 @@ impl RegionWriters {
         self.max_end.clear();
         self.max_end.push(offset + len);
         true
+    }
+
+    /// Files `random_memo` (when it holds answers) under the writers it
+    /// answered for, dropping the oldest set beyond
+    /// [`RECENT_WRITER_SETS`]; leaves `random_memo` empty.
+    fn keep_recent_memo(&mut self) {
+        let memo = self.random_memo.get_mut();
+        if memo.is_empty() {
+            return;
+        }
+        let mut e = if self.recent.len() >= RECENT_WRITER_SETS {
+            self.recent.pop_front().expect("recent sets are full")
+        } else {
+            RecentMemo {
+                hash: 0,
+                writers: Vec::new(),
+                memo: FxHashMap::default(),
+            }
+        };
+        e.hash = writers_hash(&self.writers);
+        e.writers.clear();
+        e.writers.extend_from_slice(&self.writers);
+        e.memo.clear();
+        std::mem::swap(&mut e.memo, memo);
+        self.recent.push_back(e);
+    }
+
+    /// Takes the answers of `writers` from the recent sets into the empty
+    /// `random_memo`, if they are one of them.
+    fn take_recent_memo(&mut self) {
+        if self.recent.is_empty() {
+            return;
+        }
+        let hash = writers_hash(&self.writers);
+        if let Some(i) = self
+            .recent
+            .iter()
+            .position(|e| e.hash == hash && e.writers == self.writers)
+        {
+            let e = self.recent.remove(i).expect("a found set");
+            *self.random_memo.get_mut() = e.memo;
+        }
     }
 
     /// Sorts `streams` (one class) starting from the old index's order
