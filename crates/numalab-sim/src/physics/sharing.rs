@@ -1050,6 +1050,45 @@ mod tests {
         assert!(many.transfer_ns > one.transfer_ns, "{one:?} {many:?}");
     }
 
+    /// A writer set that comes back gets its answers from the recent sets,
+    /// and they are the answers of an index built for it afresh; another
+    /// set starts with none.
+    #[test]
+    fn a_returning_writer_set_answers_as_a_fresh_index() {
+        let m = m();
+        let rnd = |id, package, k, wf| Writer {
+            id,
+            cpu: cpu_on(&m, package, k),
+            offset: 0,
+            len: 64 * MIB,
+            kind: WriterKind::Random { write_fraction: wf },
+        };
+        let all: Vec<Writer> = (0..12).map(|i| rnd(i, i % 2, i / 2, 0.25)).collect();
+        // One writer preempted for a tick: the set without it.
+        let less: Vec<Writer> = all.iter().copied().filter(|w| w.id != 5).collect();
+        let ask = |r: &RegionWriters, ws: &[Writer]| -> Vec<SharedLines> {
+            ws.iter()
+                .map(|w| r.cost(&m, &params(), &access(w)))
+                .collect()
+        };
+        let mut r = RegionWriters::new(&all);
+        let first = ask(&r, &all);
+        r.rebuild(&less);
+        assert!(r.random_memo.borrow().is_empty());
+        let without = ask(&r, &less);
+        assert_eq!(without, ask(&RegionWriters::new(&less), &less));
+        r.rebuild(&all);
+        assert_eq!(r.random_memo.borrow().len(), all.len());
+        assert_eq!(ask(&r, &all), first);
+        assert_eq!(first, ask(&RegionWriters::new(&all), &all));
+        // The same writers in another order are another list (the order
+        // orders the sums): no answers taken.
+        let mut reversed = all.clone();
+        reversed.reverse();
+        r.rebuild(&reversed);
+        assert!(r.random_memo.borrow().is_empty());
+    }
+
     #[test]
     fn random_writers_share_in_proportion_to_their_cached_footprint() {
         let m = m();
