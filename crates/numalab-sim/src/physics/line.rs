@@ -85,7 +85,7 @@
 use super::costs;
 use crate::kernel::CpuId;
 use numalab_knobs::{knob, Knobs};
-use numalab_topology::Machine;
+use numalab_topology::{Cpu, Machine};
 use std::collections::VecDeque;
 
 /// Where the line comes from, seen from the requester.
@@ -104,7 +104,11 @@ pub enum Distance {
 impl Distance {
     /// Where `to` sits from `from` on machine `m`.
     pub fn between(m: &Machine, from: CpuId, to: CpuId) -> Distance {
-        let (a, b) = (&m.cpus[from.index()], &m.cpus[to.index()]);
+        Distance::between_cpus(&m.cpus[from.index()], &m.cpus[to.index()])
+    }
+
+    /// Where CPU `b` sits from CPU `a` (both of one machine).
+    pub fn between_cpus(a: &Cpu, b: &Cpu) -> Distance {
         if a.core == b.core {
             Distance::SameCore
         } else if a.llc == b.llc {
@@ -180,12 +184,33 @@ impl LineModel {
         // One topology lookup: this sits in the shared-line cost's inner
         // loop (physics/sharing.rs), once per other writer of a region.
         match from {
-            Some(f) => match Distance::between(m, f, to) {
-                Distance::RemotePackage => self.remote_package_ns,
-                d => d.latency_ns(),
-            },
+            Some(f) => self.c2c_at(Distance::between(m, f, to)),
             None => costs::C2C_SAME_LLC_NS,
         }
+    }
+
+    /// Unloaded transfer at distance `d` (ns), with this model's transfer
+    /// between packages.
+    pub fn c2c_at(&self, d: Distance) -> f64 {
+        match d {
+            Distance::RemotePackage => self.remote_package_ns,
+            d => d.latency_ns(),
+        }
+    }
+
+    /// [`LineModel::transfer_ns`] from an owner at each [`Distance`]
+    /// (indexed by `Distance as usize`) with `outstanding` requests: the
+    /// same products, computed once for a loop over many owners (the
+    /// shared-line cost's random writers).
+    pub fn transfer_by_distance(&self, outstanding: f64) -> [f64; 4] {
+        let f = self.load_factor(outstanding);
+        [
+            Distance::SameCore,
+            Distance::SameLlc,
+            Distance::SamePackage,
+            Distance::RemotePackage,
+        ]
+        .map(|d| self.c2c_at(d) * f)
     }
 
     /// Factor on a transfer's latency with `outstanding` requests for the

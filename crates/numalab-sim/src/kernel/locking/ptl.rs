@@ -36,6 +36,7 @@ use crate::kernel::CpuId;
 use crate::physics::line::{LineModel, Requester};
 use numalab_topology::Machine;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// Spin per fault of one racer (ns).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -63,16 +64,48 @@ const RACE_CACHE_MAX: usize = 512;
 /// An id of a set of CPUs for [`RaceCache::solve`]: FNV-1a over the sorted
 /// CPU numbers.
 pub fn cpu_set_key(cpus: &[CpuId]) -> u64 {
-    let mut ids: Vec<u32> = cpus.iter().map(|c| c.index() as u32).collect();
-    ids.sort_unstable();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for i in ids {
-        for b in i.to_le_bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+    // The CPUs as a bitmap, read back in ascending order: the sorted
+    // numbers without a sort (a fault's racers: up to a node's CPUs, at
+    // every racing fault). A CPU named twice falls back to the sort, which
+    // hashes it twice.
+    let words = cpus.iter().map(|c| c.index() / 64 + 1).max().unwrap_or(0);
+    let mut bits: SmallVec<[u64; 16]> = SmallVec::from_elem(0, words);
+    for c in cpus {
+        let (w, b) = (c.index() / 64, 1u64 << (c.index() % 64));
+        if bits[w] & b != 0 {
+            return sorted_cpu_set_key(cpus);
+        }
+        bits[w] |= b;
+    }
+    let mut h = FNV_OFFSET;
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let i = (w * 64 + rest.trailing_zeros() as usize) as u32;
+            h = fnv_u32(h, i);
+            rest &= rest - 1;
         }
     }
     h
+}
+
+/// FNV-1a's offset basis.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a of `i`'s little-endian bytes after `h`.
+fn fnv_u32(mut h: u64, i: u32) -> u64 {
+    for b in i.to_le_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// [`cpu_set_key`] by sorting the numbers (any list, repeats included).
+fn sorted_cpu_set_key(cpus: &[CpuId]) -> u64 {
+    let mut ids: Vec<u32> = cpus.iter().map(|c| c.index() as u32).collect();
+    ids.sort_unstable();
+    ids.into_iter().fold(FNV_OFFSET, fnv_u32)
 }
 
 impl RaceCache {
@@ -153,6 +186,12 @@ mod tests {
         let mut rev = cpus(160);
         rev.reverse();
         assert_eq!(cpu_set_key(&rev), cpu_set_key(&cpus(160)));
+        // The bitmap walk hashes what the sort does, and a repeated CPU
+        // still counts twice.
+        assert_eq!(cpu_set_key(&rev), sorted_cpu_set_key(&rev));
+        let twice = [CpuId::new(70), CpuId::new(3), CpuId::new(70)];
+        assert_eq!(cpu_set_key(&twice), sorted_cpu_set_key(&twice));
+        assert_ne!(cpu_set_key(&twice), cpu_set_key(&twice[..2]));
         assert_eq!(solve(&mut cache, &rev), many);
     }
 }

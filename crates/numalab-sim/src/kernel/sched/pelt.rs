@@ -141,11 +141,16 @@ impl SchedAvg {
         }
         let delta_ns = now - self.last_update_time;
         // delta >>= 10: whole ~us; the remainder stays in last_update_time.
-        let delta = (delta_ns >> 10) as f64;
-        if delta == 0.0 {
+        let whole = delta_ns >> 10;
+        if whole == 0 {
             return false;
         }
-        self.last_update_time += (delta as u64) << 10;
+        // Exact: `whole` is below 2^54, and below 2^53 (f64's exact
+        // integers) for any span under 292 years, so `delta as u64` would
+        // give `whole` back; the integer spares that conversion (a hot
+        // line: every runqueue and running task, every tick).
+        let delta = whole as f64;
+        self.last_update_time += whole << 10;
         let c = consts();
         // accumulate_sum
         let mut contrib = delta;
