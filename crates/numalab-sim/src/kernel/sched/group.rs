@@ -15,8 +15,9 @@
 //! as a quarter of a CPU's group load, and the balancer moves the
 //! group's tasks from CPUs whose counts are equal (docs/real.md M3).
 //!
-//! Time sharing follows the same weights (`vruntime_rate`,
-//! `numalab.task_group_fairness`): on a CPU where a root-group task (a
+//! With the lab switch `numalab.task_group_fairness` (off by default,
+//! docs/real.md M3) time sharing follows the same weights
+//! (`vruntime_rate`): on a CPU where a root-group task (a
 //! kernel thread, `numalab real run`'s coordinator) and one of a group's
 //! tasks are runnable, the group's entity weighs its shares there (about
 //! 256 for one of eight busy tasks on four CPUs) against the root task's

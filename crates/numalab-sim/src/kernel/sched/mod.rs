@@ -2,11 +2,11 @@
 //! fair.c): tasks, runqueues, enqueue/dequeue, picking, time sharing and
 //! moving tasks between CPUs.
 //!
-//! Every task is a nice-0 CFS task; fairness is round-robin by vruntime,
-//! which a task of a task group advances faster, by 1024 over its share of
-//! its group entity's weight (group.rs `vruntime_rate`,
-//! `numalab.task_group_fairness`), so kernel threads in the root group get
-//! the CPU's larger share as the kernel's hierarchy gives them.
+//! Every task is a nice-0 CFS task; fairness is round-robin by vruntime.
+//! With `numalab.task_group_fairness` (off by default) a task of a task
+//! group advances it faster, by 1024 over its share of its group entity's
+//! weight (group.rs `vruntime_rate`), so kernel threads in the root group
+//! get the CPU's larger share as the kernel's hierarchy gives them.
 //! Load, runnable and utilisation are PELT signals (pelt.rs), updated at
 //! enqueue, dequeue, pick, put and the tick. A running task keeps its CPU
 //! until it blocks, exits, or a tick finds it has used its slice while
