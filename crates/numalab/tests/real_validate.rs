@@ -127,6 +127,53 @@ fn model_only_validate_prints_the_table_and_writes_the_model_json() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+#[test]
+fn the_model_trace_of_a_scenario_is_written_beside_the_gate_and_counts_as_the_gate_does() {
+    let d = tmp_dir("mtrace");
+    let ds = d.to_string_lossy().to_string();
+    let run = |events: &str| {
+        numalab(&[
+            "--no-progress",
+            "validate",
+            "--boots",
+            &boots("guest-4n"),
+            "--scenario",
+            "numa02-like",
+            "--model-trace",
+            &ds,
+            "--trace-events",
+            events,
+        ])
+    };
+    let o = run("sched_migrate_task,numalab_lb");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(d.join("numa02-like.model.trace")).unwrap();
+    let t = numalab_record::ftrace::parse(&text).unwrap();
+    let counts = t.counts();
+    // The opt-in event named, and the moves the gate counts, whatever
+    // else was asked for; nothing else.
+    assert!(
+        counts.get("numalab_lb").copied().unwrap_or(0) > 0,
+        "{counts:?}"
+    );
+    assert!(counts.get("sched_migrate_task").copied().unwrap_or(0) > 0);
+    assert!(!counts.contains_key("sched_switch"), "{counts:?}");
+    let moves = counts.get("sched_move_numa").copied().unwrap_or(0);
+    let line = row(&out, "numa02-like", "sched_move_numa");
+    assert!(
+        line.split_whitespace().rev().nth(1) == Some(moves.to_string().as_str()),
+        "{moves} in the trace, the gate's row: {line}"
+    );
+    // An event the model does not have: one line naming it, exit 2.
+    let o = run("sched_wakeup");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown event \"sched_wakeup\""), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Saved boots of a guest's kernel, 3 or 4 per scenario (6.12 under TCG).
 fn boots(dir: &str) -> String {
     format!("{}/validate/kernel/{dir}", env!("CARGO_MANIFEST_DIR"))
