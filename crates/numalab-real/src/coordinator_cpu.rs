@@ -46,12 +46,12 @@ impl CoordinatorCpu {
 
     /// Median CPU ms per sample (`None` without samples).
     pub fn sample_ms(&self) -> Option<f64> {
-        median(&self.samples_ns).map(|ns| ns / 1e6)
+        median(self.samples_ns.iter().map(|&ns| ns as f64)).map(|ns| ns / 1e6)
     }
 
     /// Median CPU us per loop iteration besides its samples.
     pub fn poll_us(&self) -> Option<f64> {
-        median(&self.polls_ns).map(|ns| ns / 1e3)
+        median(self.polls_ns.iter().map(|&ns| ns as f64)).map(|ns| ns / 1e3)
     }
 
     /// Total CPU seconds of the loop.
@@ -61,17 +61,19 @@ impl CoordinatorCpu {
     }
 }
 
-fn median(v: &[u64]) -> Option<f64> {
-    if v.is_empty() {
+/// The median of `v` (the mean of the middle two for an even count;
+/// `None` when empty).
+pub fn median(v: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut s: Vec<f64> = v.into_iter().collect();
+    if s.is_empty() {
         return None;
     }
-    let mut s = v.to_vec();
-    s.sort_unstable();
+    s.sort_by(f64::total_cmp);
     let n = s.len();
     Some(if n % 2 == 1 {
-        s[n / 2] as f64
+        s[n / 2]
     } else {
-        (s[n / 2 - 1] + s[n / 2]) as f64 / 2.0
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
     })
 }
 

@@ -12,6 +12,7 @@
 //! Left out: the sample's cost varying over the run (the median is
 //! used), and the coordinator's own memory traffic.
 
+use numalab_real::coordinator_cpu::median;
 use numalab_record::{lab, RunRecord};
 use numalab_topology::{Background, BackgroundPer};
 use numalab_workload::model::Workload;
@@ -28,19 +29,7 @@ pub struct CoordinatorCost {
 /// The coordinator's cost as `boots` recorded it: the median over the
 /// boots that did (`None` if none did).
 pub fn coordinator_cost(boots: &[RunRecord]) -> Option<CoordinatorCost> {
-    let med = |key: &lab::LabFigure| -> Option<f64> {
-        let mut v: Vec<f64> = boots.iter().filter_map(|b| b.lab.get(key)).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        Some(if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        })
-    };
+    let med = |key: &lab::LabFigure| median(boots.iter().filter_map(|b| b.lab.get(key)));
     Some(CoordinatorCost {
         sample_ms: med(&lab::REAL_SAMPLE_CPU_MS)?,
         poll_us: med(&lab::REAL_POLL_CPU_US)?,

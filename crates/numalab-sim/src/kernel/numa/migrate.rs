@@ -235,10 +235,7 @@ impl Kernel {
         {
             return rq.curr;
         }
-        rq.queue
-            .iter()
-            .copied()
-            .min_by_key(|&t| (self.tasks[t].vruntime, t))
+        self.next_task(cpu).map(|(_, t)| t)
     }
 
     /// `task_numa_compare` (fair.c): would moving `env.p` to `env.dst_cpu`,

@@ -413,18 +413,24 @@ impl Kernel {
         self.account_numa_dequeue(t, cpu);
     }
 
+    /// The waiting task `cpu` would pick next (least vruntime, then id) and
+    /// its place in the queue.
+    pub(crate) fn next_task(&self, cpu: CpuId) -> Option<(usize, TaskId)> {
+        self.sched.rq[cpu]
+            .queue
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(_, t)| (self.tasks[t].vruntime, t))
+    }
+
     /// Picks the waiting task with the least vruntime and makes it current
     /// (`pick_next_task_fair` + `set_next_entity`). Returns it.
     pub fn pick_next_task(&mut self, cpu: CpuId) -> Option<TaskId> {
         if self.sched.rq[cpu].curr.is_some() {
             return self.sched.rq[cpu].curr;
         }
-        let rq = &self.sched.rq[cpu];
-        let (i, &t) = rq
-            .queue
-            .iter()
-            .enumerate()
-            .min_by_key(|&(_, &t)| (self.tasks[t].vruntime, t))?;
+        let (i, t) = self.next_task(cpu)?;
         self.update_load_avg(t);
         self.sched.rq[cpu].queue.remove(i);
         self.sched.set_curr(cpu, Some(t));
