@@ -9,7 +9,7 @@ Workload threads are the tasks named tN or threadN (model: PROC/tN), or
 what `--threads REGEX` (before the command) matches, e.g. `s\\d` for
 validate's sleepy. A
 trace may be xz-compressed (`.xz`): crates/numalab/validate/kernel/traces/
-keeps the session-16 guest traces of docs/real.md M3.
+keeps the guest traces of docs/real.md M3 (sessions 16 and 17).
 
   lineup.py migrations TRACE              who moved the workload threads, per 5 s
   lineup.py preemptions TRACE TASK        who preempted them, how long they waited
@@ -18,6 +18,10 @@ keeps the session-16 guest traces of docs/real.md M3.
   lineup.py failtime TRACE TASK           can_migrate_task on threads, by
                                           nr_balance_failed, vs TASK's episode
   lineup.py timeline MODEL.json KERNEL.json   each thread's CPU per sample
+  lineup.py regions RECORD.json [...]     each region's share on node 0 per
+                                          2 s, a digit 0-9 (tenths, rounded
+                                          to ninths), one line per record
+  lineup.py sticks TRACE                  the threads' sched_stick_numa per 5 s
 
 Left out: binary trace.dat files; tasks other than the workload's threads
 and the one named on the command line.
@@ -158,6 +162,44 @@ def timeline(model, kernel):
         print(f"{t:4.0f}  {a:<8} | {b}")
 
 
+def read_record(path):
+    """A run record (JSON, or `.xz` of it)."""
+    try:
+        f = lzma.open(path, "rt") if path.endswith(".xz") else open(path)
+        return json.load(f)
+    except (OSError, lzma.LZMAError, ValueError) as e:
+        sys.exit(f"lineup.py: {path}: not a run record ({e})")
+
+
+def regions(paths):
+    """Where each region's pages are over time: ninths on node 0."""
+    for path in paths:
+        try:
+            ts = read_record(path)["timeseries"]
+        except KeyError:
+            sys.exit(f"lineup.py: {path}: no time series")
+        cols = ts["columns"]
+        ix = [i for i, c in enumerate(cols) if c.startswith("region:") and c.endswith(":node0_bytes")]
+        pair = [cols.index(cols[i].replace(":node0_bytes", ":node1_bytes")) for i in ix]
+        names = [cols[i].split(":")[1] for i in ix]
+        line = []
+        for row in ts["rows"]:
+            if round(row[0]) % 2 or (line and line[-1][0] == round(row[0])):
+                continue
+            digits = "".join(
+                str(round(9 * row[i] / (row[i] + row[j]))) if row[i] + row[j] > 0 else "."
+                for i, j in zip(ix, pair)
+            )
+            line.append((round(row[0]), digits))
+        print(f"{path}: {' '.join(names)}")
+        print("  " + " ".join(f"{t}:{d}" for t, d in line))
+
+
+def sticks(ev):
+    bins = collections.Counter(int(t // 5) * 5 for t, comm, _c, name, _f in ev if name == "sched_stick_numa" and is_thread(comm))
+    print(f"sched_stick_numa of the threads: {sum(bins.values())}; per 5 s: {sorted(bins.items())}")
+
+
 def main(argv):
     global THREAD
     if len(argv) > 2 and argv[1] == "--threads":
@@ -171,9 +213,13 @@ def main(argv):
     cmd, path = argv[1], argv[2]
     if cmd == "timeline":
         return timeline(path, argv[3])
+    if cmd == "regions":
+        return regions(argv[2:])
     ev = load(path)
     if cmd == "migrations":
         return migrations(ev)
+    if cmd == "sticks":
+        return sticks(ev)
     task = argv[3] if len(argv) > 3 else sys.exit(f"{cmd}: name the task (the coordinator: numalab in a guest, numalab-real-sample in the model)")
     if cmd == "preemptions":
         return preemptions(ev, task)

@@ -232,6 +232,17 @@ declare! {
         description: "1: a process's first thread creates the others that start at once, one after another (physics/costs.rs CLONE_THREAD_NS each, its system time), each new thread placed from the creator's CPU and sleeping on the creator's mmap_lock until the last is created (engine/clone.rs); 0: they all exist at time 0, placed from the process's CPU (the model before)",
     }
 
+    /// A `sleep` phase is slept in slices, as `numalab real run`'s worker does.
+    SLEEP_SLICE_MS: uint(0, 3_600_000) {
+        name: "numalab.sleep_slice_ms",
+        aliases: [],
+        default: 0,
+        unit: Ms,
+        location: Location::Lab,
+        source: "numalab real run's worker (crates/numalab-real/src/worker.rs, Phase::Sleep): it sleeps until the phase's end in std::thread::sleep calls of at most 20 ms, checking its stop flag between them; in the 6.12 guest each such wakeup goes through select_task_rq_fair and moved validate/low-memory's sleeping threads between CPUs 40 times in their 2 s sleep (docs/real.md M3, session 17)",
+        description: "0: a sleep phase is one sleep (a program's nanosleep; plain model runs); N: the thread wakes every N ms until the phase's end (absolute, so time spent waiting for a CPU counts), each wakeup placed by select_task_rq_fair and charged as one; validate sets 20, what numalab real run's worker does",
+    }
+
     /// `sched_balance_rq` resets `balance_interval` on any imbalance found.
     BALANCE_INTERVAL_RESET: bool {
         name: "numalab.balance_interval_reset",

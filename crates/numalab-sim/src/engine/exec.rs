@@ -136,6 +136,10 @@ pub struct ThreadExec {
     pub(crate) creating: Option<Box<super::clone::Creating>>,
     /// It sleeps on its creator's `mmap_lock` until the creator is done.
     pub(crate) waits_for_creator: bool,
+    /// The end (absolute ns) of a `sleep` phase slept in slices
+    /// (`numalab.sleep_slice_ms`): until then, each time it runs it sleeps
+    /// again for a slice or what is left.
+    pub(crate) nap_until: Option<u64>,
 }
 
 impl ThreadExec {
@@ -160,6 +164,7 @@ impl ThreadExec {
             traffic: Vec::new(),
             creating: None,
             waits_for_creator: false,
+            nap_until: None,
         }
     }
 }
@@ -495,6 +500,15 @@ impl Sim {
             }
             let op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
             if matches!(op, Op::Idle) {
+                // numalab real run's sleep loop: woken before the phase's
+                // end, it checks the clock and sleeps again.
+                if let Some(until) = self.exec[t].nap_until {
+                    let now = self.k.now + (budget - left).max(0.0) as u64;
+                    if now < until {
+                        break Stop::Sleep((until - now).min(self.sleep_slice_ns));
+                    }
+                    self.exec[t].nap_until = None;
+                }
                 match self.clone_step(t) {
                     Some(CloneStep::Block) => break Stop::Block,
                     Some(CloneStep::Create(j)) => break Stop::Clone(j),
@@ -515,6 +529,18 @@ impl Sim {
                         self.exec[t].op = o;
                         self.exec[t].rate_fresh = false;
                         continue;
+                    }
+                    // The runner's loop is the workload's threads'; the
+                    // background's (kernel threads, the runner's coordinator)
+                    // sleep their period whole.
+                    Next::Sleep(ns)
+                        if self.sleep_slice_ns > 0
+                            && ns > self.sleep_slice_ns
+                            && !self.k.tasks[t].kthread =>
+                    {
+                        let now = self.k.now + (budget - left).max(0.0) as u64;
+                        self.exec[t].nap_until = Some(now + ns);
+                        break Stop::Sleep(self.sleep_slice_ns);
                     }
                     Next::Sleep(ns) => break Stop::Sleep(ns),
                     Next::Exit => break Stop::Exit,

@@ -195,6 +195,9 @@ pub struct Sim {
     lat_preempted: rustc_hash::FxHashMap<TaskId, u64>,
     /// `numalab.request_fast_forward` (engine/fast_forward.rs).
     fast_forward: bool,
+    /// `numalab.sleep_slice_ms` in ns: 0, or the slice a `sleep` phase is
+    /// slept in (engine/exec.rs, `ThreadExec::nap_until`).
+    sleep_slice_ns: u64,
     /// The last tick's demands (the vector kept for its room).
     demands: Vec<crate::physics::Demand>,
     /// The resource list of a demand that loads none (compute), shared.
@@ -305,6 +308,7 @@ impl Sim {
             lat_threshold_ns: 0.0,
             lat_preempted: Default::default(),
             fast_forward: false,
+            sleep_slice_ns: 0,
             ff_body: Vec::new(),
             demands: Vec::new(),
             no_uses: std::rc::Rc::from([]),
@@ -315,6 +319,7 @@ impl Sim {
             sim.lat_threshold_ns = sim.k.knobs.get(knob::ACCESS_LATENCY_THRESHOLD_US) as f64 * 1e3;
         }
         sim.fast_forward = sim.k.knobs.get(knob::REQUEST_FAST_FORWARD);
+        sim.sleep_slice_ns = sim.k.knobs.get(knob::SLEEP_SLICE_MS) * 1_000_000;
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
         sim.start_background();

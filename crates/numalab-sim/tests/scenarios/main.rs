@@ -13,3 +13,4 @@ mod per_cgroup;
 mod serial_clone;
 mod serialize;
 mod shared_memory;
+mod sleep_slices;
