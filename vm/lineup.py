@@ -22,6 +22,11 @@ keeps the guest traces of docs/real.md M3 (sessions 16 and 17).
                                           2 s, a digit 0-9 (tenths, rounded
                                           to ninths), one line per record
   lineup.py sticks TRACE                  the threads' sched_stick_numa per 5 s
+  lineup.py passes TRACE                  sched_balance_rq's durations (fprobes
+                                          `sbr`/`sbrr` on it and its return)
+                                          and the newly idle entries (`nib`,
+                                          `nibr`): what [kernel]
+                                          vcpu_preemption is measured from
 
 Left out: binary trace.dat files; tasks other than the workload's threads
 and the one named on the command line.
@@ -200,6 +205,49 @@ def sticks(ev):
     print(f"sched_stick_numa of the threads: {sum(bins.values())}; per 5 s: {sorted(bins.items())}")
 
 
+def quantile(v, q):
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def passes(ev):
+    """Balance passes by the guest's clock, and the newly idle gate."""
+    start, durs = {}, collections.defaultdict(list)
+    entries = with_pass = pulled = 0
+    open_nib, avg, mib = {}, [], []
+    for t, _comm, cpu, name, f in ev:
+        if name == "sbr":
+            start[cpu] = (t, f.get("idle", "?"))
+            if f.get("idle") == "2" and cpu in open_nib:
+                open_nib[cpu] = True
+        elif name == "sbrr" and cpu in start:
+            t0, idle = start.pop(cpu)
+            durs[idle].append((t - t0) * 1e6)
+        elif name == "nib":
+            entries += 1
+            open_nib[cpu] = False
+            avg.append(int(f["avg"]) / 1e3)
+            mib.append(int(f["mib"]) / 1e3)
+        elif name == "nibr" and cpu in open_nib:
+            with_pass += open_nib.pop(cpu)
+            pulled += int(f["ret"], 0) > 0
+    if not durs:
+        sys.exit("lineup.py passes: no sched_balance_rq probes (sbr, sbrr) in the trace")
+    every = sorted(d for v in durs.values() for d in v)
+    cut = [d for d in every if d > 1000]
+    short = [d for d in every if d <= 1000]
+    for idle, v in sorted(durs.items()):
+        v.sort()
+        print(f"idle={idle}: {len(v)} passes, median {quantile(v, 0.5):.0f} us, {sum(d > 1000 for d in v)} over 1 ms")
+    print(f"all: {len(every)} passes, {len(cut)} over 1 ms ({100 * len(cut) / len(every):.2f} %)")
+    if cut:
+        print("  over 1 ms, quantiles 0/25/50/75/100 % (ms):", [round(quantile(cut, q) / 1e3, 1) for q in (0, 0.25, 0.5, 0.75)] + [round(cut[-1] / 1e3, 1)])
+        print(f"  pass time up to 1 ms per cut: {sum(short) / len(cut) / 1e3:.1f} ms (run_ms)")
+    if entries:
+        avg.sort()
+        mib.sort()
+        print(f"newly idle: {entries} entries, {with_pass} ran a pass, {pulled} pulled; avg_idle median {quantile(avg, 0.5):.0f} us, max_idle_balance_cost median {quantile(mib, 0.5):.0f} us")
+
+
 def main(argv):
     global THREAD
     if len(argv) > 2 and argv[1] == "--threads":
@@ -220,6 +268,8 @@ def main(argv):
         return migrations(ev)
     if cmd == "sticks":
         return sticks(ev)
+    if cmd == "passes":
+        return passes(ev)
     task = argv[3] if len(argv) > 3 else sys.exit(f"{cmd}: name the task (the coordinator: numalab in a guest, numalab-real-sample in the model)")
     if cmd == "preemptions":
         return preemptions(ev, task)

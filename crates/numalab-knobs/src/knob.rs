@@ -254,6 +254,17 @@ declare! {
         description: "1: a balance pass that found an imbalance returns to the domain's minimum interval whether or not it moved a task, so a failing imbalance is retried at once and nr_balance_failed climbs, as in the kernel; 0: only a pass that moved a task does, a failed one doubles the interval (the model before 2026-11-27). On by default since session 16: with the guests' rcu_preempt and numalab real run's coordinator costed as measured, it brings the QEMU guests' balancer-driven moves into the kernel's bands (numa02-like's NUMA moves 1 -> 15 against 4-37, shared-procs' 0 -> 6 against 4-16, unpinned's migrations per thread 16.5 -> 29.8 against 35-49, band from 18) (docs/real.md M3)",
     }
 
+    /// The newly idle balance is gated by its own measured cost (5.16+).
+    NEWIDLE_LB_COST: bool {
+        name: "numalab.newidle_lb_cost",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c sched_balance_newidle() (since 9d783c8dd112, 5.16: skipped when rq->avg_idle < the lowest domain's max_newidle_lb_cost, a domain tried only while avg_idle >= the cost so far + its max_newidle_lb_cost, each domain's cost the sched_clock time of its pass), update_newidle_cost() (max kept, decayed by 253/256 at most once a second, also from sched_balance_domains()), kernel/sched/core.c update_rq_avg_idle() (avg_idle += (idle - avg_idle) / 8, then clamped to 2 x rq->max_idle_balance_cost); 6.12 guest trace of validate/sleepy (docs/real.md M4, session 17)",
+        description: "1: as 6.12: each domain's newly idle pass costs what the model charged for it (kernel work x the machine's cost_scale, so a QEMU guest's passes are as slow as the guest measures its own) and a CPU whose average idle time is shorter than that cost does not try; avg_idle is averaged then clamped; 0: the model before: a newly idle balance runs when avg_idle >= 500 us (sysctl_sched_migration_cost, the pre-5.16 test) and a domain when avg_idle exceeds its native modeled cost, the idle sample is clamped before averaging",
+    }
+
     /// A task group's tasks share the CPU by their group entity's weight.
     TASK_GROUP_FAIRNESS: bool {
         name: "numalab.task_group_fairness",

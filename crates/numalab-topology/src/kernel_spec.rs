@@ -7,6 +7,7 @@
 //! cost_scale = 1.0            # every kernel cost of physics/costs.rs, x this
 //! fault_cost_scale = 1.0      # first-touch faults only (absent: cost_scale)
 //! hint_fault_cost_scale = 1.0 # NUMA hinting faults and their migrations (absent: cost_scale)
+//! vcpu_preemption = { run_ms = 4.0, delay_ms = [1.0, 3.8, 4.8, 12.0, 44.0] } # a guest only
 //! background = [              # absent: the defaults below; [] = a quiet machine
 //!   { name = "kworker", per = "cpu", period_ms = 1000.0, runtime_us = 5.0 },
 //! ]
@@ -27,6 +28,15 @@
 //! fault path (`do_numa_page` with the migration it does): the same guest
 //! spends ~250 us on a hinting fault that copies a 4 KiB page, about 60
 //! times the model's native charge (docs/real.md M1).
+//!
+//! `vcpu_preemption` describes a virtual machine whose vCPUs time-share the
+//! host's cores: a stretch of guest kernel work of c ns is cut by the
+//! host with probability c / `run_ms`, and then lasts longer by a delay
+//! drawn from `delay_ms`, the quantiles (0, 25, 50, 75 and 100 %) of how
+//! long the host kept the vCPU off. The model applies it where the guest
+//! kernel decides by a duration it measured itself: the newly idle
+//! balance's cost (kernel/sched/balance.rs `update_newidle_cost`). Absent
+//! on bare metal.
 //!
 //! Background tasks are kernel threads that wake every `period_ms`, run
 //! `runtime_us` of CPU work (times `cost_scale`: it is kernel work) and
@@ -68,6 +78,19 @@ pub struct Background {
     pub runtime_us: f64,
 }
 
+/// How a virtual machine's vCPUs time-share the host's cores, as the
+/// guest's own clock sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VcpuPreemption {
+    /// Guest time a vCPU runs, on average, between the host taking it
+    /// off, ms.
+    pub run_ms: f64,
+    /// Quantiles (0, 25, 50, 75, 100 %) of how long the host keeps it off
+    /// once it does, ms.
+    pub delay_ms: [f64; 5],
+}
+
 /// The kernel parameters of a machine.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct KernelParams {
@@ -81,6 +104,9 @@ pub struct KernelParams {
     /// migration it does); `None`: `cost_scale`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint_fault_cost_scale: Option<f64>,
+    /// A guest's vCPUs taken off by the host; `None`: bare metal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vcpu_preemption: Option<VcpuPreemption>,
     /// Periodic background work.
     pub background: Vec<Background>,
 }
@@ -91,6 +117,7 @@ impl Default for KernelParams {
             cost_scale: 1.0,
             fault_cost_scale: None,
             hint_fault_cost_scale: None,
+            vcpu_preemption: None,
             background: default_background(),
         }
     }
@@ -137,6 +164,7 @@ pub(crate) struct KernelSpec {
     cost_scale: Option<f64>,
     fault_cost_scale: Option<f64>,
     hint_fault_cost_scale: Option<f64>,
+    vcpu_preemption: Option<VcpuPreemption>,
     background: Option<Vec<Background>>,
 }
 
@@ -173,6 +201,21 @@ pub(crate) fn resolve_kernel(
             }
         }
     }
+    if let Some(v) = &spec.vcpu_preemption {
+        if !v.run_ms.is_finite() || v.run_ms <= 0.0 {
+            return Err(err(
+                "kernel.vcpu_preemption.run_ms".into(),
+                format!("must be a positive number of ms, got {}", v.run_ms),
+            ));
+        }
+        let d = v.delay_ms;
+        if d.iter().any(|x| !x.is_finite() || *x < 0.0) || d.windows(2).any(|w| w[0] > w[1]) {
+            return Err(err(
+                "kernel.vcpu_preemption.delay_ms".into(),
+                format!("must be five non-decreasing quantiles >= 0 ms, got {d:?}"),
+            ));
+        }
+    }
     let background = spec.background.unwrap_or_else(default_background);
     for (i, b) in background.iter().enumerate() {
         if !b.period_ms.is_finite() || b.period_ms < 1.0 {
@@ -204,6 +247,7 @@ pub(crate) fn resolve_kernel(
         cost_scale,
         fault_cost_scale: spec.fault_cost_scale,
         hint_fault_cost_scale: spec.hint_fault_cost_scale,
+        vcpu_preemption: spec.vcpu_preemption,
         background,
     })
 }
@@ -227,6 +271,18 @@ pub(crate) fn render_kernel(k: &KernelParams) -> String {
         out.push_str(&format!(
             "hint_fault_cost_scale = {}\n",
             crate::toml_out::toml_f64(f)
+        ));
+    }
+    if let Some(v) = &k.vcpu_preemption {
+        let d: Vec<String> = v
+            .delay_ms
+            .iter()
+            .map(|&x| crate::toml_out::toml_f64(x))
+            .collect();
+        out.push_str(&format!(
+            "vcpu_preemption = {{ run_ms = {}, delay_ms = [{}] }}\n",
+            crate::toml_out::toml_f64(v.run_ms),
+            d.join(", ")
         ));
     }
     out.push_str("background = [\n");
@@ -273,6 +329,45 @@ mod tests {
         let bad = format!("{BASE}[kernel]\nhint_fault_cost_scale = 0\n");
         let e = parse_machine(&bad, "t").unwrap_err().to_string();
         assert!(e.contains("kernel.hint_fault_cost_scale"), "{e}");
+    }
+
+    #[test]
+    fn vcpu_preemption_is_optional_checked_and_written_back() {
+        assert_eq!(
+            parse_machine(BASE, "t").unwrap().kernel.vcpu_preemption,
+            None
+        );
+        let spec = format!(
+            "{BASE}[kernel]\ncost_scale = 180\nvcpu_preemption = {{ run_ms = 4, delay_ms = [1, 3.8, 4.8, 12, 44] }}\n"
+        );
+        let m = parse_machine(&spec, "t").unwrap();
+        let v = m.kernel.vcpu_preemption.clone().expect("given");
+        assert_eq!(v.run_ms, 4.0);
+        assert_eq!(v.delay_ms, [1.0, 3.8, 4.8, 12.0, 44.0]);
+        assert_eq!(parse_machine(&to_toml(&m), "t").unwrap().kernel, m.kernel);
+        for (bad, field) in [
+            ("run_ms = 0, delay_ms = [1, 2, 3, 4, 5]", "run_ms"),
+            ("run_ms = 4, delay_ms = [1, 3, 2, 4, 5]", "delay_ms"),
+            ("run_ms = 4, delay_ms = [-1, 2, 3, 4, 5]", "delay_ms"),
+        ] {
+            let e = parse_machine(
+                &format!("{BASE}[kernel]\nvcpu_preemption = {{ {bad} }}\n"),
+                "t",
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains(&format!("kernel.vcpu_preemption.{field}")),
+                "{e}"
+            );
+        }
+        let e = parse_machine(
+            &format!("{BASE}[kernel]\nvcpu_preemption = {{ run_ms = 4 }}\n"),
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("delay_ms"), "{e}");
     }
 
     #[test]

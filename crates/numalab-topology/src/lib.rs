@@ -23,7 +23,7 @@ pub mod spec;
 mod toml_out;
 
 pub use cpuset::{CpuSet, NodeMask, MAX_NUMNODES};
-pub use kernel_spec::{Background, BackgroundPer, KernelParams};
+pub use kernel_spec::{Background, BackgroundPer, KernelParams, VcpuPreemption};
 pub use machine::{
     default_links, Bandwidth, Coherence, Cpu, Link, LinkEnds, Machine, Node, Snoop,
     DEFAULT_MESSAGE_BYTES,

@@ -887,9 +887,14 @@ impl Sim {
             // update_rq_avg_idle
             let rq = &mut self.k.sched.rq[cpu];
             let idle = self.k.now.saturating_sub(rq.idle_stamp);
-            let cap = 2 * crate::kernel::sched::MIGRATION_COST_NS.max(rq.max_newidle_lb_cost);
+            let cap = 2 * rq.max_idle_balance_cost;
             let avg = rq.avg_idle as i64;
-            rq.avg_idle = (avg + (idle.min(cap) as i64 - avg) / 8).max(0) as u64;
+            rq.avg_idle = if self.k.sched.newidle_lb_cost {
+                // update_avg, then the clamp.
+                ((avg + (idle as i64 - avg) / 8).max(0) as u64).min(cap)
+            } else {
+                (avg + (idle.min(cap) as i64 - avg) / 8).max(0) as u64
+            };
         }
         self.k.enqueue_task(t, cpu);
         self.k.charge_sys(t, crate::physics::costs::WAKEUP_NS);

@@ -45,8 +45,7 @@
 //! smt_balance group types, util_est, NOHZ idle
 //! balancing (idle CPUs balance at their own tick), active balance from the
 //! newly-idle path, the `LBF_DST_PINNED` retry with another destination,
-//! `max_newidle_lb_cost` tracking (the newidle cost test uses the modeled
-//! costs).
+//! the newly idle pass's early exits other than the cost test.
 
 use super::fair::adjust_numa_imbalance;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
@@ -218,6 +217,10 @@ impl Kernel {
     /// operation on the serialize flag.
     pub fn run_sched_softirqs(&mut self) {
         let raised = std::mem::take(&mut self.sched.balance.raised);
+        let jiffies = self.jiffies();
+        for &c in &raised {
+            self.sched.decay_newidle_costs(c, jiffies);
+        }
         let mut walks: Vec<BalanceWalk> = raised.iter().map(|&c| self.walk_new(c)).collect();
         let mut paused = vec![false; walks.len()];
         let mut heap: BinaryHeap<Reverse<(u64, usize)>> = walks
@@ -244,6 +247,8 @@ impl Kernel {
     /// `sched_balance_domains` run to completion at once (tests; the tick
     /// uses [`Kernel::run_sched_softirqs`]).
     pub fn sched_balance_domains(&mut self, cpu: CpuId) {
+        let jiffies = self.jiffies();
+        self.sched.decay_newidle_costs(cpu, jiffies);
         let mut w = self.walk_new(cpu);
         while !self.walk_run(&mut w) {
             self.walk_flag_op(&mut w);
@@ -1064,11 +1069,28 @@ impl Kernel {
     /// Runs to completion at once; the CPU is in kernel until its clock.
     /// Either way the CPU's `next_balance` moves forward to its domains'
     /// idle intervals, so an idle CPU balances at its next due tick.
+    ///
+    /// With `numalab.newidle_lb_cost` (6.12) a CPU whose `avg_idle` is
+    /// shorter than what its lowest domain's newly idle pass costs does not
+    /// try, nor a domain whose pass would not fit in `avg_idle` after the
+    /// ones tried; each pass's cost is the time the model charged for it
+    /// (`update_newidle_cost`). Off: the pre-5.16 test (`avg_idle` below
+    /// `sysctl_sched_migration_cost`) and each domain's native cost.
     pub fn sched_balance_newidle(&mut self, cpu: CpuId) -> bool {
         let jiffies = self.jiffies();
         let mut next_balance = jiffies + self.tick_hz();
         let mut pulled = false;
-        if self.sched.nr_overloaded == 0 || self.sched.rq[cpu].avg_idle < MIGRATION_COST_NS {
+        let measured = self.sched.newidle_lb_cost;
+        let avg_idle = self.sched.rq[cpu].avg_idle as f64;
+        let too_short = if measured {
+            self.sched.rq[cpu]
+                .sd
+                .first()
+                .is_some_and(|sd| avg_idle < sd.max_newidle_lb_cost)
+        } else {
+            avg_idle < MIGRATION_COST_NS as f64
+        };
+        if self.sched.nr_overloaded == 0 || too_short {
             if !self.sched.topo.sd[cpu].is_empty() {
                 self.sched.update_next_balance(cpu, 0, &mut next_balance);
             }
@@ -1080,12 +1102,16 @@ impl Kernel {
                 self.sched
                     .update_next_balance(cpu, level, &mut next_balance);
                 let sd = &self.sched.topo.sd[cpu][level];
-                let cost =
-                    costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64;
-                if (self.sched.rq[cpu].avg_idle as f64) < curr_cost + cost {
+                let cost = if measured {
+                    self.sched.rq[cpu].sd[level].max_newidle_lb_cost
+                } else {
+                    costs::BALANCE_FIXED_NS + costs::BALANCE_PER_CPU_NS * sd.span_weight() as f64
+                };
+                if avg_idle < curr_cost + cost {
                     break;
                 }
                 if sd.flags.has(SdFlags::BALANCE_NEWIDLE) {
+                    let t0 = t;
                     let n = self.sched_balance_rq(
                         cpu,
                         level,
@@ -1093,7 +1119,19 @@ impl Kernel {
                         &mut continue_balancing,
                         &mut t,
                     );
-                    curr_cost += cost;
+                    if measured {
+                        // sched_clock's view: a guest's pass may have been
+                        // cut by its host (vcpu.rs).
+                        let mut domain_cost = t - t0;
+                        if let Some(p) = &self.m.kernel.vcpu_preemption {
+                            domain_cost += self.sched.vcpu_host_delay_ns(p, domain_cost);
+                        }
+                        self.sched
+                            .update_newidle_cost(cpu, level, domain_cost, jiffies);
+                        curr_cost += domain_cost;
+                    } else {
+                        curr_cost += cost;
+                    }
                     if n > 0 {
                         self.sched.balance.stats.newidle_pulled += 1;
                         pulled = true;
@@ -1104,6 +1142,10 @@ impl Kernel {
                     break;
                 }
             }
+            if measured {
+                let rq = &mut self.sched.rq[cpu];
+                rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost as u64);
+            }
             self.sched.kernel_time_until(cpu, t);
         }
         // out: move the next balance forward.
@@ -1111,6 +1153,46 @@ impl Kernel {
             self.sched.rq[cpu].next_balance = next_balance;
         }
         pulled
+    }
+}
+
+impl Sched {
+    /// `update_newidle_cost`: a newly idle pass of domain `level` of `cpu`
+    /// cost `cost` ns (0: a visit that only decays). Keeps the maximum;
+    /// otherwise, at most once a second, decays it by 253/256 and says so.
+    fn update_newidle_cost(&mut self, cpu: CpuId, level: usize, cost: f64, jiffies: u64) -> bool {
+        let hz = self.hz;
+        let sd = &mut self.rq[cpu].sd[level];
+        if cost > sd.max_newidle_lb_cost {
+            sd.max_newidle_lb_cost = cost;
+            sd.last_decay_max_lb_cost = jiffies;
+            false
+        } else if jiffies > sd.last_decay_max_lb_cost + hz {
+            sd.max_newidle_lb_cost = sd.max_newidle_lb_cost * 253.0 / 256.0;
+            sd.last_decay_max_lb_cost = jiffies;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// `sched_balance_domains`' regular visit of every domain of `cpu`:
+    /// the newly idle costs decay, and `max_idle_balance_cost` with them
+    /// (at least `sysctl_sched_migration_cost`). Only with
+    /// `numalab.newidle_lb_cost`.
+    fn decay_newidle_costs(&mut self, cpu: CpuId, jiffies: u64) {
+        if !self.newidle_lb_cost {
+            return;
+        }
+        let mut need_decay = false;
+        let mut max_cost = 0.0f64;
+        for level in 0..self.rq[cpu].sd.len() {
+            need_decay = self.update_newidle_cost(cpu, level, 0.0, jiffies);
+            max_cost = max_cost.max(self.rq[cpu].sd[level].max_newidle_lb_cost);
+        }
+        if need_decay {
+            self.rq[cpu].max_idle_balance_cost = MIGRATION_COST_NS.max(max_cost as u64);
+        }
     }
 }
 
@@ -1529,6 +1611,58 @@ mod tests {
             // The flag is taken: the NUMA level counts as balanced.
             assert_eq!(newidle_at_numa(v, Some(12)), (false, 1), "{v}");
         }
+    }
+
+    /// 4s-48 with thirteen runnable tasks on CPU 0 and CPU 6's lowest
+    /// domain's newly idle pass known to cost `cost_ns`, `avg_idle` ns of
+    /// average idle time and the switch `numalab.newidle_lb_cost` at
+    /// `measured`: does CPU 6 pull when it goes newly idle?
+    fn newidle_with_cost(measured: bool, cost_ns: f64, avg_idle: u64) -> bool {
+        let mut k = kernel("4s-48", "fixed");
+        k.sched.newidle_lb_cost = measured;
+        for _ in 0..13 {
+            let all = k.m.all_cpus();
+            add_task(&mut k, 0, all);
+        }
+        k.now = 1_000_000_000;
+        k.sched.rq[c(6)].sd[0].max_newidle_lb_cost = cost_ns;
+        k.sched.rq[c(6)].sd[0].last_decay_max_lb_cost = k.jiffies();
+        k.sched.rq[c(6)].avg_idle = avg_idle;
+        k.sched_balance_newidle(c(6))
+    }
+
+    #[test]
+    fn a_newly_idle_cpu_tries_only_when_its_average_idle_covers_the_measured_cost() {
+        // 6.12: 2 ms of measured cost and 1 ms of average idle: no try.
+        assert!(!newidle_with_cost(true, 2e6, 1_000_000));
+        assert!(newidle_with_cost(true, 2e6, 3_000_000));
+        // The pre-5.16 test ignores the measured cost: 1 ms >= 500 us.
+        assert!(newidle_with_cost(false, 2e6, 1_000_000));
+        assert!(!newidle_with_cost(false, 0.0, 400_000));
+    }
+
+    #[test]
+    fn a_newly_idle_pass_records_its_cost_and_the_maximum_decays_once_a_second() {
+        let mut k = kernel("4s-48", "fixed");
+        for _ in 0..13 {
+            let all = k.m.all_cpus();
+            add_task(&mut k, 0, all);
+        }
+        k.now = 1_000_000_000;
+        k.sched.rq[c(6)].avg_idle = 10_000_000;
+        assert!(k.sched_balance_newidle(c(6)));
+        let numa = k.sched.topo.sd[c(6)].len() - 1;
+        let cost = k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost;
+        assert!(cost > 0.0, "the NUMA pass recorded its cost");
+        let j = k.jiffies();
+        // Within the second: kept; after it: 253/256 of it.
+        assert!(!k.sched.update_newidle_cost(c(6), numa, 0.0, j + k.tick_hz()));
+        assert_eq!(k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost, cost);
+        assert!(k.sched.update_newidle_cost(c(6), numa, 0.0, j + k.tick_hz() + 1));
+        assert_eq!(k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost, cost * 253.0 / 256.0);
+        // A dearer pass raises it at once.
+        k.sched.update_newidle_cost(c(6), numa, 2.0 * cost, j + 2);
+        assert_eq!(k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost, 2.0 * cost);
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod pelt;
 pub mod serialize;
 pub mod task_state;
 pub mod topology;
+pub mod vcpu;
 
 pub use task_state::TaskState;
 
@@ -71,6 +72,12 @@ pub struct Sched {
     /// `numalab.balance_interval_reset`, read at boot: a pass that found an
     /// imbalance resets `balance_interval` even when nothing moved.
     pub(in crate::kernel) interval_reset_unbalanced: bool,
+    /// `numalab.newidle_lb_cost`, read at boot: the newly idle balance is
+    /// gated by its measured cost (balance.rs `sched_balance_newidle`).
+    pub newidle_lb_cost: bool,
+    /// State of the draws of vcpu.rs (a guest's vCPUs taken off by the
+    /// host).
+    vcpu_rng: u64,
     /// Ticks per second as the kernel's tick length gives them
     /// (1e9 / `Kernel::tick_ns`), fixed at boot.
     hz: u64,
@@ -102,6 +109,8 @@ impl Sched {
             nr_overloaded: 0,
             pelt: knobs.get(knob::PELT),
             interval_reset_unbalanced: knobs.get(knob::BALANCE_INTERVAL_RESET),
+            newidle_lb_cost: knobs.get(knob::NEWIDLE_LB_COST),
+            vcpu_rng: 0,
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
             core_of: m.cpus.iter().map(|c| c.core as u32).collect(),
             busy_on_core: vec![0; m.nr_cores()],
@@ -269,6 +278,11 @@ pub struct SdRuntime {
     pub balance_interval_ms: u64,
     /// `nr_balance_failed`.
     pub nr_balance_failed: u32,
+    /// `sd->max_newidle_lb_cost`, ns: the dearest newly idle pass of this
+    /// domain lately (decayed by `update_newidle_cost`).
+    pub max_newidle_lb_cost: f64,
+    /// `sd->last_decay_max_lb_cost` in jiffies.
+    pub last_decay_max_lb_cost: u64,
 }
 
 /// A runqueue (`struct rq`).
@@ -290,8 +304,9 @@ pub struct Rq {
     pub avg_idle: u64,
     /// When the CPU last went idle, ns.
     pub idle_stamp: u64,
-    /// `rq->max_newidle_lb_cost` (per domain in the kernel; one here), ns.
-    pub max_newidle_lb_cost: u64,
+    /// `rq->max_idle_balance_cost`, ns: the dearest newly idle balance
+    /// lately, at least `sysctl_sched_migration_cost`; caps `avg_idle`.
+    pub max_idle_balance_cost: u64,
     /// `nr_numa_running`: tasks with a preferred node.
     pub nr_numa_running: u32,
     /// `nr_preferred_running`: tasks on their preferred node.
@@ -325,11 +340,13 @@ impl Rq {
                     last_balance: 0,
                     balance_interval_ms: d.min_interval_ms,
                     nr_balance_failed: 0,
+                    max_newidle_lb_cost: 0.0,
+                    last_decay_max_lb_cost: 0,
                 })
                 .collect(),
             avg_idle: 2 * MIGRATION_COST_NS,
             idle_stamp: 0,
-            max_newidle_lb_cost: 0,
+            max_idle_balance_cost: MIGRATION_COST_NS,
             nr_numa_running: 0,
             nr_preferred_running: 0,
             gen: 0,

@@ -1,0 +1,89 @@
+//! A virtual machine's vCPUs taken off their host core, as the guest
+//! kernel's own clock sees it (`[kernel] vcpu_preemption` of the machine
+//! spec): a QEMU guest's vCPU threads time-share the host's cores, so a
+//! stretch of guest kernel work that the host cuts lasts, by the guest's
+//! `sched_clock`, as long as the host kept the vCPU off. The model applies
+//! it where the guest kernel decides by a duration it measured itself, the
+//! newly idle balance's cost (balance.rs `update_newidle_cost`); elsewhere
+//! a guest's slower time is in the machine's `cost_scale` averages.
+//!
+//! Left out: the vCPU's tasks stalling meanwhile (the model's CPU goes on
+//! running them), and host preemptions of user work.
+
+use super::Sched;
+use numalab_topology::VcpuPreemption;
+
+impl Sched {
+    /// How much longer than `cost_ns` a stretch of guest kernel work of
+    /// that length lasts by the guest's clock: with probability
+    /// `cost / run_ms` the host cuts it, for a delay drawn from the
+    /// spec's quantiles (linear between them); else 0. Draws come from a
+    /// fixed stream (splitmix64), so runs stay deterministic.
+    pub(super) fn vcpu_host_delay_ns(&mut self, p: &VcpuPreemption, cost_ns: f64) -> f64 {
+        let hit = self.vcpu_draw();
+        if hit >= cost_ns / (p.run_ms * 1e6) {
+            return 0.0;
+        }
+        let q = self.vcpu_draw() * 4.0;
+        let i = (q as usize).min(3);
+        let d = &p.delay_ms;
+        (d[i] + (d[i + 1] - d[i]) * (q - i as f64)) * 1e6
+    }
+
+    /// The next draw in [0, 1) of the vCPU stream.
+    fn vcpu_draw(&mut self) -> f64 {
+        self.vcpu_rng = self.vcpu_rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.vcpu_rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::sysctl::Knobs;
+    use crate::kernel::Kernel;
+
+    fn sched() -> Sched {
+        let m = numalab_topology::presets::load("tiny-2n").expect("preset");
+        Kernel::new(m, Knobs::default()).expect("boots").sched
+    }
+
+    #[test]
+    fn short_work_is_seldom_cut_and_a_cut_lasts_a_delay_from_the_quantiles() {
+        let p = VcpuPreemption {
+            run_ms: 4.0,
+            delay_ms: [1.0, 3.8, 4.8, 12.0, 44.0],
+        };
+        let mut s = sched();
+        let n = 200_000;
+        let delays: Vec<f64> = (0..n).map(|_| s.vcpu_host_delay_ns(&p, 40_000.0)).collect();
+        let cut: Vec<f64> = delays.iter().copied().filter(|&d| d > 0.0).collect();
+        // 40 us of work in 4 ms runs: cut 1 % of the time.
+        let share = cut.len() as f64 / n as f64;
+        assert!((share - 0.01).abs() < 0.002, "cut share {share}");
+        assert!(cut.iter().all(|&d| (1e6..=44e6).contains(&d)));
+        let mut sorted = cut.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        assert!((median - 4.8e6).abs() < 0.6e6, "median {median}");
+        // Work as long as a run is always cut.
+        assert!(s.vcpu_host_delay_ns(&p, 4e6) >= 1e6);
+    }
+
+    #[test]
+    fn the_stream_is_the_same_from_boot_to_boot() {
+        let p = VcpuPreemption {
+            run_ms: 1.0,
+            delay_ms: [1.0, 2.0, 3.0, 4.0, 5.0],
+        };
+        let (mut a, mut b) = (sched(), sched());
+        let da: Vec<f64> = (0..1000).map(|_| a.vcpu_host_delay_ns(&p, 5e5)).collect();
+        let db: Vec<f64> = (0..1000).map(|_| b.vcpu_host_delay_ns(&p, 5e5)).collect();
+        assert_eq!(da, db);
+        assert!(da.iter().any(|&d| d > 0.0) && da.contains(&0.0));
+    }
+}
