@@ -22,6 +22,8 @@ keeps the guest traces of docs/real.md M3 (sessions 16 and 17).
                                           2 s, a digit 0-9 (tenths, rounded
                                           to ninths), one line per record
   lineup.py sticks TRACE                  the threads' sched_stick_numa per 5 s
+  lineup.py groups TRACE                  the numa group ids (ngid) the moves,
+                                          swaps and sticks name, per thread
   lineup.py passes TRACE                  sched_balance_rq's durations (fprobes
                                           `sbr`/`sbrr` on it and its return)
                                           and the newly idle entries (`nib`,
@@ -205,6 +207,19 @@ def sticks(ev):
     print(f"sched_stick_numa of the threads: {sum(bins.values())}; per 5 s: {sorted(bins.items())}")
 
 
+def groups(ev):
+    """Which numa group each thread was in when task_numa_migrate acted."""
+    seen = collections.defaultdict(collections.Counter)
+    for _t, comm, _c, name, f in ev:
+        if name not in ("sched_move_numa", "sched_swap_numa", "sched_stick_numa") or not is_thread(comm):
+            continue
+        seen[comm][f.get("ngid", f.get("src_ngid", "?"))] += 1
+    if not seen:
+        sys.exit("lineup.py groups: no sched_move/swap/stick_numa of the threads in the trace")
+    for comm, c in sorted(seen.items()):
+        print(f"{comm}: " + ", ".join(f"ngid {g} x{n}" for g, n in sorted(c.items())))
+
+
 def quantile(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
@@ -270,6 +285,8 @@ def main(argv):
         return sticks(ev)
     if cmd == "passes":
         return passes(ev)
+    if cmd == "groups":
+        return groups(ev)
     task = argv[3] if len(argv) > 3 else sys.exit(f"{cmd}: name the task (the coordinator: numalab in a guest, numalab-real-sample in the model)")
     if cmd == "preemptions":
         return preemptions(ev, task)
