@@ -434,6 +434,37 @@ mod tests {
     }
 
     #[test]
+    fn cmpxchg_time_on_a_cpu_without_a_task_is_counted_as_its_balance_type_pays_it() {
+        let mut k = kernel("fixed+newidle");
+        let (mut ta, mut tb) = (1000.0, 1000.0);
+        k.sched_balance_running_trylock(c(0), CpuIdleType::Idle, &mut ta);
+        k.sched_balance_running_trylock(c(60), CpuIdleType::NewlyIdle, &mut tb);
+        let s = &k.sched.balance.serialize.stats;
+        assert!((s.idle_ns - (ta - 1000.0)).abs() < 1e-9, "{s:?}");
+        assert!((s.newidle_ns - (tb - 1000.0)).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.busy_ns, 0.0);
+        assert!((s.idle_ns + s.newidle_ns - s.atomic_ns).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_task_waiting_for_an_idle_cpus_kernel_work_counts_each_ns_once() {
+        let mut k = kernel("legacy");
+        k.sched.rq[c(3)].kernel_busy_until = 1000;
+        k.sched.note_kernel_wait(c(3), 200);
+        // A second task woken on the same CPU while the first still waits.
+        k.sched.note_kernel_wait(c(3), 500);
+        assert_eq!(k.sched.idle_kernel_wait_ns(), 800.0);
+        // The CPU's kernel work grows (the next tick's softirq): only the
+        // new part counts.
+        k.sched.rq[c(3)].kernel_busy_until = 1500;
+        k.sched.note_kernel_wait(c(3), 900);
+        assert_eq!(k.sched.idle_kernel_wait_ns(), 1300.0);
+        // Woken after the work ended: nothing to wait for.
+        k.sched.note_kernel_wait(c(3), 2000);
+        assert_eq!(k.sched.idle_kernel_wait_ns(), 1300.0);
+    }
+
+    #[test]
     fn the_flag_is_free_again_once_the_release_completes() {
         let mut k = kernel("fixed");
         let mut t = 0.0;
