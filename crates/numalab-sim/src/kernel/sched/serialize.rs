@@ -63,7 +63,11 @@
 //! longer the queue. The cmpxchg's whole time (wait + transfer) is
 //! taken from the CPU that executes it (its running task's system time, or
 //! idle-CPU kernel time, which delays the next task to run there) and
-//! counted as `sched_balance_running` contention. A release is a plain
+//! counted as `sched_balance_running` contention, by who paid it (a running
+//! task, an idle CPU's periodic balance, a newly-idle balance: how much of
+//! it costs a worker's time). The Run record's contention share is of the
+//! cycles perf's `cycles` event counts, unhalted ones
+//! (`numalab.profile_cycles`, engine/record.rs). A release is a plain
 //! store: it occupies the line in turn but the CPU does not wait for it
 //! (store buffer); the flag reads 0 once the store completes.
 //!
