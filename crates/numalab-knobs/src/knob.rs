@@ -183,7 +183,7 @@ declare! {
         default: ProfileCycles::Unhalted,
         unit: None,
         location: Location::Lab,
-        source: "perf's default event `cycles` (PERF_COUNT_HW_CPU_CYCLES) is the architectural UnHalted Core Cycles event (Intel SDM vol. 3B, 'Pre-defined Architectural Performance Events': CPU_CLK_UNHALTED.THREAD counts only while the logical processor is not halted, so not in C1 or deeper); the 7.8 % of proposal 5's posting is a share of `perf record -a` cycles samples",
+        source: "perf's default event `cycles` (PERF_COUNT_HW_CPU_CYCLES) is the architectural UnHalted Core Cycles event (Intel SDM vol. 3B, 'Pre-defined Architectural Performance Events': CPU_CLK_UNHALTED.THREAD counts only while the logical processor is not halted, so not in C1 or deeper); the 7.8 % of proposal 5's posting is a share of total CPU cycles in a perf profile (its annotate listing)",
         description: "unhalted: the share of sched_balance_running contention is of the cycles perf's cycles event counts, every CPU's time running a task plus kernel time on CPUs with no task (a CPU spinning on the flag while idle counts, a halted idle CPU does not); elapsed: of elapsed time x CPUs (the model before 2026-11-27)",
     }
 
