@@ -30,6 +30,18 @@ choice! {
 }
 
 choice! {
+    /// Which cycles the contention share of a profile counts in its
+    /// denominator: the words of [`PROFILE_CYCLES`].
+    pub enum ProfileCycles {
+        /// perf's `cycles` event (unhalted core cycles): CPUs running a
+        /// task, or in kernel with no task; a CPU halted in idle adds none.
+        Unhalted = "unhalted",
+        /// Every CPU's elapsed time, idle or not (the model before).
+        Elapsed = "elapsed",
+    }
+}
+
+choice! {
     /// Which tasks' load reaches the root runqueue through a task group
     /// (CONFIG_FAIR_GROUP_SCHED): the words of [`TASK_GROUP`].
     pub enum TaskGroup {
@@ -162,6 +174,17 @@ declare! {
         location: Location::Lab,
         source: "kernel/sched/fair.c sched_balance_domains(), sched_balance_running; tip 2265c5d4, mainline 22c929d2 (6.19)",
         description: "SD_SERIALIZE / sched_balance_running ordering: legacy (flag before the due and designated checks, before 6.19), v3 (checks first, redo keeps the held marker: the bug review found), v4 (as posted: redo releases and clears the marker, newidle serialized), fixed (tip 2265c5d4: redo keeps the flag, newidle not serialized), fixed+newidle (mainline 6.19, also 22c929d2)",
+    }
+
+    /// The denominator of the `sched_balance_running` contention share.
+    PROFILE_CYCLES: choice(ProfileCycles) {
+        name: "numalab.profile_cycles",
+        aliases: [],
+        default: ProfileCycles::Unhalted,
+        unit: None,
+        location: Location::Lab,
+        source: "perf's default event `cycles` (PERF_COUNT_HW_CPU_CYCLES) is the architectural UnHalted Core Cycles event (Intel SDM vol. 3B, 'Pre-defined Architectural Performance Events': CPU_CLK_UNHALTED.THREAD counts only while the logical processor is not halted, so not in C1 or deeper); the 7.8 % of proposal 5's posting is a share of total CPU cycles in a perf profile (its annotate listing)",
+        description: "unhalted: the share of sched_balance_running contention is of the cycles perf's cycles event counts, every CPU's time running a task plus kernel time on CPUs with no task (a CPU spinning on the flag while idle counts, a halted idle CPU does not); elapsed: of elapsed time x CPUs (the model before 2026-11-27)",
     }
 
     /// Contended cache lines: transfer cost grows with outstanding requests.

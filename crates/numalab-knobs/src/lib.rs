@@ -48,7 +48,7 @@ pub use def::{
     is_name, BoolKnob, Choice, ChoiceKnob, Def, Knob, Location, Name, NameKnob, Type, UintKnob,
     Unit, Value,
 };
-pub use knob::SchedBalanceSerialize;
+pub use knob::{ProfileCycles, SchedBalanceSerialize};
 pub use settings::{CgroupFileSetting, Knobs};
 
 #[cfg(test)]

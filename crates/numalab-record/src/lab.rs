@@ -122,11 +122,19 @@ lab_figures! {
     SCHED_BALANCE_RUNNING_QUEUE_NS = "sched_balance_running_queue_ns", "ns", "the part of the cmpxchg time spent waiting behind other CPUs' requests";
     /// The longest single cmpxchg.
     SCHED_BALANCE_RUNNING_MAX_CMPXCHG_NS = "sched_balance_running_max_cmpxchg_ns", "ns", "the longest single cmpxchg on the flag";
-    /// Share of all CPU time spent in the flag's cmpxchg.
-    SCHED_BALANCE_RUNNING_CONTENTION_SHARE = "sched_balance_running_contention_share", "share", "share of all CPUs' time (elapsed x CPUs) spent in the flag's cmpxchg";
+    /// Of the cmpxchg time, paid by CPUs running a task.
+    SCHED_BALANCE_RUNNING_BUSY_NS = "sched_balance_running_busy_ns", "ns", "the part of the cmpxchg time paid by CPUs running a task (taken from that task)";
+    /// Of the cmpxchg time, paid by idle CPUs in their periodic balance.
+    SCHED_BALANCE_RUNNING_IDLE_NS = "sched_balance_running_idle_ns", "ns", "the part of the cmpxchg time paid by CPUs with no task, in their periodic balance";
+    /// Of the cmpxchg time, paid in newly-idle balance.
+    SCHED_BALANCE_RUNNING_NEWIDLE_NS = "sched_balance_running_newidle_ns", "ns", "the part of the cmpxchg time paid in newly-idle balance";
+    /// Share of the profiled cycles spent in the flag's cmpxchg.
+    SCHED_BALANCE_RUNNING_CONTENTION_SHARE = "sched_balance_running_contention_share", "share", "share of the CPUs' cycles spent in the flag's cmpxchg: of unhalted cycles (task time + kernel time on idle CPUs, perf's cycles event) or of elapsed x CPUs, as numalab.profile_cycles says";
     // CPU time (model).
     /// Kernel time of idle CPUs.
     IDLE_KERNEL_S = "idle_kernel_s", "s", "kernel time spent on idle CPUs (balancing from idle)";
+    /// Time woken tasks waited for an idle CPU's kernel work.
+    IDLE_KERNEL_WAIT_S = "idle_kernel_wait_s", "s", "time tasks waited, runnable, on a CPU still in kernel work begun while it had no task (balancing), once per CPU";
     /// Share of CPU time busy.
     CPU_BUSY_SHARE = "cpu_busy_share", "share", "share of all CPUs' time (elapsed x CPUs) a task ran";
     // NUMA scanning and proposal 2 (kernel/numa/async_scan.rs); only

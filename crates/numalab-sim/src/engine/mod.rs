@@ -674,6 +674,7 @@ impl Sim {
                 if busy > now {
                     // Still in the balancing softirq: run the queue after.
                     if !self.k.sched.rq[cpu].queue.is_empty() {
+                        self.k.sched.note_kernel_wait(cpu, now);
                         self.push(busy, Ev::KernelDone { cpu });
                     }
                 } else {
@@ -869,6 +870,7 @@ impl Sim {
         let busy = self.k.sched.rq[cpu].kernel_busy_until;
         if busy > self.k.now {
             // The CPU is still in kernel (a balance): the task waits.
+            self.k.sched.note_kernel_wait(cpu, self.k.now);
             self.push(busy, Ev::KernelDone { cpu });
             return Ok(());
         }

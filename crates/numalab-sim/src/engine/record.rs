@@ -4,7 +4,9 @@
 
 use super::Sim;
 use crate::kernel::stats::{MEMCG_ITEMS, NR_VM_ITEMS, VM_NAMES};
+use crate::kernel::sysctl::knob;
 use crate::kernel::{NodeId, TaskId};
+use numalab_knobs::ProfileCycles;
 use numalab_record::lab::{self, Lab};
 use numalab_record::{
     CgroupFigures, NodeFigures, ProcessFigures, RunKind, RunRecord, Score, TaskFigures, TimeSeries,
@@ -166,15 +168,28 @@ impl Sim {
             lab::SCHED_BALANCE_RUNNING_MAX_CMPXCHG_NS,
             sz.max_atomic_ns.round(),
         );
+        lab.set(lab::SCHED_BALANCE_RUNNING_BUSY_NS, sz.busy_ns.round());
+        lab.set(lab::SCHED_BALANCE_RUNNING_IDLE_NS, sz.idle_ns.round());
+        lab.set(lab::SCHED_BALANCE_RUNNING_NEWIDLE_NS, sz.newidle_ns.round());
+        // What a profile's share is of: perf's cycles event counts a CPU
+        // only while it is not halted, so task time plus kernel time on
+        // CPUs with no task (numalab.profile_cycles).
+        let profiled_ns = match k.knobs.get(knob::PROFILE_CYCLES) {
+            ProfileCycles::Unhalted => {
+                k.sched.rq.iter().map(|r| r.busy_ns as f64).sum::<f64>() + k.sched.idle_kernel_ns()
+            }
+            ProfileCycles::Elapsed => total_cpu_ns,
+        };
         lab.set(
             lab::SCHED_BALANCE_RUNNING_CONTENTION_SHARE,
-            if total_cpu_ns > 0.0 {
-                (sz.atomic_ns / total_cpu_ns * 1e9).round() / 1e9
+            if profiled_ns > 0.0 {
+                (sz.atomic_ns / profiled_ns * 1e9).round() / 1e9
             } else {
                 0.0
             },
         );
         lab.set(lab::IDLE_KERNEL_S, secs(k.sched.idle_kernel_ns()));
+        lab.set(lab::IDLE_KERNEL_WAIT_S, secs(k.sched.idle_kernel_wait_ns()));
         lab.set(
             lab::CPU_BUSY_SHARE,
             if total_cpu_ns > 0.0 {

@@ -364,7 +364,7 @@ impl Kernel {
     fn walk_flag_op(&mut self, w: &mut BalanceWalk) {
         match w.at {
             WalkAt::LegacyTryLock => {
-                if self.sched_balance_running_trylock(w.cpu, &mut w.t) {
+                if self.sched_balance_running_trylock(w.cpu, w.idle, &mut w.t) {
                     w.legacy_held = true;
                     w.at = WalkAt::Due;
                 } else {
@@ -874,7 +874,7 @@ impl Kernel {
     pub fn rq_pass_flag_op(&mut self, p: &mut RqPass, t: &mut f64) {
         match p.at {
             RqAt::TryLock => {
-                if self.sched_balance_running_trylock(p.cpu, t) {
+                if self.sched_balance_running_trylock(p.cpu, p.idle, t) {
                     p.need_unlock = true;
                     p.at = RqAt::Body;
                 } else {
@@ -1592,7 +1592,7 @@ mod tests {
         k.now = 1_000_000_000;
         if let Some(h) = holder {
             let mut t = k.now as f64;
-            assert!(k.sched_balance_running_trylock(c(h), &mut t));
+            assert!(k.sched_balance_running_trylock(c(h), CpuIdleType::Idle, &mut t));
         }
         let before = k.sched.balance.serialize.stats.attempts;
         let pulled = k.sched_balance_newidle(c(6));

@@ -62,6 +62,11 @@ pub struct Sched {
     /// Kernel time spent on CPUs with no task to charge (idle balancing),
     /// ns; read with [`Sched::idle_kernel_ns()`].
     pub(in crate::kernel) idle_kernel_ns: f64,
+    /// Time tasks spent runnable on a CPU that had no task but was still in
+    /// kernel (`Rq::kernel_busy_until`: a balancing softirq, a newly-idle
+    /// balance), counted once per CPU however many tasks wait, ns: how much
+    /// of `idle_kernel_ns` kept a task from running.
+    pub(in crate::kernel) idle_kernel_wait_ns: f64,
     /// Derived topology, fixed at boot.
     pub(in crate::kernel) topo: Topology,
     /// Runqueues with more than one task (`rd->overloaded` as a count).
@@ -105,6 +110,7 @@ impl Sched {
             balance: balance::BalanceState::new(variant),
             tg: Default::default(),
             idle_kernel_ns: 0.0,
+            idle_kernel_wait_ns: 0.0,
             topo,
             nr_overloaded: 0,
             pelt: knobs.get(knob::PELT),
@@ -150,6 +156,25 @@ impl Sched {
     /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.
     pub fn idle_kernel_ns(&self) -> f64 {
         self.idle_kernel_ns
+    }
+
+    /// Time tasks waited, runnable, for an idle CPU's kernel work to end
+    /// (ns): see [`Sched::note_kernel_wait`].
+    pub fn idle_kernel_wait_ns(&self) -> f64 {
+        self.idle_kernel_wait_ns
+    }
+
+    /// A task is runnable on `cpu`, which has none running and is in
+    /// kernel until `Rq::kernel_busy_until`, at `now` (ns): counts the time
+    /// from `now` to then that is not counted yet (the union over the
+    /// waits of one CPU, so two tasks waiting at once count once).
+    pub fn note_kernel_wait(&mut self, cpu: CpuId, now: u64) {
+        let rq = &mut self.rq[cpu];
+        let from = now.max(rq.kernel_wait_counted_until);
+        if rq.kernel_busy_until > from {
+            self.idle_kernel_wait_ns += (rq.kernel_busy_until - from) as f64;
+            rq.kernel_wait_counted_until = rq.kernel_busy_until;
+        }
     }
 
     /// Checks the scheduler's own invariants (debug builds and tests): the
@@ -321,6 +346,9 @@ pub struct Rq {
     /// newly-idle balance) until this time (ns): the engine runs no task
     /// there before then; a woken task waits on the queue.
     pub kernel_busy_until: u64,
+    /// How far [`Sched::note_kernel_wait`] has counted a task's wait for
+    /// `kernel_busy_until` on this CPU (ns).
+    pub kernel_wait_counted_until: u64,
     /// PELT signals of the CFS runqueue (`cfs_rq->avg`).
     pub avg: pelt::SchedAvg,
 }
@@ -353,6 +381,7 @@ impl Rq {
             busy_ns: 0,
             numa_migrate_on: false,
             kernel_busy_until: 0,
+            kernel_wait_counted_until: 0,
             avg: pelt::SchedAvg::default(),
         }
     }

@@ -63,7 +63,11 @@
 //! longer the queue. The cmpxchg's whole time (wait + transfer) is
 //! taken from the CPU that executes it (its running task's system time, or
 //! idle-CPU kernel time, which delays the next task to run there) and
-//! counted as `sched_balance_running` contention. A release is a plain
+//! counted as `sched_balance_running` contention, by who paid it (a running
+//! task, an idle CPU's periodic balance, a newly-idle balance: how much of
+//! it costs a worker's time). The Run record's contention share is of the
+//! cycles perf's `cycles` event counts, unhalted ones
+//! (`numalab.profile_cycles`, engine/record.rs). A release is a plain
 //! store: it occupies the line in turn but the CPU does not wait for it
 //! (store buffer); the flag reads 0 once the store completes.
 //!
@@ -205,6 +209,15 @@ pub struct SerializeStats {
     pub atomic_ns: f64,
     /// The part of `atomic_ns` spent waiting behind other CPUs' requests.
     pub queue_ns: f64,
+    /// Of `atomic_ns`, paid by CPUs running a task: taken from that task's
+    /// time, so a worker waits for all of it.
+    pub busy_ns: f64,
+    /// Of `atomic_ns`, paid by CPUs with no task in their periodic balance
+    /// (SCHED_SOFTIRQ from the tick, `CPU_IDLE`): a task loses only the part
+    /// it spends woken on that CPU's queue (`Sched::idle_kernel_wait_ns`).
+    pub idle_ns: f64,
+    /// Of `atomic_ns`, paid in newly-idle balance (`CPU_NEWLY_IDLE`).
+    pub newidle_ns: f64,
     /// Line transfers between CPUs (any operation, releases included).
     pub transfers: u64,
     /// Of those, transfers between packages.
@@ -282,18 +295,31 @@ impl Kernel {
     }
 
     /// `atomic_try_cmpxchg_acquire(&sched_balance_running, 0, 1)` by `cpu`
-    /// whose clock reads `*t` (ns). The CPU stalls until its request is
-    /// served (charged to it, counted as contention); `*t` moves to the
-    /// completion. True when the flag was free and is now held by `cpu`.
-    pub fn sched_balance_running_trylock(&mut self, cpu: CpuId, t: &mut f64) -> bool {
+    /// whose clock reads `*t` (ns), balancing as `idle`. The CPU stalls
+    /// until its request is served (charged to it, counted as contention,
+    /// and by who paid it: a running task, an idle CPU's periodic balance,
+    /// a newly-idle balance); `*t` moves to the completion. True when the
+    /// flag was free and is now held by `cpu`.
+    pub fn sched_balance_running_trylock(
+        &mut self,
+        cpu: CpuId,
+        idle: CpuIdleType,
+        t: &mut f64,
+    ) -> bool {
         let (done, queued) = self.serialize_line(cpu, *t);
         let stall = done - *t;
+        let running = self.sched.rq[cpu].curr.is_some();
         self.charge_cpu(cpu, stall);
         *t = done;
         let s = &mut self.sched.balance.serialize;
         s.stats.attempts += 1;
         s.stats.atomic_ns += stall;
         s.stats.queue_ns += queued;
+        match (running, idle) {
+            (true, _) => s.stats.busy_ns += stall,
+            (false, CpuIdleType::NewlyIdle) => s.stats.newidle_ns += stall,
+            (false, _) => s.stats.idle_ns += stall,
+        }
         s.stats.max_atomic_ns = s.stats.max_atomic_ns.max(stall);
         if s.holder.is_some() {
             s.stats.contended += 1;
@@ -395,7 +421,7 @@ mod tests {
         let mut stalls = Vec::new();
         for cpu in 0..n {
             let mut t = 1000.0;
-            if k.sched_balance_running_trylock(c(cpu * 60), &mut t) {
+            if k.sched_balance_running_trylock(c(cpu * 60), CpuIdleType::Idle, &mut t) {
                 won += 1;
             }
             stalls.push(t - 1000.0);
@@ -412,13 +438,44 @@ mod tests {
     }
 
     #[test]
+    fn cmpxchg_time_on_a_cpu_without_a_task_is_counted_as_its_balance_type_pays_it() {
+        let mut k = kernel("fixed+newidle");
+        let (mut ta, mut tb) = (1000.0, 1000.0);
+        k.sched_balance_running_trylock(c(0), CpuIdleType::Idle, &mut ta);
+        k.sched_balance_running_trylock(c(60), CpuIdleType::NewlyIdle, &mut tb);
+        let s = &k.sched.balance.serialize.stats;
+        assert!((s.idle_ns - (ta - 1000.0)).abs() < 1e-9, "{s:?}");
+        assert!((s.newidle_ns - (tb - 1000.0)).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.busy_ns, 0.0);
+        assert!((s.idle_ns + s.newidle_ns - s.atomic_ns).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_task_waiting_for_an_idle_cpus_kernel_work_counts_each_ns_once() {
+        let mut k = kernel("legacy");
+        k.sched.rq[c(3)].kernel_busy_until = 1000;
+        k.sched.note_kernel_wait(c(3), 200);
+        // A second task woken on the same CPU while the first still waits.
+        k.sched.note_kernel_wait(c(3), 500);
+        assert_eq!(k.sched.idle_kernel_wait_ns(), 800.0);
+        // The CPU's kernel work grows (the next tick's softirq): only the
+        // new part counts.
+        k.sched.rq[c(3)].kernel_busy_until = 1500;
+        k.sched.note_kernel_wait(c(3), 900);
+        assert_eq!(k.sched.idle_kernel_wait_ns(), 1300.0);
+        // Woken after the work ended: nothing to wait for.
+        k.sched.note_kernel_wait(c(3), 2000);
+        assert_eq!(k.sched.idle_kernel_wait_ns(), 1300.0);
+    }
+
+    #[test]
     fn the_flag_is_free_again_once_the_release_completes() {
         let mut k = kernel("fixed");
         let mut t = 0.0;
-        assert!(k.sched_balance_running_trylock(c(0), &mut t));
+        assert!(k.sched_balance_running_trylock(c(0), CpuIdleType::Idle, &mut t));
         k.sched_balance_running_unlock(c(0), t + 5000.0);
         let mut t2 = t + 6000.0;
-        assert!(k.sched_balance_running_trylock(c(1), &mut t2));
+        assert!(k.sched_balance_running_trylock(c(1), CpuIdleType::Idle, &mut t2));
         let s = &k.sched.balance.serialize.stats;
         assert_eq!((s.bad_releases, s.overlaps), (0, 0));
     }
@@ -427,14 +484,14 @@ mod tests {
     fn releasing_someone_elses_flag_is_counted_and_lets_a_third_cpu_overlap() {
         let mut k = kernel("v3");
         let (mut ta, mut tb, mut tc) = (0.0, 200.0, 400.0);
-        assert!(k.sched_balance_running_trylock(c(0), &mut ta));
+        assert!(k.sched_balance_running_trylock(c(0), CpuIdleType::Idle, &mut ta));
         k.sched_balance_running_unlock(c(0), ta + 10.0);
-        assert!(k.sched_balance_running_trylock(c(1), &mut tb));
+        assert!(k.sched_balance_running_trylock(c(1), CpuIdleType::Idle, &mut tb));
         // CPU 0 retries, fails, and releases at out: CPU 1's flag.
         let mut ta2 = tb + 1.0;
-        assert!(!k.sched_balance_running_trylock(c(0), &mut ta2));
+        assert!(!k.sched_balance_running_trylock(c(0), CpuIdleType::Idle, &mut ta2));
         k.sched_balance_running_unlock(c(0), ta2);
-        assert!(k.sched_balance_running_trylock(c(2), &mut tc));
+        assert!(k.sched_balance_running_trylock(c(2), CpuIdleType::Idle, &mut tc));
         let s = &k.sched.balance.serialize.stats;
         assert_eq!(s.bad_releases, 1);
         assert_eq!(s.overlaps, 1, "CPU 2 balances while CPU 1 still does");
