@@ -562,7 +562,7 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
             .iter()
             .find(|r| r.name == "stack")
             .expect("stack region");
-        (r.bytes, r.thp)
+        (r.bytes, r.page_size == numalab_workload::PageSize::Thp2M)
     };
     assert_eq!(stack(&w12), (12 << 20, false));
     assert_eq!(stack(&run("specjbb:warehouses=12,stack_kib=2048", &m, 0)).0, 24 << 20);
