@@ -565,7 +565,10 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
         (r.bytes, r.page_size == numalab_workload::PageSize::Thp2M)
     };
     assert_eq!(stack(&w12), (12 << 20, false));
-    assert_eq!(stack(&run("specjbb:warehouses=12,stack_kib=2048", &m, 0)).0, 24 << 20);
+    assert_eq!(
+        stack(&run("specjbb:warehouses=12,stack_kib=2048", &m, 0)).0,
+        24 << 20
+    );
     let two = run("specjbb-multi:jvms=2,warehouses=3", &m, 0);
     assert_eq!(two.processes.len(), 2);
     assert_eq!(count_threads(&two.processes[1], "warehouse"), 3);
