@@ -593,6 +593,18 @@ declare! {
         description: "1: with numalab.numa_fault_classify=0, a hinting fault is private when the page's last faulting node (the two-stage filter's record, updated by local faults too, as 3.9's mpol_misplaced did) is the task's node, the preferred node is the node of most private faults, and faults that migrated their page count twice; with numalab.numa_scan_adapt=0, no 60 s reset: a settled task (3 passes on its preferred node) that changes preferred node halves its scan period (the +10 jiffies per unmigrated fault stays); no effect where those switches are on (mainline's rules replaced both); 0: 3.9's rules there",
     }
 
+    /// 3.8-3.12's PMD-level hinting mark on regular page tables
+    /// (`change_pmd_protnuma`, `do_pmd_numa_page`).
+    PMD_NUMA_BATCH: bool {
+        name: "numalab.pmd_numa_batch",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "3.8-3.12 mm/mprotect.c change_pmd_range (change_pte_range reports all_same_node over the present pages it examined; if so change_pmd_protnuma sets pmd_numa) and mm/memory.c do_pmd_numa_page (one fault clears pmd_numa and, under the PTE lock, handles every pte_numa PTE of the PMD: numa_migrate_prep counts numa_hint_faults and numa_hint_faults_local per page; task_numa_fault(curr_nid, 1, migrated) only for a page mpol_misplaced wants moved, curr_nid the target if migrated, else the faulting node); as quoted by Mel Gorman's \"[PATCH 7/8] sched: Split accounting of NUMA hinting faults that pass two-stage filter\" (linux-mm, 2013-06-26, against 3.9) and \"[PATCH 07/63] mm: numa: Sanitize task_numa_fault() callsites\" (2013-10-07: do_pmd_numa_page \"accounts not at all when the page isn't migrated\"); removed with _PAGE_NUMA in 3.15",
+        description: "1 (3.8-3.12): a scan that finds every present 4 KiB page under a PMD on one node also marks the PMD, so the next access there takes one hinting fault for all the PMD's marked pages (numa_hint_faults still counts each page; task_numa_fault only for pages the policy wants moved); 0 (mainline): a fault per marked page; no effect on THP VMAs",
+    }
+
     /// `task_numa_compare` sees the task a CPU is about to run as its
     /// `curr`.
     NUMA_COMPARE_NEXT_CURR: bool {

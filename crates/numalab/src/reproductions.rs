@@ -456,8 +456,10 @@ mod tests {
         assert!(series.get(knob::NUMA_PREFERRED_NODE) && series.get(knob::NUMA_MIGRATE_ON_SELECT));
         assert!(!series.get(knob::NUMA_FAULT_CLASSIFY) && !series.get(knob::NUMA_SCAN_ADAPT));
         assert!(series.get(knob::NUMA_SERIES_V1));
-        // 3.9's sysctls in both; patch 8 raised the maximum to 60 s.
+        // 3.9's sysctls and 3.8-3.12's pmd_numa in both; patch 8 raised
+        // the maximum to 60 s.
         for k in [&base, &series] {
+            assert!(k.get(knob::PMD_NUMA_BATCH));
             assert_eq!(k.get(knob::SCAN_PERIOD_MIN_MS), 100);
             assert_eq!(k.get(knob::SCAN_SIZE_MB), 256);
             assert_eq!(k.get(knob::SCAN_DELAY_MS), 1000);
@@ -475,6 +477,7 @@ mod tests {
                 let k = crate::runner::knobs(c.sets).expect("knobs");
                 // The ablation is of mainline's parts: never v1's rules.
                 assert!(!k.get(knob::NUMA_SERIES_V1), "{}", c.label);
+                assert!(!k.get(knob::PMD_NUMA_BATCH), "{}", c.label);
                 SWITCHES.iter().filter(|&&s| !k.get(s)).count()
             })
             .collect();

@@ -554,6 +554,21 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
         assert_eq!(count_threads(p, "warehouse"), ncpus / m.nr_nodes());
         assert_eq!(count_threads(p, "gc"), 1);
     }
+    // The warehouse threads' Java stacks: one 1 MiB mapping each, 4 KiB
+    // pages (no THP); `stack_accesses=0` leaves them untouched.
+    let stack = |w: &Workload| {
+        let r = w.processes[0]
+            .regions
+            .iter()
+            .find(|r| r.name == "stack")
+            .expect("stack region");
+        (r.bytes, r.page_size == numalab_workload::PageSize::Thp2M)
+    };
+    assert_eq!(stack(&w12), (12 << 20, false));
+    assert_eq!(
+        stack(&run("specjbb:warehouses=12,stack_kib=2048", &m, 0)).0,
+        24 << 20
+    );
     let two = run("specjbb-multi:jvms=2,warehouses=3", &m, 0);
     assert_eq!(two.processes.len(), 2);
     assert_eq!(count_threads(&two.processes[1], "warehouse"), 3);

@@ -109,21 +109,35 @@ impl Kernel {
             Race::default()
         };
         let mm = self.tasks[t].mm;
+        // 3.8-3.12 (`numalab.pmd_numa_batch`): a PMD marked `pmd_numa`
+        // takes `do_pmd_numa_page` first, whatever the page (numa/pmd_numa.rs).
+        let chunk = idx / self.mem.mms[mm].vmas[vma].pages_per_chunk;
+        let pmd_fault = self.pmd_numa(mm, vma, chunk);
+        let (pmd_ns, pmd_held) = if pmd_fault {
+            self.do_pmd_numa_page(t, cpu, vma, idx)
+        } else {
+            (0.0, 0.0)
+        };
         let page = self.mem.mms[mm].vmas[vma].pages[idx];
         if page.nid == super::NO_NODE {
             // A shared mapping: another mm may have allocated the folio.
             if let Some(nid) = self.mem.shmem_folio_node(mm, vma, idx) {
                 return Ok(FaultCost {
-                    cpu_ns: self.shmem_map_folio(t, cpu, vma, idx, nid),
+                    cpu_ns: self.shmem_map_folio(t, cpu, vma, idx, nid) + pmd_ns,
                     ..FaultCost::default()
                 });
             }
-            let c = self.do_anonymous_page(t, cpu, vma, idx, race)?;
+            let mut c = self.do_anonymous_page(t, cpu, vma, idx, race)?;
             self.mem.shmem_add_folio(mm, vma, idx);
+            c.cpu_ns += pmd_ns;
             return Ok(c);
         }
-        if page.protnone {
-            let (own, held) = self.do_numa_page_timed(t, cpu, vma, idx);
+        if page.protnone || pmd_fault {
+            let (own, held) = if pmd_fault {
+                (pmd_ns, pmd_held)
+            } else {
+                self.do_numa_page_timed(t, cpu, vma, idx)
+            };
             // Everyone gets to the lock after the exception entry; the
             // winner then holds it through the PTE update, the losers for
             // the check.

@@ -151,7 +151,7 @@ impl Kernel {
     /// machine's bandwidth) into the units [`Kernel::charge_sys`] takes:
     /// `hint_fault_cost_scale / cost_scale` when the machine gives one
     /// (`[kernel] hint_fault_cost_scale`), else 1.
-    fn hint_fault_rescale(&self) -> f64 {
+    pub(super) fn hint_fault_rescale(&self) -> f64 {
         let k = &self.m.kernel;
         k.hint_fault_cost_scale.map_or(1.0, |f| f / k.cost_scale)
     }

@@ -15,6 +15,8 @@
 //! - [`migrate`]: `numa_migrate_preferred`, `task_numa_migrate`,
 //!   `task_numa_find_cpu`, `task_numa_compare`, `migrate_task_to`,
 //!   `migrate_swap`;
+//! - [`pmd_numa`]: 3.8-3.12's `change_pmd_protnuma` / `do_pmd_numa_page`
+//!   (`numalab.pmd_numa_batch`);
 //! - [`policy`]: the ops table the decisions above go through
 //!   (`numalab.policy`); mainline's are the functions of these files,
 //!   named `mainline_*`.
@@ -61,6 +63,7 @@ pub mod fault;
 mod interleave_tests;
 pub mod migrate;
 pub mod placement;
+pub mod pmd_numa;
 pub mod policy;
 pub mod scan;
 pub mod series2013;

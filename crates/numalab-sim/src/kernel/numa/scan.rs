@@ -417,6 +417,9 @@ impl Kernel {
         target_node: Option<NodeId>,
     ) -> (u64, u64) {
         let nn = self.m.nr_nodes();
+        // 3.8-3.12: PMDs whose present pages share a node get `pmd_numa`.
+        let batch = self.pmd_numa_batch_on() && !self.mem.mms[mm].vmas[vi].is_thp();
+        let mut pmd_marks: Vec<usize> = Vec::new();
         let v = &mut self.mem.mms[mm].vmas[vi];
         if end <= start || start >= v.end() {
             return (0, 0);
@@ -437,6 +440,9 @@ impl Kernel {
             let cfull_end = ((c + 1) * ppc).min(len);
             let cend = cfull_end.min(to);
             let whole = p == cstart && cend == cfull_end;
+            if batch && change_pte_range_all_same_node(v, nn, c, p, cend, whole) {
+                pmd_marks.push(c);
+            }
             if whole {
                 let present: u64 = v.chunk_nodes[c * nn..(c + 1) * nn]
                     .iter()
@@ -478,6 +484,9 @@ impl Kernel {
         }
         if huge > 0 {
             self.vmstat.add(Vm::NumaHugePteUpdates, huge);
+        }
+        for c in pmd_marks {
+            self.change_pmd_protnuma(mm, vi, c);
         }
         (updated, walked)
     }
@@ -535,6 +544,35 @@ impl Kernel {
             rq.nr_numa_running = rq.nr_numa_running.saturating_sub(numa);
             rq.nr_preferred_running = rq.nr_preferred_running.saturating_sub(preferred);
         }
+    }
+}
+
+/// `change_pte_range`'s `all_same_node` (3.8-3.12 mm/mprotect.c) for pages
+/// `[p, end)` of chunk `c` of `v`: true when the present pages examined are
+/// all on one node, and (unlike 3.9, see pmd_numa.rs) at least one is
+/// present. A whole chunk is read from its per-node counts.
+fn change_pte_range_all_same_node(
+    v: &crate::kernel::mm::Vma,
+    nn: usize,
+    c: usize,
+    p: usize,
+    end: usize,
+    whole: bool,
+) -> bool {
+    if whole {
+        return v.chunk_nodes[c * nn..(c + 1) * nn]
+            .iter()
+            .filter(|&&x| x > 0)
+            .count()
+            == 1;
+    }
+    let mut nodes = v.pages[p..end]
+        .iter()
+        .map(|pg| pg.nid)
+        .filter(|&n| n != NO_NODE);
+    match nodes.next() {
+        Some(first) => nodes.all(|n| n == first),
+        None => false,
     }
 }
 

@@ -1,5 +1,5 @@
 //! NUMA balancing's own kernel-wide state ([`NumaState`]): the policy in
-//! force and proposal 2's asynchronous scanner. The per-task state
+//! force, proposal 2's asynchronous scanner and 3.9's `pmd_numa` marks. The per-task state
 //! (`task_struct`'s `numa_*` fields, numa groups) stays with the tasks, as
 //! in the kernel.
 //!
@@ -7,6 +7,8 @@
 
 use crate::kernel::numa::async_scan::AsyncScan;
 use crate::kernel::numa::policy::NumaPolicyOps;
+use crate::kernel::{MmId, VmaId};
+use std::collections::BTreeSet;
 
 /// NUMA balancing's kernel-wide state.
 pub struct NumaState {
@@ -19,6 +21,9 @@ pub struct NumaState {
     /// last tick, in the order of those faults (each once: see
     /// `TaskNumaState::migrate_requested`).
     pub(in crate::kernel) migrate_queue: Vec<crate::kernel::TaskId>,
+    /// PMDs (mm, VMA, 2 MiB chunk) marked `pmd_numa` by 3.8-3.12's scan
+    /// (`numalab.pmd_numa_batch`, pmd_numa.rs); empty otherwise.
+    pub(in crate::kernel) pmd_numa: BTreeSet<(MmId, VmaId, usize)>,
 }
 
 impl NumaState {
@@ -28,6 +33,7 @@ impl NumaState {
             async_scan: AsyncScan::default(),
             ops,
             migrate_queue: Vec::new(),
+            pmd_numa: BTreeSet::new(),
         }
     }
 }
