@@ -389,6 +389,19 @@ mod tests {
     }
 
     #[test]
+    fn first_is_the_lowest_cpu_past_empty_words() {
+        assert_eq!(CpuSet::new().first(), None);
+        let mut s = CpuSet::parse_list("130,200").unwrap();
+        assert_eq!(s.first(), Some(130));
+        assert_eq!(s.first(), s.iter().next());
+        s.insert(70);
+        assert_eq!(s.first(), Some(70));
+        // A word emptied in place (not trimmed, it is not the last).
+        s.remove(70);
+        assert_eq!(s.first(), Some(130));
+    }
+
+    #[test]
     fn nodemask_iterates_in_order() {
         let m = NodeMask::parse_list("3,0-1").unwrap();
         assert_eq!(m.iter().collect::<Vec<_>>(), vec![0, 1, 3]);
