@@ -232,12 +232,14 @@ pub trait Value: Copy {
 }
 
 impl Value for u64 {
+    #[inline]
     fn from_raw(raw: u64) -> Self {
         raw
     }
 }
 
 impl Value for bool {
+    #[inline]
     fn from_raw(raw: u64) -> Self {
         raw != 0
     }
@@ -252,6 +254,7 @@ pub trait Choice: Copy + 'static {
 }
 
 impl<T: Choice> Value for T {
+    #[inline]
     fn from_raw(raw: u64) -> Self {
         T::VARIANTS[raw as usize]
     }
@@ -287,6 +290,7 @@ impl<T> Knob<T> {
     }
 
     /// The declaration.
+    #[inline]
     pub const fn def(self) -> &'static Def {
         self.def
     }

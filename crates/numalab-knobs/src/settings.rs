@@ -114,6 +114,7 @@ impl Knobs {
     }
 
     /// The value of declared knob `k`.
+    #[inline]
     pub fn get<T: Value>(&self, k: Knob<T>) -> T {
         T::from_raw(self.values[k.def().idx])
     }

@@ -15,6 +15,7 @@ pub struct CpuSet {
 
 impl CpuSet {
     /// The empty set.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
@@ -29,6 +30,7 @@ impl CpuSet {
     }
 
     /// Adds `cpu`.
+    #[inline]
     pub fn insert(&mut self, cpu: usize) {
         let w = cpu / 64;
         if self.words.len() <= w {
@@ -46,6 +48,7 @@ impl CpuSet {
     }
 
     /// True when `cpu` is in the set.
+    #[inline]
     pub fn contains(&self, cpu: usize) -> bool {
         self.words
             .get(cpu / 64)
@@ -53,18 +56,26 @@ impl CpuSet {
     }
 
     /// Number of CPUs in the set (`cpumask_weight`).
+    #[inline]
     pub fn len(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
 
     /// True when no CPU is in the set.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
 
     /// Lowest CPU in the set (`cpumask_first`).
+    #[inline]
     pub fn first(&self) -> Option<usize> {
-        self.iter().next()
+        // The lowest set bit of the first non-zero word: `iter().next()`
+        // without the iterator (a hot call of the balancer).
+        self.words
+            .iter()
+            .position(|&w| w != 0)
+            .map(|i| i * 64 + self.words[i].trailing_zeros() as usize)
     }
 
     /// Highest CPU in the set.
@@ -78,6 +89,7 @@ impl CpuSet {
     }
 
     /// CPUs in ascending order.
+    #[inline]
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.words.iter().enumerate().flat_map(|(i, &w)| {
             let mut w = w;
@@ -122,6 +134,7 @@ impl CpuSet {
     }
 
     /// True when the two sets share a CPU (`cpumask_intersects`).
+    #[inline]
     pub fn intersects(&self, other: &CpuSet) -> bool {
         self.words
             .iter()
@@ -239,6 +252,7 @@ impl NodeMask {
     pub const NONE: NodeMask = NodeMask(0);
 
     /// A mask holding only `node`.
+    #[inline]
     pub fn single(node: usize) -> Self {
         NodeMask(1u64 << node)
     }
@@ -253,31 +267,37 @@ impl NodeMask {
     }
 
     /// True when `node` is in the mask (`node_isset`).
+    #[inline]
     pub fn contains(self, node: usize) -> bool {
         node < 64 && self.0 & (1u64 << node) != 0
     }
 
     /// Adds `node` (`node_set`).
+    #[inline]
     pub fn insert(&mut self, node: usize) {
         self.0 |= 1u64 << node;
     }
 
     /// Number of nodes in the mask (`nodes_weight`).
+    #[inline]
     pub fn len(self) -> usize {
         self.0.count_ones() as usize
     }
 
     /// True when the mask is empty.
+    #[inline]
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
 
     /// Lowest node in the mask (`first_node`).
+    #[inline]
     pub fn first(self) -> Option<usize> {
         (self.0 != 0).then(|| self.0.trailing_zeros() as usize)
     }
 
     /// Nodes in ascending order.
+    #[inline]
     pub fn iter(self) -> impl Iterator<Item = usize> {
         let mut w = self.0;
         std::iter::from_fn(move || {
@@ -291,6 +311,7 @@ impl NodeMask {
     }
 
     /// Intersection.
+    #[inline]
     pub fn and(self, other: NodeMask) -> NodeMask {
         NodeMask(self.0 & other.0)
     }
@@ -365,6 +386,19 @@ mod tests {
         assert!(CpuSet::parse_list("3-1").is_err());
         assert!(CpuSet::parse_list("a").is_err());
         assert!(CpuSet::parse_list("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn first_is_the_lowest_cpu_past_empty_words() {
+        assert_eq!(CpuSet::new().first(), None);
+        let mut s = CpuSet::parse_list("130,200").unwrap();
+        assert_eq!(s.first(), Some(130));
+        assert_eq!(s.first(), s.iter().next());
+        s.insert(70);
+        assert_eq!(s.first(), Some(70));
+        // A word emptied in place (not trimmed, it is not the last).
+        s.remove(70);
+        assert_eq!(s.first(), Some(130));
     }
 
     #[test]

@@ -194,11 +194,13 @@ pub struct Machine {
 
 impl Machine {
     /// Number of CPUs.
+    #[inline]
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()
     }
 
     /// Number of nodes.
+    #[inline]
     pub fn nr_nodes(&self) -> usize {
         self.nodes.len()
     }
@@ -209,6 +211,7 @@ impl Machine {
     }
 
     /// Node of `cpu` (`cpu_to_node`).
+    #[inline]
     pub fn cpu_to_node(&self, cpu: CpuId) -> NodeId {
         self.cpus[cpu].node
     }

@@ -19,6 +19,7 @@ pub mod progress;
 pub mod reproduce;
 pub mod reproduce_check;
 pub mod reproduce_decl;
+pub mod reproduce_runs;
 pub mod reproductions;
 pub mod runner;
 pub mod sweep;

@@ -13,11 +13,11 @@ use crate::reproduce_check::Standing;
 pub use crate::reproduce_check::DECLARED_SCALE;
 use crate::reproduce_decl::workload_name;
 pub use crate::reproduce_decl::{Config, Metric, Published, Reproduction};
+use crate::reproduce_runs::{self, RunSpec, RunTimings};
 pub use crate::reproductions::all;
 use crate::runner;
 use crate::verdict::{judge, Coverage, Reference, Verdict};
 use numalab_record::{RunRecord, RunSet};
-use rayon::prelude::*;
 
 /// How `numalab reproduce` runs: scale, iterations, seed, where to write
 /// RunSets, and whether progress and warnings show on stderr.
@@ -212,8 +212,11 @@ pub fn check(outcomes: &[Outcome]) -> Result<(), crate::failure::Failure> {
     })
 }
 
-/// The outcomes of reproduction `name`, or of every one for `all` (in
-/// parallel, in declaration order), without printing them.
+/// The outcomes of reproduction `name`, or of every one for `all`, without
+/// printing them: every run of every chosen reproduction is one set, runs
+/// with identical inputs made once and the rest scheduled longest-first
+/// over the `-j` workers ([`crate::reproduce_runs`]); outcomes come in
+/// declaration order and do not depend on the schedule.
 pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
     let chosen = if name == "all" {
         all()
@@ -223,16 +226,103 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
     if opts.iterations == Some(0) {
         return Err("--iterations must be at least 1".to_string());
     }
-    let runs: usize = chosen.iter().map(|r| jobs(r, opts).len()).sum();
+    let prepared = chosen
+        .iter()
+        .map(|r| prepare(r, opts))
+        .collect::<Result<Vec<_>, String>>()?;
+    let specs: Vec<RunSpec> = chosen
+        .iter()
+        .zip(&prepared)
+        .flat_map(|(r, p)| {
+            p.jobs.iter().map(move |&(c, w, i)| RunSpec {
+                machine: r.machine,
+                workload: w,
+                cgroup: r.cgroup,
+                knobs: &p.knobs[c],
+                seed: opts.seed.wrapping_add(u64::from(i)),
+            })
+        })
+        .collect();
+    let (unique, slots) = reproduce_runs::distinct(&specs);
+    let machine = |name: &str| {
+        let i = chosen.iter().position(|r| r.machine == name);
+        &prepared[i.expect("a run's machine is a chosen reproduction's")].machine
+    };
+    let costs: Vec<f64> = unique
+        .iter()
+        .map(|s| reproduce_runs::estimated_cost(machine(s.machine), s.workload, s.seed, opts.scale))
+        .collect();
     let label = format!("reproduce {name}");
     let progress = if opts.progress {
-        Progress::new(&label, runs)
+        Progress::new(&label, unique.len())
     } else {
         Progress::silent()
     };
-    let out = chosen.par_iter().map(|r| run(r, opts, &progress)).collect();
+    let timings = RunTimings::from_env()?;
+    let records = reproduce_runs::longest_first(&costs, |u| {
+        let s = unique[u];
+        let t = timings.start();
+        let rec = runner::run_with(
+            machine(s.machine),
+            s.workload,
+            s.cgroup,
+            s.knobs,
+            s.seed,
+            opts.scale,
+            None,
+            &progress,
+        )
+        .map(|f| f.rec);
+        timings.stop(t, s, costs[u]);
+        rec
+    })?;
     progress.finish();
-    out
+    timings.write()?;
+    let mut slots = slots.into_iter();
+    chosen
+        .iter()
+        .zip(prepared)
+        .map(|(r, p)| {
+            let recs = p
+                .jobs
+                .iter()
+                .zip(slots.by_ref())
+                .map(|(&(c, _, _), u)| (c, records[u].clone()))
+                .collect();
+            outcome(r, opts, p, recs)
+        })
+        .collect()
+}
+
+/// A reproduction ready to run: its machine, each configuration's knobs
+/// (its own, then `--set`'s) and its runs ([`jobs`]).
+struct Prepared<'a> {
+    machine: numalab_topology::Machine,
+    knobs: Vec<numalab_sim::Knobs>,
+    jobs: Vec<(usize, &'a str, u32)>,
+}
+
+/// Loads reproduction `r`'s machine and parses its configurations' knobs.
+fn prepare<'a>(r: &'a Reproduction, opts: &Options) -> Result<Prepared<'a>, String> {
+    let machine = runner::load_machine(r.machine)?;
+    let knobs = r
+        .configs
+        .iter()
+        .map(|c| {
+            let all: Vec<&str> = c
+                .sets
+                .iter()
+                .copied()
+                .chain(opts.sets.iter().map(String::as_str))
+                .collect();
+            runner::knobs(&all)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Prepared {
+        machine,
+        knobs,
+        jobs: jobs(r, opts),
+    })
 }
 
 /// Every run of reproduction `r`: (configuration index, workload,
@@ -249,41 +339,17 @@ fn jobs<'a>(r: &'a Reproduction, opts: &Options) -> Vec<(usize, &'a str, u32)> {
         .collect()
 }
 
-/// Runs reproduction `r`: every configuration x workload x iteration, in
-/// parallel, gathered in declaration order so the output does not depend
-/// on the number of threads; `progress` hears of each run.
-pub fn run(r: &Reproduction, opts: &Options, progress: &Progress) -> Result<Outcome, String> {
+/// Reproduction `r`'s outcome from its runs' `records` ((configuration
+/// index, record), in [`jobs`] order): the RunSets (written to
+/// `--json-dir`), the plots, the tables and the verdicts.
+fn outcome(
+    r: &Reproduction,
+    opts: &Options,
+    p: Prepared,
+    records: Vec<(usize, RunRecord)>,
+) -> Result<Outcome, String> {
     let iterations = opts.iterations.unwrap_or(r.iterations);
-    let m = runner::load_machine(r.machine)?;
-    let knobs = r
-        .configs
-        .iter()
-        .map(|c| {
-            let all: Vec<&str> = c
-                .sets
-                .iter()
-                .copied()
-                .chain(opts.sets.iter().map(String::as_str))
-                .collect();
-            runner::knobs(&all)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let records = jobs(r, opts)
-        .par_iter()
-        .map(|&(c, w, i)| {
-            runner::run_with(
-                &m,
-                w,
-                r.cgroup,
-                &knobs[c],
-                opts.seed.wrapping_add(u64::from(i)),
-                opts.scale,
-                None,
-                progress,
-            )
-            .map(|f| (c, f.rec))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let m = p.machine;
     let mut sets = Vec::new();
     for (ci, c) in r.configs.iter().enumerate() {
         let runs = records

@@ -1142,6 +1142,7 @@ impl TrafficMemo {
     /// A fingerprint of the inputs, bit for bit (equal inputs give equal
     /// keys; unequal ones almost never do, and [`TrafficMemo::holds`]
     /// still compares them whole).
+    #[inline]
     fn key(cn: NodeId, mix: &[f64], write: f64, stores: Stores) -> u64 {
         const K: u64 = 0x517c_c1b7_2722_0a95;
         let step = |h: u64, x: u64| (h.rotate_left(5) ^ x).wrapping_mul(K);
@@ -1149,6 +1150,7 @@ impl TrafficMemo {
         mix.iter().fold(h, |h, x| step(h, x.to_bits()))
     }
 
+    #[inline]
     fn holds(&self, key: u64, cn: NodeId, mix: &[f64], write: f64, stores: Stores) -> bool {
         self.key == key
             && self.cn == cn

@@ -107,6 +107,7 @@ impl CpuSetExt for CpuSet {
         self.contains(cpu.index())
     }
 
+    #[inline]
     fn cpu_ids(&self) -> impl Iterator<Item = CpuId> + '_ {
         self.iter().map(CpuId::new)
     }
@@ -126,6 +127,7 @@ impl NodeMaskExt for NodeMask {
         self.contains(nid.index())
     }
 
+    #[inline]
     fn node_ids(&self) -> impl Iterator<Item = NodeId> {
         self.iter().map(NodeId::new)
     }

@@ -1246,6 +1246,10 @@ impl Sched {
     /// `sg_imbalanced`: the `sgc->imbalance` flag of the group of domain
     /// `level` that starts at `first`.
     fn sg_imbalanced(&self, level: usize, group: &CpuSet) -> bool {
+        // Mostly empty: no hash (nor `first`) per group of every pass.
+        if self.balance.group_imbalance.is_empty() {
+            return false;
+        }
         group
             .first()
             .is_some_and(|f| self.balance.group_imbalance.contains(&(level, f)))
