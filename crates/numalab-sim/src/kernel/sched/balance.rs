@@ -1660,10 +1660,17 @@ mod tests {
         assert!(cost > 0.0, "the NUMA pass recorded its cost");
         let j = k.jiffies();
         // Within the second: kept; after it: 253/256 of it.
-        assert!(!k.sched.update_newidle_cost(c(6), numa, 0.0, j + k.tick_hz()));
+        assert!(!k
+            .sched
+            .update_newidle_cost(c(6), numa, 0.0, j + k.tick_hz()));
         assert_eq!(k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost, cost);
-        assert!(k.sched.update_newidle_cost(c(6), numa, 0.0, j + k.tick_hz() + 1));
-        assert_eq!(k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost, cost * 253.0 / 256.0);
+        assert!(k
+            .sched
+            .update_newidle_cost(c(6), numa, 0.0, j + k.tick_hz() + 1));
+        assert_eq!(
+            k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost,
+            cost * 253.0 / 256.0
+        );
         // A dearer pass raises it at once.
         k.sched.update_newidle_cost(c(6), numa, 2.0 * cost, j + 2);
         assert_eq!(k.sched.rq[c(6)].sd[numa].max_newidle_lb_cost, 2.0 * cost);
