@@ -111,8 +111,7 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         // 3.8-3.12 (`numalab.pmd_numa_batch`): a PMD marked `pmd_numa`
         // takes `do_pmd_numa_page` first, whatever the page (numa/pmd_numa.rs).
-        let chunk = idx / self.mem.mms[mm].vmas[vma].pages_per_chunk;
-        let pmd_fault = self.pmd_numa(mm, vma, chunk);
+        let pmd_fault = self.pmd_numa(mm, vma, idx);
         let (pmd_ns, pmd_held) = if pmd_fault {
             self.do_pmd_numa_page(t, cpu, vma, idx)
         } else {

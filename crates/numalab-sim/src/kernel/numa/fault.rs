@@ -125,25 +125,44 @@ impl Kernel {
                 || n != NUMA_TASK_MIG_AS_POSTED
         });
         if let Some(target) = target {
-            if !self.mem.migrate_misplaced_folio_prepare(target, nr_pages) {
-                flags |= TNF_MIGRATE_FAIL;
-            } else {
-                match self.migrate_misplaced_folio(t, vma, idx, target) {
-                    Ok(c) => {
-                        nid = target;
-                        flags |= TNF_MIGRATED;
-                        cost += c;
-                        held = c;
-                    }
-                    Err(c) => {
-                        flags |= TNF_MIGRATE_FAIL;
-                        cost += c;
-                    }
-                }
+            let (c, moved) = self.numa_migrate_misplaced(t, vma, idx, target, nr_pages, &mut flags);
+            cost += c;
+            if moved {
+                nid = target;
+                held = c;
             }
         }
         self.task_numa_fault(t, cpu, last_cpupid, nid, nr_pages, flags);
         (cost, held)
+    }
+
+    /// The hinting fault's migration of page `idx` of `vma` (`nr_pages`
+    /// base pages) to `target`: `migrate_misplaced_folio_prepare`, then
+    /// `migrate_misplaced_folio`. Adds `TNF_MIGRATED` or `TNF_MIGRATE_FAIL`
+    /// to `flags`; returns the work's cost (ns) and whether the page moved.
+    pub(super) fn numa_migrate_misplaced(
+        &mut self,
+        t: TaskId,
+        vma: VmaId,
+        idx: usize,
+        target: NodeId,
+        nr_pages: u64,
+        flags: &mut u32,
+    ) -> (f64, bool) {
+        if !self.mem.migrate_misplaced_folio_prepare(target, nr_pages) {
+            *flags |= TNF_MIGRATE_FAIL;
+            return (0.0, false);
+        }
+        match self.migrate_misplaced_folio(t, vma, idx, target) {
+            Ok(c) => {
+                *flags |= TNF_MIGRATED;
+                (c, true)
+            }
+            Err(c) => {
+                *flags |= TNF_MIGRATE_FAIL;
+                (c, false)
+            }
+        }
     }
 
     /// What turns the hinting fault path's native costs (the fault's own

@@ -34,8 +34,6 @@ use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 use crate::physics::costs;
 
-use super::{TNF_MIGRATED, TNF_MIGRATE_FAIL};
-
 impl Kernel {
     /// `numalab.pmd_numa_batch`: 3.8-3.12's `pmd_numa` on regular PMDs.
     pub fn pmd_numa_batch_on(&self) -> bool {
@@ -48,9 +46,15 @@ impl Kernel {
         self.numa.pmd_numa.insert((mm, vma, chunk));
     }
 
-    /// True when PMD `chunk` of VMA `vma` of `mm` carries `pmd_numa`.
-    pub fn pmd_numa(&self, mm: MmId, vma: VmaId, chunk: usize) -> bool {
-        !self.numa.pmd_numa.is_empty() && self.numa.pmd_numa.contains(&(mm, vma, chunk))
+    /// True when the PMD over page `idx` of VMA `vma` of `mm` carries
+    /// `pmd_numa` (nothing to look up unless `numalab.pmd_numa_batch`
+    /// marked one).
+    pub fn pmd_numa(&self, mm: MmId, vma: VmaId, idx: usize) -> bool {
+        if self.numa.pmd_numa.is_empty() {
+            return false;
+        }
+        let chunk = idx / self.mem.mms[mm].vmas[vma].pages_per_chunk;
+        self.numa.pmd_numa.contains(&(mm, vma, chunk))
     }
 
     /// `do_pmd_numa_page` (3.9 mm/memory.c): task `t` on `cpu` touched page
@@ -91,25 +95,12 @@ impl Kernel {
             let Some(target) = target else {
                 continue;
             };
-            let mut curr: NodeId = local;
-            if !self.mem.migrate_misplaced_folio_prepare(target, 1) {
-                flags |= TNF_MIGRATE_FAIL;
-            } else {
-                match self.migrate_misplaced_folio(t, vma, p, target) {
-                    Ok(c) => {
-                        curr = target;
-                        flags |= TNF_MIGRATED;
-                        cost += c;
-                        if p == idx {
-                            held = c;
-                        }
-                    }
-                    Err(c) => {
-                        flags |= TNF_MIGRATE_FAIL;
-                        cost += c;
-                    }
-                }
+            let (c, moved) = self.numa_migrate_misplaced(t, vma, p, target, 1, &mut flags);
+            cost += c;
+            if moved && p == idx {
+                held = c;
             }
+            let curr: NodeId = if moved { target } else { local };
             self.task_numa_fault(t, cpu, last_cpupid, curr, 1, flags);
         }
         (cost, held)
@@ -145,7 +136,7 @@ mod tests {
     fn a_pmd_of_pages_on_one_node_is_marked_and_a_mixed_one_is_not() {
         let (k, mm, _) = two_pmds(&[BATCH]);
         assert!(k.pmd_numa(mm, fx::V0, 0));
-        assert!(!k.pmd_numa(mm, fx::V0, 1), "pages on two nodes");
+        assert!(!k.pmd_numa(mm, fx::V0, 512), "pages on two nodes");
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 1024);
         let (off, mm, _) = two_pmds(&[]);
         assert!(!off.pmd_numa(mm, fx::V0, 0), "mainline has no pmd_numa");

@@ -80,9 +80,8 @@ pub struct Sched {
     /// `numalab.newidle_lb_cost`, read at boot: the newly idle balance is
     /// gated by its measured cost (balance.rs `sched_balance_newidle`).
     pub newidle_lb_cost: bool,
-    /// State of the draws of vcpu.rs (a guest's vCPUs taken off by the
-    /// host).
-    vcpu_rng: u64,
+    /// The draws of vcpu.rs (a guest's vCPUs taken off by the host).
+    vcpu_rng: rand_pcg::Pcg64Mcg,
     /// Ticks per second as the kernel's tick length gives them
     /// (1e9 / `Kernel::tick_ns`), fixed at boot.
     hz: u64,
@@ -116,7 +115,7 @@ impl Sched {
             pelt: knobs.get(knob::PELT),
             interval_reset_unbalanced: knobs.get(knob::BALANCE_INTERVAL_RESET),
             newidle_lb_cost: knobs.get(knob::NEWIDLE_LB_COST),
-            vcpu_rng: 0,
+            vcpu_rng: vcpu::vcpu_rng(1),
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
             core_of: m.cpus.iter().map(|c| c.core as u32).collect(),
             busy_on_core: vec![0; m.nr_cores()],
@@ -148,9 +147,11 @@ impl Sched {
         &self.balance
     }
 
-    /// Seeds the spread of balancing softirqs over a tick (the run's seed).
+    /// Seeds the spread of balancing softirqs over a tick and the draws of
+    /// a guest's vCPU preemption (vcpu.rs) with the run's seed.
     pub fn seed_balance(&mut self, seed: u64) {
         self.balance.serialize.seed = seed;
+        self.vcpu_rng = vcpu::vcpu_rng(seed);
     }
 
     /// Kernel time spent on CPUs with no task to charge (idle balancing), ns.

@@ -12,32 +12,31 @@
 
 use super::Sched;
 use numalab_topology::VcpuPreemption;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+
+/// Mixed into the run's seed for the vCPU draws, so they are a stream of
+/// their own (the engine's workload draws use the same seed).
+const VCPU_STREAM: u64 = 0x7663_7075_686f_7374;
+
+/// The draws' generator for a run of seed `seed` (`Sched::seed_balance`).
+pub(super) fn vcpu_rng(seed: u64) -> Pcg64Mcg {
+    Pcg64Mcg::seed_from_u64(seed ^ VCPU_STREAM)
+}
 
 impl Sched {
     /// How much longer than `cost_ns` a stretch of guest kernel work of
     /// that length lasts by the guest's clock: with probability
     /// `cost / run_ms` the host cuts it, for a delay drawn from the
-    /// spec's quantiles (linear between them); else 0. Draws come from a
-    /// fixed stream (splitmix64), so runs stay deterministic.
+    /// spec's quantiles (linear between them); else 0.
     pub(super) fn vcpu_host_delay_ns(&mut self, p: &VcpuPreemption, cost_ns: f64) -> f64 {
-        let hit = self.vcpu_draw();
-        if hit >= cost_ns / (p.run_ms * 1e6) {
+        if self.vcpu_rng.gen::<f64>() >= cost_ns / (p.run_ms * 1e6) {
             return 0.0;
         }
-        let q = self.vcpu_draw() * 4.0;
+        let q = self.vcpu_rng.gen::<f64>() * 4.0;
         let i = (q as usize).min(3);
         let d = &p.delay_ms;
         (d[i] + (d[i + 1] - d[i]) * (q - i as f64)) * 1e6
-    }
-
-    /// The next draw in [0, 1) of the vCPU stream.
-    fn vcpu_draw(&mut self) -> f64 {
-        self.vcpu_rng = self.vcpu_rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.vcpu_rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -75,7 +74,7 @@ mod tests {
     }
 
     #[test]
-    fn the_stream_is_the_same_from_boot_to_boot() {
+    fn the_stream_is_the_same_from_boot_to_boot_and_follows_the_run_seed() {
         let p = VcpuPreemption {
             run_ms: 1.0,
             delay_ms: [1.0, 2.0, 3.0, 4.0, 5.0],
@@ -85,5 +84,10 @@ mod tests {
         let db: Vec<f64> = (0..1000).map(|_| b.vcpu_host_delay_ns(&p, 5e5)).collect();
         assert_eq!(da, db);
         assert!(da.iter().any(|&d| d > 0.0) && da.contains(&0.0));
+        // Another run seed, another stream.
+        let mut c = sched();
+        c.seed_balance(2);
+        let dc: Vec<f64> = (0..1000).map(|_| c.vcpu_host_delay_ns(&p, 5e5)).collect();
+        assert_ne!(da, dc);
     }
 }
