@@ -60,6 +60,9 @@ pub struct Options {
     pub boots: Option<String>,
     /// Seed.
     pub seed: u64,
+    /// With `boots`: how many model seeds (from `seed` up) the gate judges
+    /// the median of (validate_band.rs); `None`: [`crate::validate_band::MODEL_SEEDS`].
+    pub model_seeds: Option<u32>,
     /// Scale.
     pub scale: f64,
     /// Assert the deterministic facts of the scenarios that have them
@@ -573,6 +576,29 @@ fn guest_run(s: &Scenario, m: &Machine, o: &Options, tmp: &Path) -> Result<RunRe
     Ok(out.record)
 }
 
+/// The model's runs of `s` at the gate's further seeds (`--seed` + 1 up to
+/// `--model-seeds` runs in all), in parallel, in seed order; no trace is
+/// kept.
+fn more_seeds(
+    s: &Scenario,
+    m: &Machine,
+    o: &Options,
+    boots: &[RunRecord],
+) -> Result<Vec<RunRecord>, String> {
+    use rayon::prelude::*;
+    let sets = model_sets(s, &o.model_set);
+    let coordinator = coordinator_cost(boots);
+    let n = o.model_seeds.unwrap_or(crate::validate_band::MODEL_SEEDS);
+    (1..u64::from(n.max(1)))
+        .into_par_iter()
+        .map(|i| {
+            let seed = o.seed.wrapping_add(i);
+            let w = resolve(s, m, seed, o.scale)?;
+            run_model_traced(&w, m, seed, o.scale, &sets, None, coordinator).map(|(rec, _)| rec)
+        })
+        .collect()
+}
+
 /// The guest machine and scenarios `o` chooses, after the checks of the
 /// options every `numalab validate` shares (stock or `--kernel-patch`).
 pub fn choose(o: &Options) -> Result<(Machine, Vec<Scenario>), Failure> {
@@ -587,6 +613,13 @@ pub fn choose(o: &Options) -> Result<(Machine, Vec<Scenario>), Failure> {
             s.name, s.guest, m.name, s.guest
         )
         .into());
+    }
+    if o.model_seeds.is_some() && o.boots.is_none() {
+        return Err(
+            "--model-seeds: the gate's median needs saved boots to judge against: add --boots DIR"
+                .to_string()
+                .into(),
+        );
     }
     if o.check && o.model_only {
         return Err(
@@ -682,10 +715,12 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
         let (text, f) = table(s.name, &w, m, Some(&model), kernel.as_ref());
         out::print(&format!("{text}\n"))?;
         if !boots.is_empty() {
-            let rows = crate::validate_band::judge(s.name, &w, m, &model, &boots, &known);
+            let mut models = vec![model];
+            models.extend(more_seeds(s, m, o, &boots)?);
+            let rows = crate::validate_band::judge(s.name, &w, m, &models, &boots, &known);
             out::print(&format!(
                 "{}\n",
-                crate::validate_band::render(s.name, boots.len(), &rows)
+                crate::validate_band::render(s.name, boots.len(), models.len(), &rows)
             ))?;
             for r in &rows {
                 match &r.verdict {

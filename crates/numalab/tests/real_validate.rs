@@ -55,6 +55,14 @@ fn refusals_are_one_line_with_exit_code_2() {
     );
     fails_with(&["validate", "--model-only", "--check"], &["--check"]);
     fails_with(
+        &["validate", "--model-only", "--model-seeds", "3"],
+        &["--model-seeds", "--boots"],
+    );
+    fails_with(
+        &["validate", "--model-only", "--model-seeds", "0"],
+        &["--model-seeds", "1..=64"],
+    );
+    fails_with(
         &["validate", "--model-only", "--scenario", "oversub"],
         &["oversub", "guest-2n2c", "--machine"],
     );
@@ -143,6 +151,9 @@ fn the_model_trace_of_a_scenario_is_written_beside_the_gate_and_counts_as_the_ga
             &ds,
             "--trace-events",
             events,
+            // The trace is --seed's run; one seed makes the row that run.
+            "--model-seeds",
+            "1",
         ])
     };
     let o = run("sched_migrate_task,numalab_lb");
@@ -196,7 +207,8 @@ fn gate(dir: &str, extra: &[&str], scenarios: &[&str]) -> String {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     for s in scenarios {
-        let head = format!("-- {s}: model against the kernel's band over ");
+        let head =
+            format!("-- {s}: the model's median over 21 seeds against the kernel's band over ");
         assert!(out.contains(&head), "{out}");
     }
     assert!(out.contains("validate --check:"), "{out}");
@@ -290,6 +302,48 @@ fn the_series_scenarios_hold_the_model_to_the_patched_kernels_band() {
     for s in s {
         let r = row(&out, s, "access_latency_outliers");
         assert!(!r.contains("not recorded"), "{r}");
+    }
+}
+
+#[test]
+fn the_gate_judges_the_median_of_the_models_seeds() {
+    let run = |seed: &str, seeds: &str| {
+        let o = numalab(&[
+            "--no-progress",
+            "validate",
+            "--boots",
+            &boots("guest-4n"),
+            "--scenario",
+            "numa02-like",
+            "--seed",
+            seed,
+            "--model-seeds",
+            seeds,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // The model's column of a row: its value, or "median [min-max]".
+    let model = |out: &str, figure: &str| -> String {
+        let line = row(out, "numa02-like", figure).to_string();
+        let tail = line[..line.rfind("  ").unwrap()].trim_end().to_string();
+        let cols: Vec<&str> = tail.split_whitespace().collect();
+        if tail.ends_with(']') {
+            cols[cols.len() - 2..].join(" ")
+        } else {
+            cols[cols.len() - 1].to_string()
+        }
+    };
+    let three = run("4", "3");
+    assert!(three.contains("-- numa02-like: the model's median over 3 seeds against"));
+    for figure in ["numa_pte_updates", "numa_hint_faults", "sched_stick_numa"] {
+        let mut single: Vec<f64> = ["4", "5", "6"]
+            .iter()
+            .map(|s| model(&run(s, "1"), figure).parse().unwrap())
+            .collect();
+        single.sort_by(f64::total_cmp);
+        let want = format!("{} [{}-{}]", single[1], single[0], single[2]);
+        assert_eq!(model(&three, figure), want, "{three}");
     }
 }
 
