@@ -9,7 +9,7 @@ Workload threads are the tasks named tN or threadN (model: PROC/tN), or
 what `--threads REGEX` (before the command) matches, e.g. `s\\d` for
 validate's sleepy. A
 trace may be xz-compressed (`.xz`): crates/numalab/validate/kernel/traces/
-keeps the guest traces of docs/real.md M3 (sessions 16 and 17).
+keeps the guest traces of docs/real.md M3 (sessions 16 to 18).
 
   lineup.py migrations TRACE              who moved the workload threads, per 5 s
   lineup.py preemptions TRACE TASK        who preempted them, how long they waited
@@ -29,6 +29,13 @@ keeps the guest traces of docs/real.md M3 (sessions 16 and 17).
                                           and the newly idle entries (`nib`,
                                           `nibr`): what [kernel]
                                           vcpu_preemption is measured from
+  lineup.py scans TRACE                   the NUMA scan passes per thread:
+                                          guest, from fprobes `tnw` on
+                                          task_numa_work and `cpn`/`cpnr` on
+                                          change_prot_numa and its return
+                                          (each pass's duration by the guest's
+                                          clock and PTEs updated); model, from
+                                          its numalab_scan events
 
 Left out: binary trace.dat files; tasks other than the workload's threads
 and the one named on the command line.
@@ -55,8 +62,10 @@ def load(path):
             continue
         m = LINE.match(line)
         if m:
-            comm, _pid, cpu, _flags, ts, name, fields = m.groups()
-            out.append((float(ts), comm, int(cpu), name, dict(re.findall(r"(\w+)=(\S+)", fields))))
+            comm, pid, cpu, _flags, ts, name, fields = m.groups()
+            f = dict(re.findall(r"(\w+)=(\S+)", fields))
+            f["_pid"] = pid
+            out.append((float(ts), comm, int(cpu), name, f))
     return out
 
 
@@ -263,6 +272,37 @@ def passes(ev):
         print(f"newly idle: {entries} entries, {with_pass} ran a pass, {pulled} pulled; avg_idle median {quantile(avg, 0.5):.0f} us, max_idle_balance_cost median {quantile(mib, 0.5):.0f} us")
 
 
+def scans(ev):
+    """NUMA scan passes per thread, and the guest's pass durations."""
+    open_pass, guest, model = {}, [], []
+    for t, comm, _cpu, name, f in ev:
+        task = f"{comm}-{f['_pid']}"
+        if name == "tnw":
+            open_pass[task] = [t, task, t, 0, 0]
+            guest.append(open_pass[task])
+        elif name in ("cpn", "cpnr") and task in open_pass:
+            p = open_pass[task]
+            p[2] = t
+            if name == "cpnr":
+                p[3] += max(int(f.get("ret", "0"), 0), 0)
+                p[4] += 1
+        elif name == "numalab_scan":
+            model.append((t, task, int(f["pages_updated"])))
+    guest = [p for p in guest if p[4] > 0 and is_thread(p[1])]
+    model = [p for p in model if is_thread(p[1])]
+    if not guest and not model:
+        sys.exit("lineup.py scans: no scan passes of the threads (guest: fprobes tnw, cpn, cpnr; model: numalab_scan)")
+    per = collections.Counter(p[1] for p in guest) + collections.Counter(p[1] for p in model)
+    print("passes per thread:", dict(sorted(per.items())))
+    for t, comm, pages in model:
+        print(f"{t:8.3f} {comm:<16} {pages:6} PTEs")
+    for t, comm, end, pages, _n in guest:
+        print(f"{t:8.3f} {comm:<16} {pages:6} PTEs {1000 * (end - t):7.1f} ms")
+    full = sorted(1000 * (p[2] - p[0]) for p in guest if p[3] >= 16000)
+    if full:
+        print(f"passes of 16 k PTEs or more: {len(full)}, duration ms min {full[0]:.1f} median {quantile(full, 0.5):.1f} max {full[-1]:.1f}")
+
+
 def main(argv):
     global THREAD
     if len(argv) > 2 and argv[1] == "--threads":
@@ -287,6 +327,8 @@ def main(argv):
         return passes(ev)
     if cmd == "groups":
         return groups(ev)
+    if cmd == "scans":
+        return scans(ev)
     task = argv[3] if len(argv) > 3 else sys.exit(f"{cmd}: name the task (the coordinator: numalab in a guest, numalab-real-sample in the model)")
     if cmd == "preemptions":
         return preemptions(ev, task)

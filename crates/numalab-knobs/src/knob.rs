@@ -288,6 +288,18 @@ declare! {
         description: "1: as 6.12: each domain's newly idle pass costs what the model charged for it (kernel work x the machine's cost_scale, so a QEMU guest's passes are as slow as the guest measures its own) and a CPU whose average idle time is shorter than that cost does not try; avg_idle is averaged then clamped; 0: the model before: a newly idle balance runs when avg_idle >= 500 us (sysctl_sched_migration_cost, the pre-5.16 test) and a domain when avg_idle exceeds its native modeled cost, the idle sample is clamped before averaging",
     }
 
+    /// A guest's NUMA scan pass, timed by the guest's clock, includes its
+    /// host's preemptions of the vCPU.
+    VCPU_SCAN_STAMP: bool {
+        name: "numalab.vcpu_scan_stamp",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c task_numa_work(): `p->node_stamp += 32 * diff`, diff the pass's sum_exec_runtime by the guest's sched_clock, which under QEMU TCG runs on while the host keeps the vCPU off; 6.12 guest traces of validate/shared-procs (docs/real.md M3, session 18: fprobes on task_numa_work and change_prot_numa): passes that updated 16-33 k PTEs took 28-624 ms by the guest's clock, median 114 ms, where the model charges 30 ms for 16 k",
+        description: "on a machine with [kernel] vcpu_preemption (QEMU guests): 1: the run time a task_numa_work pass pushes its task's next scan by (32x) is the pass's charged cost plus the host's cuts drawn for a stretch that long (kernel/sched/vcpu.rs), so a pass the host cut keeps its thread from scanning for seconds, as in the guest; 0: the charged cost alone. No effect on other machines",
+    }
+
     /// A task group's tasks share the CPU by their group entity's weight.
     TASK_GROUP_FAIRNESS: bool {
         name: "numalab.task_group_fairness",

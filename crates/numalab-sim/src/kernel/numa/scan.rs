@@ -379,7 +379,15 @@ impl Kernel {
         // The kernel adds what the scan took: the charged (scaled) time,
         // measured on `current`'s clock.
         let charged = self.charge_sys(current, cost);
-        self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * charged as u64;
+        // The run time the kernel measured for the pass: on a QEMU guest it
+        // includes what the host kept the vCPU off meanwhile (sched/vcpu.rs).
+        let mut measured = charged;
+        if self.knobs.get(knob::VCPU_SCAN_STAMP) {
+            if let Some(p) = &self.m.kernel.vcpu_preemption {
+                measured += self.sched.vcpu_host_delay_ns(p, charged);
+            }
+        }
+        self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * measured as u64;
         self.numa.async_scan.stats.scan_ns += charged;
         self.numa.async_scan.stats.scans += 1;
         charged

@@ -3,9 +3,11 @@
 //! spec): a QEMU guest's vCPU threads time-share the host's cores, so a
 //! stretch of guest kernel work that the host cuts lasts, by the guest's
 //! `sched_clock`, as long as the host kept the vCPU off. The model applies
-//! it where the guest kernel decides by a duration it measured itself, the
-//! newly idle balance's cost (balance.rs `update_newidle_cost`); elsewhere
-//! a guest's slower time is in the machine's `cost_scale` averages.
+//! it where the guest kernel decides by a duration it measured itself: the
+//! newly idle balance's cost (balance.rs `update_newidle_cost`) and a
+//! NUMA scan pass's run time, which pushes the scanning task's next scan
+//! by 32 times that (numa/scan.rs, `numalab.vcpu_scan_stamp`); elsewhere a
+//! guest's slower time is in the machine's `cost_scale` averages.
 //!
 //! Left out: the vCPU's tasks stalling meanwhile (the model's CPU goes on
 //! running them), and host preemptions of user work.
@@ -26,13 +28,23 @@ pub(super) fn vcpu_rng(seed: u64) -> Pcg64Mcg {
 
 impl Sched {
     /// How much longer than `cost_ns` a stretch of guest kernel work of
-    /// that length lasts by the guest's clock: with probability
-    /// `cost / run_ms` the host cuts it, for a delay drawn from the
-    /// spec's quantiles (linear between them); else 0.
-    pub(super) fn vcpu_host_delay_ns(&mut self, p: &VcpuPreemption, cost_ns: f64) -> f64 {
-        if self.vcpu_rng.gen::<f64>() >= cost_ns / (p.run_ms * 1e6) {
-            return 0.0;
+    /// that length lasts by the guest's clock: the host cuts it once per
+    /// whole `run_ms` it spans, and once more with probability the rest
+    /// over `run_ms`, each cut a delay drawn from the spec's quantiles
+    /// (linear between them). Work shorter than `run_ms` is cut at most
+    /// once.
+    pub(crate) fn vcpu_host_delay_ns(&mut self, p: &VcpuPreemption, cost_ns: f64) -> f64 {
+        let runs = cost_ns / (p.run_ms * 1e6);
+        let whole = runs.floor();
+        let mut cuts = whole as u64;
+        if self.vcpu_rng.gen::<f64>() < runs - whole {
+            cuts += 1;
         }
+        (0..cuts).map(|_| self.vcpu_cut_ns(p)).sum()
+    }
+
+    /// One cut's delay, ns: from the spec's quantiles, linear between them.
+    fn vcpu_cut_ns(&mut self, p: &VcpuPreemption) -> f64 {
         let q = self.vcpu_rng.gen::<f64>() * 4.0;
         let i = (q as usize).min(3);
         let d = &p.delay_ms;
@@ -69,8 +81,10 @@ mod tests {
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];
         assert!((median - 4.8e6).abs() < 0.6e6, "median {median}");
-        // Work as long as a run is always cut.
+        // Work as long as a run is always cut, ten runs' ten times.
         assert!(s.vcpu_host_delay_ns(&p, 4e6) >= 1e6);
+        let long = s.vcpu_host_delay_ns(&p, 40e6);
+        assert!((10e6..=440e6).contains(&long), "{long}");
     }
 
     #[test]
