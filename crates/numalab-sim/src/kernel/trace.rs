@@ -50,11 +50,17 @@ pub const MODEL_EVENTS: &[&str] = &[
 /// `numalab_numa_find_cpu` is one per `task_numa_find_cpu` call: the
 /// destination node's figures, the path taken, and whether it chose a
 /// move or a swap (crates/numalab-sim/src/kernel/numa/migrate.rs).
+///
+/// `numalab_numa_fault` is one per hinting fault `task_numa_fault` takes:
+/// the page's `last_cpupid`, its node, the pages and `TNF_*` flags (as an
+/// fprobe on the kernel's `task_numa_fault` prints them), whether the
+/// fault counted as private, and the task's numa group after it.
 pub const OPT_IN_EVENTS: &[&str] = &[
     "numalab_lb",
     "numalab_can_migrate",
     "numalab_fluid",
     "numalab_numa_find_cpu",
+    "numalab_numa_fault",
 ];
 
 /// The tracefs system (events/SYSTEM/EVENT) of event `name`.
@@ -66,7 +72,8 @@ pub fn event_system(name: &str) -> &'static str {
         | "numalab_lb"
         | "numalab_can_migrate"
         | "numalab_fluid"
-        | "numalab_numa_find_cpu" => "numalab",
+        | "numalab_numa_find_cpu"
+        | "numalab_numa_fault" => "numalab",
         _ => "sched",
     }
 }

@@ -57,6 +57,18 @@ impl Kernel {
             n.faults_locality = [0; 3];
         }
         let private = usize::from(self.task_numa_fault_private(t, last_cpupid, flags));
+        // The model's own event (opt-in): what an fprobe on the kernel's
+        // task_numa_fault sees (last=, node=, pages=, flags=), plus the
+        // private/shared call and the group it left the task in.
+        if self.trace.is_some() {
+            let gid = self.task_numa_group_id(t);
+            self.trace(Some(t), cpu, "numalab_numa_fault", || {
+                format!(
+                    "last={last_cpupid} node={} pages={pages} flags={flags} private={private} ngid={gid}",
+                    mem_node.index()
+                )
+            });
+        }
         // A shared fault wholly inside the group's active nodes is local.
         if private == 0 && !local {
             if let Some(g) = self.numa_group(t) {
@@ -736,6 +748,35 @@ mod tests {
         k.tasks[t1].state = crate::kernel::sched::TaskState::Dead;
         k.task_numa_free(t1);
         assert_eq!(k.numa_group(t2).unwrap().nr_tasks, 1);
+    }
+
+    #[test]
+    fn numalab_numa_fault_shows_the_faults_cpupid_flags_and_group_when_named() {
+        let (mut k, mm, t1) = setup();
+        let t2 = fx::add_task(&mut k, mm, fx::c(2));
+        let (p1, p2) = (k.tasks[t1].pid, k.tasks[t2].pid);
+        for named in [false, true] {
+            let mut tr = Box::<crate::kernel::trace::Tracer>::default();
+            tr.filter.events = Some(if named {
+                vec!["numalab_numa_fault".into()]
+            } else {
+                vec!["sched_switch".into()]
+            });
+            k.trace = Some(tr);
+            let last = cpu_pid_to_cpupid(fx::c(2), p2);
+            k.task_numa_fault(t1, fx::c(0), last, fx::n(1), 3, 0);
+            let ev = &k.trace.as_ref().unwrap().events;
+            if !named {
+                assert!(ev.is_empty(), "opt-in: {ev:?}");
+                continue;
+            }
+            assert_eq!(ev.len(), 1, "{ev:?}");
+            assert_eq!(ev[0].name, "numalab_numa_fault");
+            assert_eq!(
+                ev[0].fields,
+                format!("last={last} node=1 pages=3 flags=0 private=0 ngid={p1}")
+            );
+        }
     }
 
     #[test]
