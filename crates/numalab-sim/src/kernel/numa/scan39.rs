@@ -176,3 +176,123 @@ impl Kernel {
         charged
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::fx;
+    use crate::kernel::stats::Vm;
+    use crate::kernel::{Kernel, MmId, TaskId};
+
+    /// 3.9's scanner with 3.9's sysctl defaults and scan-rate rules.
+    const S39: &[&str] = &[
+        "numalab.numa_scan_39=1",
+        "numalab.numa_scan_adapt=0",
+        "numa_balancing.scan_period_min_ms=100",
+        "numa_balancing.scan_period_max_ms=5000",
+        "numa_balancing.scan_delay_ms=1000",
+    ];
+
+    /// Mainline's scanner, the same sysctls.
+    const MAINLINE: &[&str] = &[
+        "numalab.numa_scan_adapt=0",
+        "numa_balancing.scan_period_min_ms=100",
+        "numa_balancing.scan_period_max_ms=5000",
+        "numa_balancing.scan_delay_ms=1000",
+    ];
+
+    /// Two threads of an mm of `mb` MiB (THP or not) on node 1, 2 s in.
+    fn setup(sets: &[&str], mb: u64, thp: bool) -> (Kernel, MmId, TaskId, TaskId) {
+        let mut k = fx::kernel("tiny-2n", sets);
+        let mm = fx::add_mm(&mut k, mb << 20, thp, None);
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(1));
+        let t0 = fx::add_task(&mut k, mm, fx::c(0));
+        let t1 = fx::add_task(&mut k, mm, fx::c(2));
+        k.now = 2_000_000_000;
+        (k, mm, t0, t1)
+    }
+
+    #[test]
+    fn a_thread_starts_unstaggered_and_its_first_trigger_sets_scan_period_min() {
+        let (mainline, _, _, t1) = setup(MAINLINE, 16, false);
+        assert_ne!(mainline.tasks[t1].numa.node_stamp, 0, "staggered");
+        let (mut k, mm, _, t) = setup(S39, 16, false);
+        assert_eq!(k.tasks[t].numa.node_stamp, 0);
+        assert_eq!(k.tasks[t].numa.scan_period, 1000, "scan_delay until then");
+        k.tasks[t].sum_exec_runtime = 900_000_000;
+        k.task_tick_numa(t, fx::c(2));
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);
+        k.tasks[t].sum_exec_runtime = 1_001_000_000;
+        k.task_tick_numa(t, fx::c(2));
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
+        assert_eq!(k.tasks[t].numa.scan_period, 100);
+        // The stamp is the runtime: no scan cost, no winner's ticks added.
+        assert_eq!(k.tasks[t].numa.node_stamp, 1_001_000_000);
+        assert_eq!(
+            k.mem.mms[mm].numa.next_scan,
+            k.jiffies() + k.msecs_to_jiffies(100)
+        );
+        // Checked again only once 100 ms more of its runtime have passed,
+        // then stamped with that runtime (not the old stamp + period).
+        k.now += 1_000_000_000;
+        k.tasks[t].sum_exec_runtime = 1_100_000_000;
+        k.task_tick_numa(t, fx::c(2));
+        assert_eq!(k.tasks[t].numa.node_stamp, 1_001_000_000);
+        k.tasks[t].sum_exec_runtime = 1_150_000_000;
+        k.task_tick_numa(t, fx::c(2));
+        assert_eq!(k.tasks[t].numa.node_stamp, 1_150_000_000);
+        assert_eq!(
+            k.vmstat.get(Vm::NumaPteUpdates),
+            4096,
+            "nothing left unmarked"
+        );
+    }
+
+    #[test]
+    fn an_already_marked_huge_pmd_counts_512_updates_again() {
+        for (sets, second) in [(S39, 4 * 512), (MAINLINE, 0)] {
+            let (mut k, _, t, _) = setup(sets, 8, true);
+            k.task_numa_work(t, fx::c(0));
+            assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4 * 512, "{sets:?}");
+            // Nothing faulted: every PMD is still marked at the next pass.
+            k.now += 2_000_000_000;
+            k.task_numa_work(t, fx::c(0));
+            let total = k.vmstat.get(Vm::NumaPteUpdates);
+            assert_eq!(total, 4 * 512 + second, "{sets:?}");
+        }
+    }
+
+    #[test]
+    fn the_budget_is_what_change_prot_numa_returned() {
+        // 512 MiB of marked THPs: 3.9 stops after 256 MiB of them.
+        let (mut k, mm, t, _) = setup(S39, 512, true);
+        for i in 0..k.mem.mms[mm].vmas[fx::V0].pages.len() {
+            fx::mark(&mut k, mm, i);
+        }
+        k.task_numa_work(t, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 256 * 256);
+        let start = k.mem.mms[mm].vmas[fx::V0].start;
+        assert_eq!(k.mem.mms[mm].numa.scan_offset, start + (256 << 20));
+    }
+
+    #[test]
+    fn a_vma_under_2_mib_is_not_scanned() {
+        for (sets, updates) in [(S39, 0), (MAINLINE, 256)] {
+            let (mut k, mm, t, _) = setup(sets, 1, false);
+            k.task_numa_work(t, fx::c(0));
+            assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), updates, "{sets:?}");
+            // 3.9 keeps no per-VMA state; mainline made some.
+            assert_eq!(k.mem.mms[mm].vmas[fx::V0].numab.is_some(), updates > 0);
+        }
+    }
+
+    #[test]
+    fn the_first_scan_after_fork_resets_its_callers_period() {
+        let (mut k, mm, t, _) = setup(S39, 16, false);
+        k.tasks[t].numa.scan_period = 3000;
+        k.task_numa_work(t, fx::c(0));
+        assert_eq!(k.tasks[t].numa.scan_period, 100);
+        let reset = k.jiffies() + k.msecs_to_jiffies(60_000);
+        assert_eq!(k.mem.mms[mm].numa.next_reset, reset);
+    }
+}
