@@ -127,7 +127,10 @@ impl Kernel {
                 continue;
             }
             // "Skip small VMAs. They are not likely to be of relevance."
-            if self.mem.mms[mm].vmas[i].bytes < HPAGE_SIZE {
+            // A region standing for many small VMAs (thread stacks) is
+            // judged by the size of each.
+            let v = &self.mem.mms[mm].vmas[i];
+            if v.piece_bytes.unwrap_or(v.bytes).min(v.bytes) < HPAGE_SIZE {
                 continue;
             }
             let (vm_start, vm_end) = {
@@ -283,6 +286,16 @@ mod tests {
             assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), updates, "{sets:?}");
             // 3.9 keeps no per-VMA state; mainline made some.
             assert_eq!(k.mem.mms[mm].vmas[fx::V0].numab.is_some(), updates > 0);
+        }
+    }
+
+    #[test]
+    fn a_region_of_1_mib_stacks_is_not_scanned_by_39_but_is_by_mainline() {
+        for (sets, updates) in [(S39, 0), (MAINLINE, 4096)] {
+            let (mut k, mm, t, _) = setup(sets, 16, false);
+            k.mem.mms[mm].vmas[fx::V0].piece_bytes = Some(1 << 20);
+            k.task_numa_work(t, fx::c(0));
+            assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), updates, "{sets:?}");
         }
     }
 
