@@ -17,7 +17,9 @@
 //!   now: the first scan waits only for `scan_delay` of the thread's own
 //!   runtime, and the first `task_numa_work` after fork resets its
 //!   caller's period (the 60 s reset, series2013.rs);
-//! - `task_numa_work` skips VMAs smaller than `HPAGE_SIZE`, keeps no
+//! - `task_numa_work` skips VMAs smaller than `HPAGE_SIZE` (removed by
+//!   "[PATCH 14/16] sched: Remove check that skips small VMAs", linux-mm
+//!   2013-07-11; a region's `vma_size` is the size judged), keeps no
 //!   per-VMA state (no scan delay, accessor pids or once-per-sequence
 //!   rule), has no virtual-space budget, does not push the winner's or
 //!   the scan cost into `node_stamp`, and takes `change_prot_numa`'s
