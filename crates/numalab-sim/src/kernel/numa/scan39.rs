@@ -28,6 +28,9 @@
 //!   the range as `HPAGE_PMD_NR`, already `pmd_numa` or not (scan.rs's
 //!   `change_prot_numa` with the switch on); base pages count when marked.
 //!
+//! Proposal 2's asynchronous scan (`kernel.numa_balancing_scan_async`),
+//! which 3.9 did not have, still moves this scanner's work to a kworker.
+//!
 //! Left out: the cmpxchg losing (scans are serial here), `mm->first_nid`
 //! (no scan until the mm runs on a second node: a JVM's threads spread at
 //! once), `migrate_ratelimited` (a scan skipped while its node receives
@@ -65,7 +68,13 @@ impl Kernel {
         self.tasks[t].numa.node_stamp = now;
         let mm = self.tasks[t].mm;
         if self.jiffies() >= self.mem.mms[mm].numa.next_scan {
-            self.task_numa_work_39(t, cpu, t);
+            // 3.9 had no asynchronous scan; proposal 2's switch still
+            // moves this scanner's work to a kworker (async_scan.rs).
+            if self.numa_scan_async() {
+                self.queue_numa_async_work(t, cpu);
+            } else {
+                self.task_numa_work_39(t, cpu, t);
+            }
         }
     }
 
