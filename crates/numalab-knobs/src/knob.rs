@@ -605,6 +605,18 @@ declare! {
         description: "1: with numalab.numa_fault_classify=0, a hinting fault is private when the page's last faulting node (the two-stage filter's record, updated by local faults too, as 3.9's mpol_misplaced did) is the task's node, the preferred node is the node of most private faults, and faults that migrated their page count twice; with numalab.numa_scan_adapt=0, no 60 s reset: a settled task (3 passes on its preferred node) that changes preferred node halves its scan period (the +10 jiffies per unmigrated fault stays); no effect where those switches are on (mainline's rules replaced both); 0: 3.9's rules there",
     }
 
+    /// 3.8-3.9's own scanner: `task_tick_numa` and `task_numa_work` as
+    /// they were before the August 2013 series reworked them.
+    NUMA_SCAN_39: bool {
+        name: "numalab.numa_scan_39",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "3.9/3.10 kernel/sched/fair.c task_tick_numa, task_numa_work, __sched_fork (a v3.10 vendor tree's fair.c in the code index, the NUMA part unchanged from 3.9) and 3.9 mm/huge_memory.c change_huge_pmd; the later changes as posted: Peter Zijlstra, \"[PATCH 06/27] sched, numa: Mitigate chance that same task always updates PTEs\" (linux-mm, 2013-08-08: node_stamp = now became node_stamp += period, the 2-tick push of the winner), Mel Gorman, \"[PATCH 14/16] sched: Remove check that skips small VMAs\" (linux-mm, 2013-07-11: 3.9's task_numa_work skipped VMAs under HPAGE_SIZE) and \"[PATCH 13/27] mm: Only flush TLBs if a transhuge PMD is modified for NUMA pte scanning\" (2013-08-08: before it every present huge PMD in range counted HPAGE_PMD_NR, already pmd_numa or not)",
+        description: "1 (3.8-3.12 before the rework): task_tick_numa sets node_stamp to the task's runtime when its period has elapsed (a new task's first trigger sets its period to scan_period_min, unscaled), new threads are not staggered, the mm's first scan is due at fork; task_numa_work skips VMAs under 2 MiB, keeps no per-VMA scan state, has no virtual-space budget, does not push the winner's node_stamp, and counts every present THP PMD in range as 512 PTE updates (marked before or not) against its scan_size budget and numa_pte_updates; the 60 s reset (numalab.numa_scan_adapt=0) is due from the mm's first fork; 0: mainline's",
+    }
+
     /// 3.8-3.12's PMD-level hinting mark on regular page tables
     /// (`change_pmd_protnuma`, `do_pmd_numa_page`).
     PMD_NUMA_BATCH: bool {

@@ -567,6 +567,7 @@ mod tests {
                     policy: None,
                     runtime: false,
                     shared: false,
+                    vma_bytes: None,
                 }],
                 threads: vec![Thread {
                     name: "t0".into(),

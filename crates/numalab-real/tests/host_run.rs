@@ -62,6 +62,7 @@ fn mixed() -> Workload {
                         policy: pol(PolicyMode::Bind, &[0]),
                         runtime: false,
                         shared: false,
+                        vma_bytes: None,
                     },
                     Region {
                         name: "thp".into(),
@@ -70,6 +71,7 @@ fn mixed() -> Workload {
                         policy: pol(PolicyMode::Interleave, &[0]),
                         runtime: false,
                         shared: false,
+                        vma_bytes: None,
                     },
                 ],
                 threads: vec![
@@ -142,6 +144,7 @@ fn mixed() -> Workload {
                     policy: None,
                     runtime: false,
                     shared: false,
+                    vma_bytes: None,
                 }],
                 threads: vec![Thread {
                     name: "w".into(),

@@ -352,6 +352,12 @@ pub struct Region {
     /// first process to touch them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub shared: bool,
+    /// The region stands for separate, equal VMAs of this many bytes each
+    /// (thread stacks split by guard pages; `vma_size` in the spec), where
+    /// a scanner looks at a VMA's size (3.9's `task_numa_work` skips VMAs
+    /// under 2 MiB). `None`: one VMA.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vma_bytes: Option<u64>,
 }
 
 /// One thread of a process.

@@ -74,6 +74,7 @@ fn region(name: String, bytes: u64) -> Region {
         policy: None,
         runtime: true,
         shared: false,
+        vma_bytes: None,
     }
 }
 

@@ -460,6 +460,8 @@ mod tests {
         // the maximum to 60 s.
         for k in [&base, &series] {
             assert!(k.get(knob::PMD_NUMA_BATCH));
+            // 3.9's own scanner, which v1 left alone.
+            assert!(k.get(knob::NUMA_SCAN_39));
             assert_eq!(k.get(knob::SCAN_PERIOD_MIN_MS), 100);
             assert_eq!(k.get(knob::SCAN_SIZE_MB), 256);
             assert_eq!(k.get(knob::SCAN_DELAY_MS), 1000);
@@ -478,6 +480,7 @@ mod tests {
                 // The ablation is of mainline's parts: never v1's rules.
                 assert!(!k.get(knob::NUMA_SERIES_V1), "{}", c.label);
                 assert!(!k.get(knob::PMD_NUMA_BATCH), "{}", c.label);
+                assert!(!k.get(knob::NUMA_SCAN_39), "{}", c.label);
                 SWITCHES.iter().filter(|&&s| !k.get(s)).count()
             })
             .collect();

@@ -353,6 +353,7 @@ impl Sim {
                 };
                 let thp = r.page_size == numalab_workload::PageSize::Thp2M;
                 let mut v = Vma::new(&r.name, addr, r.bytes, thp, policy, nn);
+                v.piece_bytes = r.vma_bytes;
                 addr = (v.end() + (4 << 20)).next_multiple_of(2 << 20);
                 if r.shared {
                     let vid = VmaId::new(vmas.len());

@@ -147,6 +147,9 @@ pub struct RegionSpec {
     pub thp: bool,
     /// VMA policy (`mbind`).
     pub policy: Option<PolicyValue>,
+    /// Size of each of the separate, equal VMAs the region stands for
+    /// (thread stacks split by guard pages); `None`: one VMA.
+    pub vma_size: Option<Num>,
 }
 
 /// A `[[process.thread]]` entry: a group of `count` alike threads.

@@ -239,6 +239,8 @@ pub(crate) struct RawRegion {
     #[serde(default)]
     pub(crate) thp: bool,
     pub(crate) policy: Option<RawPolicy>,
+    /// Size of each of the separate VMAs the region stands for.
+    pub(crate) vma_size: Option<Num>,
 }
 
 /// A `[[process.thread]]` entry as written.

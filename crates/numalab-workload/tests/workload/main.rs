@@ -10,3 +10,4 @@ mod presets;
 mod ranges;
 mod scale;
 mod shared;
+mod vma_size;

@@ -108,6 +108,10 @@ pub struct Vma {
     /// (node, `last_cpupid`); `None` for a private anonymous VMA, whose
     /// pages are both.
     pub shm: Option<usize>,
+    /// The workload region this VMA models stands for separate VMAs of
+    /// this many bytes each (thread stacks split by guard pages): the
+    /// size 3.9's scanner judges (`numalab.numa_scan_39`). `None`: `bytes`.
+    pub piece_bytes: Option<u64>,
 }
 
 impl Vma {
@@ -166,6 +170,7 @@ impl Vma {
             nr_nodes,
             numab: None,
             shm: None,
+            piece_bytes: None,
         }
     }
 

@@ -15,6 +15,8 @@
 //! - [`migrate`]: `numa_migrate_preferred`, `task_numa_migrate`,
 //!   `task_numa_find_cpu`, `task_numa_compare`, `migrate_task_to`,
 //!   `migrate_swap`;
+//! - [`scan39`]: 3.8-3.9's `task_tick_numa` / `task_numa_work`
+//!   (`numalab.numa_scan_39`);
 //! - [`pmd_numa`]: 3.8-3.12's `change_pmd_protnuma` / `do_pmd_numa_page`
 //!   (`numalab.pmd_numa_batch`);
 //! - [`policy`]: the ops table the decisions above go through
@@ -66,6 +68,7 @@ pub mod placement;
 pub mod pmd_numa;
 pub mod policy;
 pub mod scan;
+pub mod scan39;
 pub mod series2013;
 #[cfg(test)]
 mod shmem_tests;

@@ -123,8 +123,12 @@ impl Kernel {
         n.group = None;
         n.last_task_numa_placement = 0;
         n.last_sum_exec_runtime = 0;
+        let new_mm = parent.is_none() || mm_users == 1;
         let Some(p) = parent else {
             self.sched_setnuma(t, None);
+            if self.numa_scan_39_on() {
+                self.sched_fork_numa_39(t, new_mm);
+            }
             return;
         };
         let pref = self.tasks[p].numa.preferred_nid;
@@ -132,6 +136,9 @@ impl Kernel {
         let ns = self.tasks[p].numa.scan_period * mm_users * crate::kernel::NSEC_PER_MSEC;
         let stagger = (self.task_scan_max(p) as u32).min(ns as u32) as u64;
         self.tasks[t].numa.node_stamp = stagger + 2 * self.tick_ns;
+        if self.numa_scan_39_on() {
+            self.sched_fork_numa_39(t, new_mm);
+        }
     }
 
     /// `task_tick_numa` (fair.c) for task `t` running on `cpu`: on the
@@ -141,6 +148,9 @@ impl Kernel {
     pub fn task_tick_numa(&mut self, t: TaskId, cpu: CpuId) {
         if self.tasks[t].state == TaskState::Dead {
             return;
+        }
+        if self.numa_scan_39_on() {
+            return self.task_tick_numa_39(t, cpu);
         }
         let now = self.tasks[t].sum_exec_runtime;
         let period = self.tasks[t].numa.scan_period * crate::kernel::NSEC_PER_MSEC;
@@ -199,6 +209,9 @@ impl Kernel {
     /// `t`'s `node_stamp` is pushed by 32 times that time either way.
     /// Returns the time charged, ns (0 when nothing was scanned).
     pub(crate) fn numa_scan(&mut self, t: TaskId, cpu: CpuId, current: TaskId) -> f64 {
+        if self.numa_scan_39_on() {
+            return self.task_numa_work_39(t, cpu, current);
+        }
         let now = self.jiffies();
         if self.tasks[t].state == TaskState::Dead {
             return 0.0;
@@ -427,6 +440,10 @@ impl Kernel {
         let nn = self.m.nr_nodes();
         // 3.8-3.12: PMDs whose present pages share a node get `pmd_numa`.
         let batch = self.pmd_numa_batch_on() && !self.mem.mms[mm].vmas[vi].is_thp();
+        // 3.9's change_huge_pmd returned 1 for every huge PMD it locked, so
+        // change_pmd_range counted HPAGE_PMD_NR for a PMD already pmd_numa
+        // too (`numalab.numa_scan_39`, scan39.rs).
+        let recount_thp = self.numa_scan_39_on() && self.mem.mms[mm].vmas[vi].is_thp();
         let mut pmd_marks: Vec<usize> = Vec::new();
         let v = &mut self.mem.mms[mm].vmas[vi];
         if end <= start || start >= v.end() {
@@ -459,6 +476,9 @@ impl Kernel {
                 walked += present;
                 // Present pages not yet marked = chunk length - special.
                 if (cfull_end - cstart) as u64 == v.chunk_special[c] as u64 {
+                    if recount_thp {
+                        updated += present * HPAGE_PMD_NR;
+                    }
                     p = cend;
                     continue;
                 }
@@ -472,6 +492,9 @@ impl Kernel {
                     walked += 1;
                 }
                 if pg.protnone {
+                    if recount_thp {
+                        updated += HPAGE_PMD_NR;
+                    }
                     continue;
                 }
                 if !thp && target == Some(pg.nid) {
@@ -596,7 +619,7 @@ impl MmState {
     }
 
     /// `reset_ptenuma_scan` (fair.c): a pass is complete.
-    fn reset_ptenuma_scan(&mut self, mm: MmId) {
+    pub(super) fn reset_ptenuma_scan(&mut self, mm: MmId) {
         self.mms[mm].numa.scan_seq += 1;
         self.mms[mm].numa.scan_offset = 0;
     }

@@ -156,14 +156,16 @@ impl Kernel {
     /// 3.9 `task_numa_work`'s reset hammer: once `numa_next_reset` has
     /// passed, the scanning task's period returns to the minimum and the
     /// next reset is 60 s away. The first reset is due 60 s after the mm's
-    /// first scan (3.9 set it at the mm's first fork).
+    /// first scan, or, with `numalab.numa_scan_39`, at the first scan after
+    /// the mm's first fork, as 3.9's `__sched_fork` set it.
     /// v1 8/8 removed it (`numalab.numa_series_v1`).
     pub(crate) fn numa_scan_reset_39(&mut self, t: TaskId, mm: MmId, now: u64) {
         if self.numa_series_v1_on() {
             return;
         }
         let reset = self.msecs_to_jiffies(NUMA_SCAN_PERIOD_RESET_MS);
-        if self.mem.mms[mm].numa.next_reset == 0 {
+        // 3.9's own scanner (`numalab.numa_scan_39`) armed it at fork.
+        if self.mem.mms[mm].numa.next_reset == 0 && !self.numa_scan_39_on() {
             self.mem.mms[mm].numa.next_reset = now + reset;
         } else if now > self.mem.mms[mm].numa.next_reset {
             self.tasks[t].numa.scan_period = self.task_scan_min(t);

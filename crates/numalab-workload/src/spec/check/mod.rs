@@ -323,11 +323,15 @@ impl Checker<'_> {
             .policy
             .map(|pv| self.policy(pv, &format!("{rf}.policy")))
             .transpose()?;
+        if let Some(n) = &r.vma_size {
+            self.num(n, &format!("{rf}.vma_size"))?;
+        }
         Ok(RegionSpec {
             name: r.name,
             size: r.size,
             thp: r.thp,
             policy,
+            vma_size: r.vma_size,
         })
     }
 }

@@ -36,6 +36,8 @@ struct RegionSize {
     thp: bool,
     /// Largest `of` of a slice using the region (1 for offset/len uses).
     max_of: u64,
+    /// `vma_size` evaluated, whole pages.
+    vma_bytes: Option<u64>,
 }
 
 /// The resolution of one spec for one machine and scale.

@@ -63,6 +63,20 @@ impl Resolver<'_> {
             .ok_or_else(|| self.err(format!("{rf}.size"), "size overflows"))
     }
 
+    /// A process region's `vma_size` (field path `rf`): positive, whole
+    /// pages, not above the region's size as written.
+    fn region_vma_bytes(&self, rs: &RegionSpec, env: &Env, rf: &str) -> Result<Option<u64>> {
+        let Some(n) = &rs.vma_size else {
+            return Ok(None);
+        };
+        let f = format!("{rf}.vma_size");
+        let v = self.count(n, env, Kind::Size, &f)?;
+        if v == 0 {
+            return Err(self.err(f, "a VMA must not be empty"));
+        }
+        Ok(Some(v.div_ceil(PAGE) * PAGE))
+    }
+
     /// The `[[shared]]` regions, evaluated once with the workload's
     /// variables (no process is bound: `p` and `np` are unknown there).
     pub(super) fn shared(&self, spec: &WorkloadSpec, env: &Env) -> Result<Vec<SharedRegion>> {
@@ -71,6 +85,12 @@ impl Resolver<'_> {
             .enumerate()
             .map(|(k, rs)| {
                 let rf = format!("shared[{k}]");
+                if rs.vma_size.is_some() {
+                    return Err(self.err(
+                        format!("{rf}.vma_size"),
+                        "a [[shared]] region is one memory object: vma_size is for a process's own region",
+                    ));
+                }
                 Ok(SharedRegion {
                     name: rs.name.clone(),
                     bytes: self.region_bytes(rs, env, &rf)?,
@@ -116,6 +136,7 @@ impl Resolver<'_> {
                     bytes,
                     thp: rs.thp,
                     max_of: 0,
+                    vma_bytes: self.region_vma_bytes(rs, env, &rf)?,
                 },
             ));
         }
@@ -137,6 +158,7 @@ impl Resolver<'_> {
                     bytes: shared[k].bytes,
                     thp: shared[k].thp,
                     max_of: 0,
+                    vma_bytes: None,
                 },
             ));
         }
@@ -339,6 +361,7 @@ impl Resolver<'_> {
                 policy,
                 runtime: false,
                 shared: ri >= own,
+                vma_bytes: r.vma_bytes.map(|v| v.min(bytes)),
             })
             .collect();
         Ok(Process {
