@@ -140,13 +140,7 @@ fn the_model_trace_of_a_scenario_is_written_beside_the_gate_and_counts_as_the_ga
     let d = tmp_dir("mtrace");
     let ds = d.to_string_lossy().to_string();
     let run = |events: &str| {
-        numalab(&[
-            "--no-progress",
-            "validate",
-            "--boots",
-            &boots("guest-4n"),
-            "--scenario",
-            "numa02-like",
+        numa02_gate(&[
             "--model-trace",
             &ds,
             "--trace-events",
@@ -183,6 +177,22 @@ fn the_model_trace_of_a_scenario_is_written_beside_the_gate_and_counts_as_the_ga
     assert!(err.contains("unknown event \"sched_wakeup\""), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `numalab validate` of numa02-like against guest-4n's saved boots, with
+/// `extra` options.
+fn numa02_gate(extra: &[&str]) -> Output {
+    let b = boots("guest-4n");
+    let mut args = vec![
+        "--no-progress",
+        "validate",
+        "--boots",
+        b.as_str(),
+        "--scenario",
+        "numa02-like",
+    ];
+    args.extend_from_slice(extra);
+    numalab(&args)
 }
 
 /// Saved boots of a guest's kernel, 3 or 4 per scenario (6.12 under TCG).
@@ -308,18 +318,7 @@ fn the_series_scenarios_hold_the_model_to_the_patched_kernels_band() {
 #[test]
 fn the_gate_judges_the_median_of_the_models_seeds() {
     let run = |seed: &str, seeds: &str| {
-        let o = numalab(&[
-            "--no-progress",
-            "validate",
-            "--boots",
-            &boots("guest-4n"),
-            "--scenario",
-            "numa02-like",
-            "--seed",
-            seed,
-            "--model-seeds",
-            seeds,
-        ]);
+        let o = numa02_gate(&["--seed", seed, "--model-seeds", seeds]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };

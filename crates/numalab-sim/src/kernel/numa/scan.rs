@@ -32,6 +32,19 @@ use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
 use crate::physics::costs;
 
+/// What a `task_numa_work` pass did, for [`Kernel::end_scan_pass`].
+pub(crate) struct ScanPass {
+    /// Where the walk stopped (`vma != NULL` at `out:`), or `None` when it
+    /// reached the last VMA.
+    pub stopped_at: Option<u64>,
+    /// Base pages marked PROT_NONE (`numa_pte_updates`).
+    pub marked: u64,
+    /// Present entries walked.
+    pub examined: u64,
+    /// The locks' and TLB flushes' time, ns.
+    pub locks_ns: f64,
+}
+
 impl Kernel {
     /// `numa_balancing/scan_delay_ms`.
     pub(crate) fn numa_scan_delay_ms(&self) -> u64 {
@@ -375,23 +388,13 @@ impl Kernel {
             }
             break;
         }
-        if stopped.is_some() {
-            self.mem.mms[mm].numa.scan_offset = start;
-        } else {
-            self.mem.reset_ptenuma_scan(mm);
-        }
-        let off = self.mem.mms[mm].numa.scan_offset;
-        let (pid, period) = (self.tasks[t].pid, self.tasks[t].numa.scan_period);
-        // The model's own event: the kernel has no tracepoint for a pass.
-        self.trace(Some(t), cpu, "numalab_scan", || {
-            format!(
-                "pid={pid} pages_updated={marked} ptes_examined={examined} numa_scan_offset={off:X} scan_period_ms={period}"
-            )
-        });
-        let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + locks_ns;
-        // The kernel adds what the scan took: the charged (scaled) time,
-        // measured on `current`'s clock.
-        let charged = self.charge_sys(current, cost);
+        let pass = ScanPass {
+            stopped_at: stopped.map(|_| start),
+            marked,
+            examined,
+            locks_ns,
+        };
+        let charged = self.end_scan_pass(t, cpu, current, mm, &pass);
         // The run time the kernel measured for the pass: on a QEMU guest it
         // includes what the host kept the vCPU off meanwhile (sched/vcpu.rs).
         let mut measured = charged;
@@ -401,6 +404,40 @@ impl Kernel {
             }
         }
         self.tasks[t].numa.node_stamp += SCAN_STAMP_FACTOR * measured as u64;
+        charged
+    }
+
+    /// The end of a `task_numa_work` pass (mainline's and 3.9's): where the
+    /// next pass starts (`numa_scan_offset`, or a new sequence when the
+    /// walk reached the end), the model's `numalab_scan` event, and the
+    /// pass's cost charged to `current` (kernel work x `cost_scale`).
+    /// Returns the time charged, ns.
+    pub(crate) fn end_scan_pass(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        current: TaskId,
+        mm: MmId,
+        pass: &ScanPass,
+    ) -> f64 {
+        match pass.stopped_at {
+            Some(start) => self.mem.mms[mm].numa.scan_offset = start,
+            None => self.mem.reset_ptenuma_scan(mm),
+        }
+        let off = self.mem.mms[mm].numa.scan_offset;
+        let (pid, period) = (self.tasks[t].pid, self.tasks[t].numa.scan_period);
+        let (marked, examined) = (pass.marked, pass.examined);
+        // The model's own event: the kernel has no tracepoint for a pass.
+        self.trace(Some(t), cpu, "numalab_scan", || {
+            format!(
+                "pid={pid} pages_updated={marked} ptes_examined={examined} numa_scan_offset={off:X} scan_period_ms={period}"
+            )
+        });
+        let cost =
+            costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + pass.locks_ns;
+        // The kernel adds what the scan took: the charged (scaled) time,
+        // measured on `current`'s clock.
+        let charged = self.charge_sys(current, cost);
         self.numa.async_scan.stats.scan_ns += charged;
         self.numa.async_scan.stats.scans += 1;
         charged

@@ -40,12 +40,12 @@
 //! without `MPOL_F_MOF` stay unscanned as in mainline (3.9 scanned them and
 //! `mpol_misplaced` refused the faults).
 
+use super::scan::ScanPass;
 use super::{HPAGE_SIZE, PAGES_PER_MB};
 use crate::kernel::mm::PAGE_SHIFT;
 use crate::kernel::sched::TaskState;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
-use crate::physics::costs;
 
 impl Kernel {
     /// `numalab.numa_scan_39`: 3.9's `task_tick_numa` / `task_numa_work`.
@@ -171,23 +171,13 @@ impl Kernel {
                 }
             }
         }
-        if stopped {
-            self.mem.mms[mm].numa.scan_offset = start;
-        } else {
-            self.mem.reset_ptenuma_scan(mm);
-        }
-        let off = self.mem.mms[mm].numa.scan_offset;
-        let (pid, period) = (self.tasks[t].pid, self.tasks[t].numa.scan_period);
-        self.trace(Some(t), cpu, "numalab_scan", || {
-            format!(
-                "pid={pid} pages_updated={marked} ptes_examined={examined} numa_scan_offset={off:X} scan_period_ms={period}"
-            )
-        });
-        let cost = costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + locks_ns;
-        let charged = self.charge_sys(current, cost);
-        self.numa.async_scan.stats.scan_ns += charged;
-        self.numa.async_scan.stats.scans += 1;
-        charged
+        let pass = ScanPass {
+            stopped_at: stopped.then_some(start),
+            marked,
+            examined,
+            locks_ns,
+        };
+        self.end_scan_pass(t, cpu, current, mm, &pass)
     }
 }
 
