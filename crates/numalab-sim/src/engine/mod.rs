@@ -206,6 +206,10 @@ pub struct Sim {
     pub(crate) uses_scratch: Vec<(crate::physics::ResId, f64)>,
     /// Scratch of fast_forward.rs, kept to spare an allocation a step.
     ff_body: Vec<fast_forward::BodyAccess>,
+    /// True while `solve_physics` gathers the demands.
+    solving: bool,
+    /// What the demands of this solve share (exec.rs `SolveKey`).
+    solve_ranges: exec::SolveRanges,
 }
 
 impl Sim {
@@ -310,6 +314,8 @@ impl Sim {
             fast_forward: false,
             sleep_slice_ns: 0,
             ff_body: Vec::new(),
+            solving: false,
+            solve_ranges: Default::default(),
             demands: Vec::new(),
             no_uses: std::rc::Rc::from([]),
             uses_scratch: Vec::new(),
@@ -707,6 +713,8 @@ impl Sim {
         let mut who = Vec::new();
         let mut demands = std::mem::take(&mut self.demands);
         demands.clear();
+        self.solve_ranges.clear();
+        self.solving = true;
         for cpu in CpuId::range(ncpu) {
             let Some(t) = self.k.sched.rq[cpu].curr else {
                 continue;
@@ -720,6 +728,7 @@ impl Sim {
             who.push(t);
             demands.push(d);
         }
+        self.solving = false;
         let cap = self.fluid.res.capacity.clone();
         let rates = max_min_fair(&cap, &demands);
         let mut load = vec![0.0; cap.len()];

@@ -56,34 +56,39 @@ pub(super) fn uncapped_fill(capacity: &[f64], demands: &[Demand]) -> Option<Vec<
     }
     let n = demands.len();
     let mut rate = vec![0.0; n];
-    let mut order: Vec<usize> = (0..n).filter(|&i| demands[i].cap > 0.0).collect();
-    order.sort_by(|&a, &b| demands[a].cap.total_cmp(&demands[b].cap));
+    // (cap, index) with the cap's bits, which order positive finite
+    // values as the values do: a sort of plain integers.
+    let mut order: Vec<(u64, usize)> = (0..n)
+        .filter(|&i| demands[i].cap > 0.0)
+        .map(|i| (demands[i].cap.to_bits(), i))
+        .collect();
+    order.sort_unstable();
     // order[head..] are the flows still rising, by cap.
     let mut head = 0;
     let mut level = 0.0_f64;
-    let mut kept: Vec<usize> = Vec::new();
+    let mut kept: Vec<(u64, usize)> = Vec::new();
     for _ in 0..=n {
         if head == order.len() {
             break;
         }
         // The rounds' step: the smallest `cap - level` (subtraction keeps
         // the caps' order), the resources' being larger.
-        let step = (demands[order[head]].cap - level).max(0.0);
+        let step = (f64::from_bits(order[head].0) - level).max(0.0);
         level += step;
         // Only caps up to just above the level can pass the freeze test:
         // above level * (1 + 1e-8), cap - level exceeds cap * 1e-9.
         let bound = level * (1.0 + 1e-8);
         let mut end = head;
-        while end < order.len() && demands[order[end]].cap <= bound {
+        while end < order.len() && f64::from_bits(order[end].0) <= bound {
             end += 1;
         }
         kept.clear();
-        for &i in &order[head..end] {
-            let cap = demands[i].cap;
+        for &(bits, i) in &order[head..end] {
+            let cap = f64::from_bits(bits);
             if cap - level <= cap * FREEZE {
                 rate[i] = level.min(cap);
             } else {
-                kept.push(i);
+                kept.push((bits, i));
             }
         }
         head = end - kept.len();
