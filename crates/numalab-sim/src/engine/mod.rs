@@ -206,6 +206,8 @@ pub struct Sim {
     pub(crate) uses_scratch: Vec<(crate::physics::ResId, f64)>,
     /// Scratch of fast_forward.rs, kept to spare an allocation a step.
     ff_body: Vec<fast_forward::BodyAccess>,
+    /// The shared-line model's parameters (engine/sharing.rs).
+    sharing: crate::physics::sharing::Sharing,
     /// True while `solve_physics` gathers the demands.
     solving: bool,
     /// What the demands of this solve share (exec.rs `SolveKey`).
@@ -277,6 +279,7 @@ impl Sim {
             .collect();
         let fluid = Fluid::new(&k.m, Switches::from_knobs(&k.knobs));
         let budget = StepBudget::for_run(&k.m, &w);
+        let sharing = sharing::sharing_params(&k);
         let mut sim = Sim {
             k,
             exec: TiVec::new(),
@@ -314,6 +317,7 @@ impl Sim {
             fast_forward: false,
             sleep_slice_ns: 0,
             ff_body: Vec::new(),
+            sharing,
             solving: false,
             solve_ranges: Default::default(),
             demands: Vec::new(),
