@@ -18,6 +18,7 @@
 //! infinite, or a share is negative or NaN: those take the general rounds.
 
 use super::Demand;
+use std::cmp::Ordering;
 
 /// Room kept below each capacity before the shortcut is trusted: the
 /// rounds' floating-point sums err by about 1e-13 of a capacity, far
@@ -41,17 +42,22 @@ pub(super) fn uncapped_fill(capacity: &[f64], demands: &[Demand]) -> Option<Vec<
             continue;
         }
         for &(r, s) in d.uses.iter() {
-            if !(s >= 0.0) {
+            // Negative or NaN.
+            if s.is_nan() || s < 0.0 {
                 return None;
             }
             want[r] += s * d.cap;
         }
     }
-    if want
-        .iter()
-        .zip(capacity)
-        .any(|(&w, &c)| !(w <= c * (1.0 - MARGIN)))
-    {
+    // Each sum at most its capacity less the margin (NaN on either side
+    // is not).
+    let within = |w: f64, c: f64| {
+        matches!(
+            w.partial_cmp(&(c * (1.0 - MARGIN))),
+            Some(Ordering::Less | Ordering::Equal)
+        )
+    };
+    if !want.iter().zip(capacity).all(|(&w, &c)| within(w, c)) {
         return None;
     }
     let n = demands.len();
