@@ -39,7 +39,7 @@ use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
-use crate::physics::{loaded_latency, max_min_fair, Fluid, Switches};
+use crate::physics::{loaded_latency, max_min_fair_with, FairScratch, Fluid, Switches};
 use budget::StepBudget;
 use cgroup_files::apply_cgroup_file;
 use exec::{Op, Stop, ThreadExec};
@@ -208,6 +208,8 @@ pub struct Sim {
     ff_body: Vec<fast_forward::BodyAccess>,
     /// The shared-line model's parameters (engine/sharing.rs).
     sharing: crate::physics::sharing::Sharing,
+    /// What the fair share keeps from one tick's solve to the next.
+    fair: FairScratch,
     /// True while `solve_physics` gathers the demands.
     solving: bool,
     /// What the demands of this solve share (exec.rs `SolveKey`).
@@ -318,6 +320,7 @@ impl Sim {
             sleep_slice_ns: 0,
             ff_body: Vec::new(),
             sharing,
+            fair: FairScratch::default(),
             solving: false,
             solve_ranges: Default::default(),
             demands: Vec::new(),
@@ -734,7 +737,7 @@ impl Sim {
         }
         self.solving = false;
         let cap = self.fluid.res.capacity.clone();
-        let rates = max_min_fair(&cap, &demands);
+        let rates = max_min_fair_with(&cap, &demands, &mut self.fair);
         let mut load = vec![0.0; cap.len()];
         let mut want = vec![0.0; cap.len()];
         for (d, r) in demands.iter().zip(&rates) {

@@ -25,6 +25,7 @@
 pub mod coherence;
 pub mod costs;
 mod fair;
+pub use fair::FairScratch;
 pub mod line;
 pub mod links;
 pub mod sharing;
@@ -234,7 +235,18 @@ pub struct Demand {
 /// their caps, and [`fair::uncapped_fill`] gives the same rates bit for
 /// bit without a pass over the resources per round.
 pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
-    if let Some(rate) = fair::uncapped_fill(capacity, demands) {
+    max_min_fair_with(capacity, demands, &mut FairScratch::default())
+}
+
+/// [`max_min_fair`] with a [`FairScratch`] kept from the last solve (the
+/// engine's, once per tick): the same rates, found sooner when the flows'
+/// caps keep their order.
+pub fn max_min_fair_with(
+    capacity: &[f64],
+    demands: &[Demand],
+    scratch: &mut FairScratch,
+) -> Vec<f64> {
+    if let Some(rate) = fair::uncapped_fill(capacity, demands, scratch) {
         return rate;
     }
     progressive_filling(capacity, demands)
