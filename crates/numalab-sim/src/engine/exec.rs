@@ -295,7 +295,9 @@ impl Sim {
 
     /// Share of a range's accesses that land on each node, with pages not
     /// yet present counted where a first touch from `cpu` would put them.
-    pub(crate) fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> NodeVec {
+    /// Also returns the range's pages not yet present: with none, the mix
+    /// is the range's alone (no policy or CPU enters it).
+    pub(crate) fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> (NodeVec, f64) {
         let nn = self.k.m.nr_nodes();
         let (vma, offset, len) = match op {
             Op::Stream {
@@ -304,7 +306,7 @@ impl Sim {
             | Op::Random {
                 vma, offset, len, ..
             } => (*vma, *offset, *len),
-            _ => return NodeVec::from_elem(0.0, nn),
+            _ => return (NodeVec::from_elem(0.0, nn), 0.0),
         };
         let mm = self.k.tasks[t].mm;
         let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
@@ -331,7 +333,7 @@ impl Sim {
         if total > 0.0 {
             mix.iter_mut().for_each(|x| *x /= total);
         }
-        mix
+        (mix, absent)
     }
 
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
@@ -344,14 +346,34 @@ impl Sim {
                 uses: self.no_uses.clone(),
             },
             Op::Stream { .. } | Op::Random { .. } => {
-                let mix = self.op_mix(t, cpu, op);
                 let cn = self.k.cpu_node(cpu);
-                let lat: f64 = mix
-                    .iter()
-                    .enumerate()
-                    .map(|(n, f)| f * self.fluid.latency[cn.index()][n])
-                    .sum::<f64>()
-                    .max(1.0);
+                // A `write` stream is `bzero`-like: whole-line stores, no
+                // read for ownership; random writes update part of a line.
+                let (write, stores) = match op {
+                    Op::Stream { write, .. } => (*write, Stores::FullLine),
+                    Op::Random { write, .. } => (*write, Stores::WriteAllocate),
+                    _ => (0.0, Stores::WriteAllocate),
+                };
+                let key = self
+                    .solving
+                    .then(|| SolveKey::of(self.k.tasks[t].mm, op, cn, write, stores));
+                let (lat, uses) = match key.and_then(|k| self.solve_ranges.get(&k)) {
+                    Some((lat, uses)) => (*lat, uses.clone()),
+                    None => {
+                        let (mix, absent) = self.op_mix(t, cpu, op);
+                        let lat: f64 = mix
+                            .iter()
+                            .enumerate()
+                            .map(|(n, f)| f * self.fluid.latency[cn.index()][n])
+                            .sum::<f64>()
+                            .max(1.0);
+                        let uses = self.op_traffic(t, cn, &mix, write, stores);
+                        if let Some(k) = key.filter(|_| absent == 0.0) {
+                            self.solve_ranges.insert(k, (lat, uses.clone()));
+                        }
+                        (lat, uses)
+                    }
+                };
                 // Issue 9 item 3 (numalab.shared_line_transfers): lines other
                 // cores hold Modified come by a cache-to-cache transfer.
                 let lat = self.shared_line_latency(t, cpu, op, lat);
@@ -362,14 +384,6 @@ impl Sim {
                             / CACHE_LINE
                     }
                 };
-                // A `write` stream is `bzero`-like: whole-line stores, no
-                // read for ownership; random writes update part of a line.
-                let (write, stores) = match op {
-                    Op::Stream { write, .. } => (*write, Stores::FullLine),
-                    Op::Random { write, .. } => (*write, Stores::WriteAllocate),
-                    _ => (0.0, Stores::WriteAllocate),
-                };
-                let uses = self.op_traffic(t, cn, &mix, write, stores);
                 Demand {
                     cap: mlp * CACHE_LINE / lat * smt,
                     uses,
@@ -780,9 +794,27 @@ impl Sim {
             // once per fault, not once per chunk holding a special page).
             let g = Geometric::new(1.0 - (-(n / npages)).exp());
             let mut q = from;
-            while let Some(x) = v.nth_special_far(q, to, g.sample(&mut self.rng)) {
+            // Special pages left in [q, to), known when the range is the
+            // whole VMA: a gap past them ends the walk without a search to
+            // the end (between scans a few special pages are left, and
+            // every task's last draw of every tick walked all their
+            // chunks). The draws are the same.
+            let mut left = if from == 0 && to == v.pages.len() {
+                v.nr_special
+            } else {
+                u64::MAX
+            };
+            loop {
+                let k = g.sample(&mut self.rng);
+                if k >= left {
+                    break;
+                }
+                let Some(x) = v.nth_special_far(q, to, k) else {
+                    break;
+                };
                 faults.push(x);
                 q = x + 1;
+                left = left.saturating_sub(k + 1);
             }
         } else if v.nr_special > 0 && n > 0.0 {
             // Only chunks holding a special page, and only their special
@@ -1195,6 +1227,53 @@ pub(crate) struct MixEntry {
     pages: NodeVec,
     absent: f64,
 }
+
+/// What the memory latency and the traffic list of an op's demand follow
+/// from during one solve (engine/mod.rs `solve_physics`), when its range
+/// has every page present: the range, the node of the CPU, the write share
+/// and the kind of stores. Pages do not move while the solve runs, so every
+/// task with these inputs gets the same mix, the same latency sum and the
+/// same list (pmbench's 64 tasks ask it of one range from two nodes); the
+/// mix then follows the pages alone, with no policy or CPU in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SolveKey {
+    mm: MmId,
+    vma: VmaId,
+    offset: u64,
+    len: u64,
+    cn: NodeId,
+    write: u64,
+    stores: Stores,
+}
+
+impl SolveKey {
+    /// The key of memory op `op` of a task of `mm` on a CPU of node `cn`.
+    fn of(mm: MmId, op: &Op, cn: NodeId, write: f64, stores: Stores) -> SolveKey {
+        let (vma, offset, len) = match *op {
+            Op::Stream {
+                vma, offset, len, ..
+            }
+            | Op::Random {
+                vma, offset, len, ..
+            } => (vma, offset, len),
+            _ => (VmaId::new(0), 0, 0),
+        };
+        SolveKey {
+            mm,
+            vma,
+            offset,
+            len,
+            cn,
+            write: write.to_bits(),
+            stores,
+        }
+    }
+}
+
+/// The solve's shared demand parts by [`SolveKey`]: the latency sum before
+/// shared lines, and the traffic list.
+pub(crate) type SolveRanges =
+    rustc_hash::FxHashMap<SolveKey, (f64, Rc<[(crate::physics::ResId, f64)]>)>;
 
 /// Random ops with at most this many accesses in one step sample their
 /// accesses one by one instead of walking the range's special pages.

@@ -39,7 +39,7 @@ use crate::kernel::mm::{Mm, Vma};
 use crate::kernel::sched::{Task, TaskState};
 use crate::kernel::sysctl::{knob, Knobs};
 use crate::kernel::{CgroupId, CpuId, Kernel, MmId, NodeId, TaskId, VmaId};
-use crate::physics::{loaded_latency, max_min_fair, Fluid, Switches};
+use crate::physics::{loaded_latency, max_min_fair_with, FairScratch, Fluid, Switches};
 use budget::StepBudget;
 use cgroup_files::apply_cgroup_file;
 use exec::{Op, Stop, ThreadExec};
@@ -206,6 +206,14 @@ pub struct Sim {
     pub(crate) uses_scratch: Vec<(crate::physics::ResId, f64)>,
     /// Scratch of fast_forward.rs, kept to spare an allocation a step.
     ff_body: Vec<fast_forward::BodyAccess>,
+    /// The shared-line model's parameters (engine/sharing.rs).
+    sharing: crate::physics::sharing::Sharing,
+    /// What the fair share keeps from one tick's solve to the next.
+    fair: FairScratch,
+    /// True while `solve_physics` gathers the demands.
+    solving: bool,
+    /// What the demands of this solve share (exec.rs `SolveKey`).
+    solve_ranges: exec::SolveRanges,
 }
 
 impl Sim {
@@ -273,6 +281,7 @@ impl Sim {
             .collect();
         let fluid = Fluid::new(&k.m, Switches::from_knobs(&k.knobs));
         let budget = StepBudget::for_run(&k.m, &w);
+        let sharing = sharing::sharing_params(&k);
         let mut sim = Sim {
             k,
             exec: TiVec::new(),
@@ -310,6 +319,10 @@ impl Sim {
             fast_forward: false,
             sleep_slice_ns: 0,
             ff_body: Vec::new(),
+            sharing,
+            fair: FairScratch::default(),
+            solving: false,
+            solve_ranges: Default::default(),
             demands: Vec::new(),
             no_uses: std::rc::Rc::from([]),
             uses_scratch: Vec::new(),
@@ -708,6 +721,8 @@ impl Sim {
         let mut who = Vec::new();
         let mut demands = std::mem::take(&mut self.demands);
         demands.clear();
+        self.solve_ranges.clear();
+        self.solving = true;
         for cpu in CpuId::range(ncpu) {
             let Some(t) = self.k.sched.rq[cpu].curr else {
                 continue;
@@ -721,8 +736,9 @@ impl Sim {
             who.push(t);
             demands.push(d);
         }
+        self.solving = false;
         let cap = self.fluid.res.capacity.clone();
-        let rates = max_min_fair(&cap, &demands);
+        let rates = max_min_fair_with(&cap, &demands, &mut self.fair);
         let mut load = vec![0.0; cap.len()];
         let mut want = vec![0.0; cap.len()];
         for (d, r) in demands.iter().zip(&rates) {

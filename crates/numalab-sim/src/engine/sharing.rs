@@ -21,7 +21,6 @@ use crate::physics::line::LineModel;
 use crate::physics::sharing::{
     Access, AccessKind, RegionWriters, Sharing, Writer, WriterKind, WRITER_CACHE_BYTES,
 };
-use std::collections::BTreeMap;
 
 /// The part of a region an operation covers.
 struct Span {
@@ -70,8 +69,24 @@ impl Span {
     }
 }
 
-/// The writers of every region that has any, at the last tick.
-pub(crate) type SharedWriters = BTreeMap<(MmId, VmaId), RegionWriters>;
+/// The writers of every region that has any, at the last tick, sorted by
+/// region: a handful of regions, looked up once per running task per tick
+/// (a search of a short sorted list costs less than a tree's).
+pub(crate) type SharedWriters = Vec<((MmId, VmaId), RegionWriters)>;
+
+/// The shared-line model's parameters for a run: its knobs and machine
+/// are fixed, so they are read once ([`Sim::shared_line_latency`] is asked
+/// for every running memory op at every tick).
+pub(crate) fn sharing_params(k: &crate::kernel::Kernel) -> Sharing {
+    let m = &k.m;
+    // A core's streaming misses in flight span core_gbps x latency
+    // bytes (Little's law, as op_demand's stream cap).
+    Sharing {
+        line: LineModel::from_knobs(&k.knobs),
+        cache_bytes: WRITER_CACHE_BYTES,
+        window_bytes: m.bandwidth.core_gbps * m.latency_ns[0][0],
+    }
+}
 
 impl Sim {
     /// Indexes the running writers by region (numalab.shared_line_transfers;
@@ -117,24 +132,25 @@ impl Sim {
         found.sort_by_key(|e| e.0);
         // Regions nobody writes this tick drop out.
         self.shared
-            .retain(|k, _| found.binary_search_by_key(k, |e| e.0).is_ok());
+            .retain(|(k, _)| found.binary_search_by_key(k, |e| e.0).is_ok());
         let mut writers = std::mem::take(&mut self.shared_writers);
         for region in found.chunk_by(|a, b| a.0 == b.0) {
             writers.clear();
             writers.extend(region.iter().map(|e| e.1));
-            match self.shared.get_mut(&region[0].0) {
+            match self.shared.binary_search_by_key(&region[0].0, |e| e.0) {
                 // The same writers keep their index (and what it answered);
                 // streams that only moved update it in place; other
                 // changes rebuild it in the old index's room (the
                 // parameters of the model are fixed for the run).
-                Some(old) => {
+                Ok(i) => {
+                    let old = &mut self.shared[i].1;
                     if !old.move_streams(&writers) {
                         old.rebuild(&writers);
                     }
                 }
-                None => {
+                Err(i) => {
                     self.shared
-                        .insert(region[0].0, RegionWriters::new(&writers));
+                        .insert(i, (region[0].0, RegionWriters::new(&writers)));
                 }
             }
         }
@@ -163,21 +179,13 @@ impl Sim {
             Some(at) => AccessKind::Stream { at },
             None => AccessKind::Random,
         };
-        let Some(r) = self
-            .shared
-            .get(&self.k.mem.region_key(self.k.tasks[t].mm, vma))
-        else {
+        let key = self.k.mem.region_key(self.k.tasks[t].mm, vma);
+        let Ok(i) = self.shared.binary_search_by_key(&key, |e| e.0) else {
             return mem_ns;
         };
+        let r = &self.shared[i].1;
         let m = &self.k.m;
-        // A core's streaming misses in flight span core_gbps x latency
-        // bytes (Little's law, as op_demand's stream cap).
-        let window = m.bandwidth.core_gbps * m.latency_ns[0][0];
-        let p = Sharing {
-            line: LineModel::from_knobs(&self.k.knobs),
-            cache_bytes: WRITER_CACHE_BYTES,
-            window_bytes: window,
-        };
+        let p = &self.sharing;
         let a = Access {
             id: t.index(),
             cpu,
@@ -185,6 +193,6 @@ impl Sim {
             len,
             kind,
         };
-        r.cost(m, &p, &a).latency_ns(mem_ns)
+        r.cost(m, p, &a).latency_ns(mem_ns)
     }
 }

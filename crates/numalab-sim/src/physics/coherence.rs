@@ -86,7 +86,7 @@ pub const DRAM_WRITE_COST: f64 = 1.44;
 pub const DIRECTORY_WRITES: f64 = 1.0;
 
 /// How an op's writes reach memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stores {
     /// Ordinary stores: the line is read for ownership, then written back.
     WriteAllocate,

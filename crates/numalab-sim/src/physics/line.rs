@@ -101,6 +101,29 @@ pub enum Distance {
     RemotePackage,
 }
 
+/// Where a CPU sits in the cache hierarchy: the ids [`Distance`] compares,
+/// 12 bytes instead of a whole [`Cpu`], for lists read once per access
+/// and writer (physics/sharing.rs's random writers). The machine's ids are
+/// below its CPU count, far below `u32::MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    core: u32,
+    llc: u32,
+    package: u32,
+}
+
+impl Place {
+    /// The place of CPU `c`.
+    #[inline]
+    pub fn of(c: &Cpu) -> Place {
+        Place {
+            core: c.core as u32,
+            llc: c.llc as u32,
+            package: c.package as u32,
+        }
+    }
+}
+
 impl Distance {
     /// Where `to` sits from `from` on machine `m`.
     pub fn between(m: &Machine, from: CpuId, to: CpuId) -> Distance {
@@ -109,6 +132,12 @@ impl Distance {
 
     /// Where CPU `b` sits from CPU `a` (both of one machine).
     pub fn between_cpus(a: &Cpu, b: &Cpu) -> Distance {
+        Distance::between_places(Place::of(a), Place::of(b))
+    }
+
+    /// Where place `b` sits from place `a` (CPUs of one machine).
+    #[inline]
+    pub fn between_places(a: Place, b: Place) -> Distance {
         if a.core == b.core {
             Distance::SameCore
         } else if a.llc == b.llc {

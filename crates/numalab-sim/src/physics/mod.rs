@@ -24,6 +24,8 @@
 
 pub mod coherence;
 pub mod costs;
+mod fair;
+pub use fair::FairScratch;
 pub mod line;
 pub mod links;
 pub mod sharing;
@@ -227,7 +229,31 @@ pub struct Demand {
 /// flows blocked by a saturated resource only in a round where one
 /// saturates: residuals never grow, and every flow using a resource
 /// freezes in the round it saturates, so no later round can find another.
+///
+/// When no resource can saturate (every resource's summed demand at the
+/// flows' caps is below its capacity) the rounds only freeze flows at
+/// their caps, and [`fair::uncapped_fill`] gives the same rates bit for
+/// bit without a pass over the resources per round.
 pub fn max_min_fair(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
+    max_min_fair_with(capacity, demands, &mut FairScratch::default())
+}
+
+/// [`max_min_fair`] with a [`FairScratch`] kept from the last solve (the
+/// engine's, once per tick): the same rates, found sooner when the flows'
+/// caps keep their order.
+pub fn max_min_fair_with(
+    capacity: &[f64],
+    demands: &[Demand],
+    scratch: &mut FairScratch,
+) -> Vec<f64> {
+    if let Some(rate) = fair::uncapped_fill(capacity, demands, scratch) {
+        return rate;
+    }
+    progressive_filling(capacity, demands)
+}
+
+/// [`max_min_fair`]'s general rounds, whatever saturates.
+pub(crate) fn progressive_filling(capacity: &[f64], demands: &[Demand]) -> Vec<f64> {
     let mut rate = vec![0.0; demands.len()];
     let mut active: Vec<usize> = (0..demands.len())
         .filter(|&i| demands[i].cap > 0.0 || demands[i].cap.is_nan())

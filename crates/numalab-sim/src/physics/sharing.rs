@@ -55,10 +55,10 @@
 //! cached); accesses' own distributions (random accesses are taken as
 //! uniform over their range); the cache size of each machine (one figure).
 
-use super::line::{Distance, LineModel};
+use super::line::{Distance, LineModel, Place};
 use crate::kernel::CpuId;
 use crate::resort::Resort;
-use numalab_topology::{Cpu, Machine};
+use numalab_topology::Machine;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -210,7 +210,7 @@ struct RandomTerms {
 #[derive(Clone, Debug)]
 struct RandomTerm {
     id: usize,
-    cpu: Cpu,
+    place: Place,
     density: f64,
 }
 
@@ -718,7 +718,7 @@ impl RegionWriters {
             let w = &self.writers[wi];
             RandomTerm {
                 id: w.id,
-                cpu: m.cpus[w.cpu.index()].clone(),
+                place: Place::of(&m.cpus[w.cpu.index()]),
                 density: random_density(w, cache_bytes),
             }
         }));
@@ -729,7 +729,7 @@ impl RegionWriters {
         // p.line.transfer_ns(m, Some(w.cpu), a.cpu, 1.0), by distance:
         // the same products, looked up.
         let by_distance = p.line.transfer_by_distance(1.0);
-        let to = &m.cpus[a.cpu.index()];
+        let to = Place::of(&m.cpus[a.cpu.index()]);
         let transfer = |w: &Writer| by_distance[Distance::between(m, w.cpu, a.cpu) as usize];
         self.fill_random_terms(m, p.cache_bytes);
         let random_terms = self.random_terms.borrow();
@@ -761,7 +761,7 @@ impl RegionWriters {
             }
             for t in &random_terms.terms[c.randoms.clone()] {
                 if t.id != a.id {
-                    let d = Distance::between_cpus(&t.cpu, to);
+                    let d = Distance::between_places(t.place, to);
                     parts.add(ov * t.density, by_distance[d as usize]);
                 }
             }
