@@ -547,6 +547,17 @@ declare! {
         description: "1: a task off its preferred node asks task_numa_migrate for a CPU there (retried every min(1 s, scan period / 16)); 0: only the load balancer moves it (slowly, through migrate_degrades_locality)",
     }
 
+    /// An ablation: every thread of a process in its creator's numa group.
+    NUMA_GROUP_THREADS: bool {
+        name: "numalab.numa_group_threads",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "an experiment, not a kernel rule: in the 6.12 guest the threads of validate/numa02-like act in one numa group from their first NUMA moves (vm/lineup.py groups on validate/kernel/traces/numa02-like.guest-4n.trace.xz: ngid 200 on every event but five), built by task_numa_group from a handful of shared faults the model's threads do not take (docs/real.md M3, session 18); fair.c task_numa_migrate searches every node for a task in a group spanning several (`ng->active_nodes > 1`)",
+        description: "1: a thread created in a process joins its creator's numa group at clone (the creator gets one if it has none), as if the shared faults that group the guest's threads had happened at once; shows what the groups the model does not form would change (docs/real.md M3); 0: groups form only from shared faults (task_numa_group), the kernel's rule",
+    }
+
     /// Placement reads faults classified by the page's last cpupid.
     NUMA_FAULT_CLASSIFY: bool {
         name: "numalab.numa_fault_classify",

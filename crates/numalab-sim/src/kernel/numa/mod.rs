@@ -524,5 +524,10 @@ impl Kernel {
             })
         });
         self.init_numa_balancing(t, parent);
+        if let Some(p) = parent {
+            if self.knobs.get(knob::NUMA_GROUP_THREADS) && self.tasks[p].mm == mm {
+                self.numa_group_join_creator(t, p);
+            }
+        }
     }
 }

@@ -398,6 +398,37 @@ impl Kernel {
         self.put_numa_group(my);
     }
 
+    /// `numalab.numa_group_threads` (an ablation, no kernel rule): new
+    /// thread `t` joins creator `p`'s numa group at clone, `p` getting a
+    /// group of its own first if it has none (as `task_numa_group` makes
+    /// one). `t` has no faults yet, so the group's statistics are `p`'s.
+    pub(crate) fn numa_group_join_creator(&mut self, t: TaskId, p: TaskId) {
+        let nn = self.m.nr_nodes();
+        let zeros = || vec![0; NR_NUMA_HINT_FAULT_BUCKETS * nn];
+        if self.tasks[p].numa.faults.is_empty() {
+            self.tasks[p].numa.faults = zeros();
+        }
+        if self.tasks[p].numa.group.is_none() {
+            let n = &self.tasks[p].numa;
+            let g = NumaGroup {
+                gid: self.tasks[p].pid,
+                nr_tasks: 1,
+                active_nodes: 1,
+                total_faults: n.total_faults,
+                max_faults_cpu: 0,
+                faults: n.faults[..NR_NUMA_HINT_FAULT_STATS * nn].to_vec(),
+            };
+            self.tasks[p].numa.own_group = Some(g);
+            self.tasks[p].numa.group = Some(p);
+        }
+        let owner = self.tasks[p].numa.group.expect("set above");
+        self.tasks[t].numa.faults = zeros();
+        self.tasks[t].numa.group = Some(owner);
+        if let Some(g) = self.tasks[owner].numa.own_group.as_mut() {
+            g.nr_tasks += 1;
+        }
+    }
+
     /// `put_numa_group`: frees a group nobody belongs to any more.
     fn put_numa_group(&mut self, g: TaskId) {
         if self.tasks[g]
@@ -748,6 +779,32 @@ mod tests {
         k.tasks[t1].state = crate::kernel::sched::TaskState::Dead;
         k.task_numa_free(t1);
         assert_eq!(k.numa_group(t2).unwrap().nr_tasks, 1);
+    }
+
+    #[test]
+    fn numa_group_threads_puts_a_new_thread_in_its_creators_group() {
+        let (mut k, mm, t1) = setup();
+        k.task_numa_fault(t1, fx::c(0), CPUPID_UNSET, fx::n(1), 40, 0);
+        let t2 = fx::add_task(&mut k, mm, fx::c(2));
+        k.numa_group_join_creator(t2, t1);
+        let p1 = k.tasks[t1].pid;
+        assert_eq!(k.task_numa_group_id(t1), p1, "the creator's group, made");
+        assert_eq!(k.task_numa_group_id(t2), p1);
+        let g = k.numa_group(t2).unwrap();
+        assert_eq!(g.nr_tasks, 2);
+        // The group's statistics are the creator's: the new thread has none.
+        let nn = k.m.nr_nodes();
+        assert_eq!(
+            g.faults,
+            k.tasks[t1].numa.faults[..NR_NUMA_HINT_FAULT_STATS * nn]
+        );
+        // A third thread joins the same group; an exit leaves it.
+        let t3 = fx::add_task(&mut k, mm, fx::c(3));
+        k.numa_group_join_creator(t3, t2);
+        assert_eq!(k.numa_group(t3).unwrap().nr_tasks, 3);
+        k.tasks[t3].state = crate::kernel::sched::TaskState::Dead;
+        k.task_numa_free(t3);
+        assert_eq!(k.numa_group(t1).unwrap().nr_tasks, 2);
     }
 
     #[test]
