@@ -273,10 +273,10 @@ enum Cmd {
         /// Model PRNG seed (also passed to the guest's random streams).
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// With --boots: judge the median of the model's runs at this many
-        /// seeds (--seed, --seed + 1, ...) against the kernel's band, since
-        /// one model run varies from seed to seed as a boot does (the table
-        /// beside the kernel and --json-dir stay --seed's run); default 21.
+        /// With --boots: judge each figure's median over the model's runs
+        /// at N seeds, counting up from the seed (one model run varies from
+        /// seed to seed as a boot does); the side-by-side table and the
+        /// written records stay the first seed's run. Default 21.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
         model_seeds: Option<u32>,
         /// Shrink memory and passes (the model-only CI check uses this).
