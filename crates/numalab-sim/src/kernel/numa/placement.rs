@@ -323,6 +323,27 @@ impl Kernel {
         }
     }
 
+    /// The group `task_numa_group` makes for `t` on first need: `t` alone,
+    /// with `t`'s fault statistics and its pid as the group id. Nothing
+    /// when `t` already has one.
+    fn numa_group_ensure(&mut self, t: TaskId) {
+        if self.tasks[t].numa.group.is_some() {
+            return;
+        }
+        let nn = self.m.nr_nodes();
+        let n = &self.tasks[t].numa;
+        let g = NumaGroup {
+            gid: self.tasks[t].pid,
+            nr_tasks: 1,
+            active_nodes: 1,
+            total_faults: n.total_faults,
+            max_faults_cpu: 0,
+            faults: n.faults[..NR_NUMA_HINT_FAULT_STATS * nn].to_vec(),
+        };
+        self.tasks[t].numa.own_group = Some(g);
+        self.tasks[t].numa.group = Some(t);
+    }
+
     /// `task_numa_group` (fair.c): a shared fault on a page last touched by
     /// the task now running on the cpupid's CPU. Creates the task's own
     /// group on first need; joins the other task's group if it is bigger
@@ -330,19 +351,7 @@ impl Kernel {
     /// otherwise the fault counts as private after all.
     fn task_numa_group(&mut self, t: TaskId, cpupid: u32, flags: u32, private: &mut usize) {
         let nn = self.m.nr_nodes();
-        if self.tasks[t].numa.group.is_none() {
-            let n = &self.tasks[t].numa;
-            let g = NumaGroup {
-                gid: self.tasks[t].pid,
-                nr_tasks: 1,
-                active_nodes: 1,
-                total_faults: n.total_faults,
-                max_faults_cpu: 0,
-                faults: n.faults[..NR_NUMA_HINT_FAULT_STATS * nn].to_vec(),
-            };
-            self.tasks[t].numa.own_group = Some(g);
-            self.tasks[t].numa.group = Some(t);
-        }
+        self.numa_group_ensure(t);
         let cpu = cpupid_to_cpu(cpupid);
         let Some(tsk) = self.sched.rq.get(cpu).and_then(|rq| rq.curr) else {
             return;
@@ -408,19 +417,7 @@ impl Kernel {
         if self.tasks[p].numa.faults.is_empty() {
             self.tasks[p].numa.faults = zeros();
         }
-        if self.tasks[p].numa.group.is_none() {
-            let n = &self.tasks[p].numa;
-            let g = NumaGroup {
-                gid: self.tasks[p].pid,
-                nr_tasks: 1,
-                active_nodes: 1,
-                total_faults: n.total_faults,
-                max_faults_cpu: 0,
-                faults: n.faults[..NR_NUMA_HINT_FAULT_STATS * nn].to_vec(),
-            };
-            self.tasks[p].numa.own_group = Some(g);
-            self.tasks[p].numa.group = Some(p);
-        }
+        self.numa_group_ensure(p);
         let owner = self.tasks[p].numa.group.expect("set above");
         self.tasks[t].numa.faults = zeros();
         self.tasks[t].numa.group = Some(owner);
