@@ -300,6 +300,17 @@ declare! {
         description: "on a machine with [kernel] vcpu_preemption (QEMU guests): 1: the run time a task_numa_work pass pushes its task's next scan by (32x) is the pass's charged cost plus the host's cuts drawn for a stretch that long (kernel/sched/vcpu.rs), so a pass the host cut keeps its thread from scanning for seconds, as in the guest; 0: the charged cost alone. No effect on other machines",
     }
 
+    /// A guest's timed accesses see the host's cuts of the vCPU.
+    VCPU_ACCESS_CUTS: bool {
+        name: "numalab.vcpu_access_cuts",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "pmbench's timing loop (a clock read after every access; numalab real run's worker times its random phases the same way, numalab-real/src/latency.rs) under QEMU TCG, whose guest clock runs on while the host keeps a vCPU off; the 6.12 guest's own p2-pmbench histograms (validate/kernel/guest-2n2c-series, 2026-11-27): per thread about 1,600 accesses at 131-262 us (hinting faults with a migration) and, after a dip at 0.5-1 ms, about 5,000 at 1-64 ms, the host's cuts; the cuts' rate and delays are the machine spec's [kernel] vcpu_preemption (kernel/sched/vcpu.rs), measured from sched_balance_rq pass durations (docs/real.md M4, M8)",
+        description: "on a machine with [kernel] vcpu_preemption (QEMU guests) and numalab.access_latency=1: 1: every stretch of a task's timed accesses is cut by the host at the spec's rate (one cut per run_ms of it), each cut one access as long as the cut's delay drawn from the spec's quantiles, from a draw stream of its own (engine/host_cuts.rs); the tasks' progress is unchanged (the guest's speeds are averages with the cuts in them); 0: the timed accesses see kernel work and runqueue waits only. No effect on other machines",
+    }
+
     /// A task group's tasks share the CPU by their group entity's weight.
     TASK_GROUP_FAIRNESS: bool {
         name: "numalab.task_group_fairness",

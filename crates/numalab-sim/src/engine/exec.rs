@@ -720,7 +720,13 @@ impl Sim {
             // over the rate (Little's law, as op_demand's cap).
             let cn = self.k.cpu_node(cpu).index();
             let mlp = self.k.m.bandwidth.core_gbps * self.k.m.latency_ns[cn][cn] / CACHE_LINE;
-            self.lat_accesses(t, bytes / CACHE_LINE, mlp * CACHE_LINE / rate, write);
+            self.lat_accesses(
+                t,
+                bytes / CACHE_LINE,
+                mlp * CACHE_LINE / rate,
+                write,
+                bytes / rate,
+            );
         }
         self.account_bytes(t, cpu, vma, offset, len, bytes);
         let used = budget - left;
@@ -871,7 +877,7 @@ impl Sim {
         }
         // pmbench's timed accesses (engine/latency.rs): `mlp` in flight at
         // `per_ns` accesses per ns, so each takes mlp / per_ns.
-        self.lat_accesses(t, n, mlp / per_ns, write);
+        self.lat_accesses(t, n, mlp / per_ns, write, n / per_ns);
         self.account_bytes(t, cpu, vma, offset, len, n * CACHE_LINE);
         let rest = acc_left - n;
         let op = if rest < 0.5 {

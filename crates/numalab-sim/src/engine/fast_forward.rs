@@ -163,7 +163,7 @@ impl Sim {
             let kf = k as f64;
             for a in &accesses {
                 let n = kf * a.accesses;
-                self.lat_accesses(t, n, a.mlp / a.per_ns, a.write);
+                self.lat_accesses(t, n, a.mlp / a.per_ns, a.write, n / a.per_ns);
                 self.account_bytes(t, cpu, a.vma, a.offset, a.len, n * CACHE_LINE);
             }
             let ex = &mut self.exec[t];

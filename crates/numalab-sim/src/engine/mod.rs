@@ -25,6 +25,7 @@ mod control;
 pub mod exec;
 mod fast_forward;
 mod fault;
+mod host_cuts;
 mod latency;
 mod mpol;
 mod numa;
@@ -193,6 +194,9 @@ pub struct Sim {
     /// Tasks preempted at a tick and when, for their timed access.
     /// (Only inserted into and taken from, never iterated: a hash map.)
     lat_preempted: rustc_hash::FxHashMap<TaskId, u64>,
+    /// The host's cuts of timed accesses on a QEMU guest
+    /// (`numalab.vcpu_access_cuts`, engine/host_cuts.rs); `None` elsewhere.
+    host_cuts: Option<host_cuts::HostCuts>,
     /// `numalab.request_fast_forward` (engine/fast_forward.rs).
     fast_forward: bool,
     /// `numalab.sleep_slice_ms` in ns: 0, or the slice a `sleep` phase is
@@ -316,6 +320,7 @@ impl Sim {
             kworkers: Default::default(),
             lat_threshold_ns: 0.0,
             lat_preempted: Default::default(),
+            host_cuts: None,
             fast_forward: false,
             sleep_slice_ns: 0,
             ff_body: Vec::new(),
@@ -330,6 +335,15 @@ impl Sim {
         };
         if sim.k.knobs.get(knob::ACCESS_LATENCY) {
             sim.lat_threshold_ns = sim.k.knobs.get(knob::ACCESS_LATENCY_THRESHOLD_US) as f64 * 1e3;
+            if sim.k.knobs.get(knob::VCPU_ACCESS_CUTS) {
+                sim.host_cuts = sim
+                    .k
+                    .m
+                    .kernel
+                    .vcpu_preemption
+                    .clone()
+                    .map(|p| host_cuts::HostCuts::new(p, sim.opts.seed));
+            }
         }
         sim.fast_forward = sim.k.knobs.get(knob::REQUEST_FAST_FORWARD);
         sim.sleep_slice_ns = sim.k.knobs.get(knob::SLEEP_SLICE_MS) * 1_000_000;

@@ -15,12 +15,24 @@ impl Sim {
         self.lat_threshold_ns > 0.0 && !self.k.tasks[t].kthread
     }
 
-    /// `count` accesses of task `t` at `lat_ns` each, a share `write` of
-    /// them writes.
-    pub(crate) fn lat_accesses(&mut self, t: TaskId, count: f64, lat_ns: f64, write: f64) {
+    /// `count` accesses of task `t` at `lat_ns` each over `run_ns` of its
+    /// time, a share `write` of them writes; on a QEMU guest, plus one
+    /// delayed access per host cut of that time (engine/host_cuts.rs).
+    pub(crate) fn lat_accesses(
+        &mut self,
+        t: TaskId,
+        count: f64,
+        lat_ns: f64,
+        write: f64,
+        run_ns: f64,
+    ) {
         if self.lat_on(t) {
             let th = self.lat_threshold_ns;
-            self.exec[t].lat.add(lat_ns, count, write, th);
+            let lat = &mut self.exec[t].lat;
+            lat.add(lat_ns, count, write, th);
+            if let Some(cuts) = self.host_cuts.as_mut() {
+                cuts.draw(run_ns, |d| lat.add_stall(d, th));
+            }
         }
     }
 

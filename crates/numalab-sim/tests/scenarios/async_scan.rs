@@ -32,6 +32,10 @@ fn run(sets: &[&str]) -> RunRecord {
 
 fn run_spec(text: &str, sets: &[&str]) -> RunRecord {
     let m = numalab_topology::presets::load("tiny-2n").expect("machine");
+    run_on(m, text, sets)
+}
+
+fn run_on(m: numalab_topology::Machine, text: &str, sets: &[&str]) -> RunRecord {
     let spec = numalab_workload::spec::parse(text, "pm-small").expect("spec");
     let w = numalab_workload::spec::resolve(&spec, &m, 1, 1.0).expect("resolve");
     let mut all = vec!["numalab.access_latency_threshold_us=100"];
@@ -136,4 +140,47 @@ fn histograms_split_reads_and_writes_and_count_every_access() {
     let off = run(&["numalab.access_latency=0"]);
     assert!(off.cgroups["/pm"].access_latency.is_none());
     assert!(!off.lab.contains(lab::ACCESSES));
+}
+
+/// tiny-2n as a QEMU guest whose host takes a vCPU off every 2 ms of its
+/// time for 1-5 ms (`[kernel] vcpu_preemption`).
+fn guest() -> numalab_topology::Machine {
+    let mut m = numalab_topology::presets::load("tiny-2n").expect("machine");
+    m.kernel.vcpu_preemption = Some(numalab_topology::VcpuPreemption {
+        run_ms: 2.0,
+        delay_ms: [1.0, 2.0, 3.0, 4.0, 5.0],
+    });
+    m
+}
+
+#[test]
+fn a_guests_timed_accesses_see_one_slow_access_per_host_cut() {
+    let ms = ["numalab.access_latency_threshold_us=1000"];
+    let off = [
+        "numalab.access_latency_threshold_us=1000",
+        "numalab.vcpu_access_cuts=0",
+    ];
+    let on = run_on(guest(), SPEC, &ms);
+    let without = run_on(guest(), SPEC, &off);
+    let out = |r: &RunRecord| lab(r, lab::ACCESS_LATENCY_OUTLIERS);
+    // Two threads timing accesses for 6 s, a cut every 2 ms of it, each
+    // cut 1-5 ms long, so over the 1 ms threshold: about 6000 more.
+    let cuts = out(&on) - out(&without);
+    assert!(
+        (5000.0..=7000.0).contains(&cuts),
+        "{} vs {}",
+        out(&on),
+        out(&without)
+    );
+    // The cuts only redistribute the histogram: the work done is the same.
+    assert_eq!(
+        lab(&on, lab::ACCESSES).round(),
+        lab(&without, lab::ACCESSES).round() + cuts.round()
+    );
+    assert_eq!(on.vmstat, without.vmstat);
+    // A native machine has no host: the switch changes nothing there.
+    let native = run(&ms);
+    let native_off = run(&off);
+    assert_eq!(native.tasks, native_off.tasks);
+    assert_eq!(out(&native), out(&native_off));
 }

@@ -6,11 +6,14 @@
 //! it where the guest kernel decides by a duration it measured itself: the
 //! newly idle balance's cost (balance.rs `update_newidle_cost`) and a
 //! NUMA scan pass's run time, which pushes the scanning task's next scan
-//! by 32 times that (numa/scan.rs, `numalab.vcpu_scan_stamp`); elsewhere a
-//! guest's slower time is in the machine's `cost_scale` averages.
+//! by 32 times that (numa/scan.rs, `numalab.vcpu_scan_stamp`); and a
+//! timed access of user work the host cut, which the guest's clock sees
+//! as one slow access (engine/host_cuts.rs, `numalab.vcpu_access_cuts`).
+//! Elsewhere a guest's slower time is in the machine's averages
+//! (`cost_scale`, `core_gbps` measured with every vCPU busy).
 //!
 //! Left out: the vCPU's tasks stalling meanwhile (the model's CPU goes on
-//! running them), and host preemptions of user work.
+//! running them; their average slowdown is in those averages).
 
 use super::Sched;
 use numalab_topology::VcpuPreemption;
@@ -26,29 +29,35 @@ pub(super) fn vcpu_rng(seed: u64) -> Pcg64Mcg {
     Pcg64Mcg::seed_from_u64(seed ^ VCPU_STREAM)
 }
 
+/// How many times the host cuts a stretch of `run_ns` of guest time:
+/// once per whole `run_ms` it spans, and once more with probability the
+/// rest over `run_ms` (so a stretch shorter than `run_ms` is cut at most
+/// once).
+pub(crate) fn host_cuts(rng: &mut Pcg64Mcg, p: &VcpuPreemption, run_ns: f64) -> u64 {
+    let runs = run_ns / (p.run_ms * 1e6);
+    let whole = runs.floor();
+    let mut cuts = whole as u64;
+    if rng.gen::<f64>() < runs - whole {
+        cuts += 1;
+    }
+    cuts
+}
+
+/// One cut's delay, ns: from the spec's quantiles, linear between them.
+pub(crate) fn host_cut_ns(rng: &mut Pcg64Mcg, p: &VcpuPreemption) -> f64 {
+    let q = rng.gen::<f64>() * 4.0;
+    let i = (q as usize).min(3);
+    let d = &p.delay_ms;
+    (d[i] + (d[i + 1] - d[i]) * (q - i as f64)) * 1e6
+}
+
 impl Sched {
     /// How much longer than `cost_ns` a stretch of guest kernel work of
-    /// that length lasts by the guest's clock: the host cuts it once per
-    /// whole `run_ms` it spans, and once more with probability the rest
-    /// over `run_ms`, each cut a delay drawn from the spec's quantiles
-    /// (linear between them). Work shorter than `run_ms` is cut at most
-    /// once.
+    /// that length lasts by the guest's clock: the sum of the host's cuts
+    /// of it ([`host_cuts`], [`host_cut_ns`]).
     pub(crate) fn vcpu_host_delay_ns(&mut self, p: &VcpuPreemption, cost_ns: f64) -> f64 {
-        let runs = cost_ns / (p.run_ms * 1e6);
-        let whole = runs.floor();
-        let mut cuts = whole as u64;
-        if self.vcpu_rng.gen::<f64>() < runs - whole {
-            cuts += 1;
-        }
-        (0..cuts).map(|_| self.vcpu_cut_ns(p)).sum()
-    }
-
-    /// One cut's delay, ns: from the spec's quantiles, linear between them.
-    fn vcpu_cut_ns(&mut self, p: &VcpuPreemption) -> f64 {
-        let q = self.vcpu_rng.gen::<f64>() * 4.0;
-        let i = (q as usize).min(3);
-        let d = &p.delay_ms;
-        (d[i] + (d[i + 1] - d[i]) * (q - i as f64)) * 1e6
+        let cuts = host_cuts(&mut self.vcpu_rng, p, cost_ns);
+        (0..cuts).map(|_| host_cut_ns(&mut self.vcpu_rng, p)).sum()
     }
 }
 
