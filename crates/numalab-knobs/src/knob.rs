@@ -300,6 +300,17 @@ declare! {
         description: "on a machine with [kernel] vcpu_preemption (QEMU guests): 1: the run time a task_numa_work pass pushes its task's next scan by (32x) is the pass's charged cost plus the host's cuts drawn for a stretch that long (kernel/sched/vcpu.rs), so a pass the host cut keeps its thread from scanning for seconds, as in the guest; 0: the charged cost alone. No effect on other machines",
     }
 
+    /// A `/proc/PID/numa_maps` reader counts in the process's `mm_users`.
+    PROC_MM_REFS: bool {
+        name: "numalab.proc_mm_refs",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "fs/proc/task_mmu.c: m_start() takes mmget_not_zero(mm) for the walk of /proc/PID/numa_maps and m_stop() drops it (mmput), so mm_users counts the reader meanwhile; mm/mprotect.c change_protection() leaves pages on the scanning CPU's node alone only while mm_users == 1 (change_pte_range's target_node); 6.12 guest trace of validate/pinned-4k (fprobe on change_prot_numa with vma->vm_mm->mm_users, docs/real.md M8, session 19): init's first pass marked its heap and chunks with mm_users 2 while numalab real run's coordinator sampled, and 1 a few ms later",
+        description: "1: a background task whose spec has mm_refs (validate's coordinator, which samples every process's numa_maps) holds a reference on each live workload mm while its work runs, so a single-threaded process's scan then marks its pages on its own node too and a thread created meanwhile sees mm_users one higher (init_numa_balancing); 0: mm_users counts threads only (the model before). No effect without such a task (native reproductions)",
+    }
+
     /// A guest's timed accesses see the host's cuts of the vCPU.
     VCPU_ACCESS_CUTS: bool {
         name: "numalab.vcpu_access_cuts",

@@ -76,6 +76,12 @@ pub struct Background {
     pub period_ms: f64,
     /// CPU work per wakeup on native hardware, us (scaled by `cost_scale`).
     pub runtime_us: f64,
+    /// Its work holds a reference on every workload process's mm while it
+    /// runs (a `/proc/PID/numa_maps` reader: `mmget_not_zero` in
+    /// fs/proc/task_mmu.c `m_start`, `mmput` in `m_stop`), so
+    /// `mm_users` counts it (lab switch `numalab.proc_mm_refs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mm_refs: bool,
 }
 
 /// How a virtual machine's vCPUs time-share the host's cores, as the
@@ -133,6 +139,7 @@ pub fn default_background() -> Vec<Background> {
         per,
         period_ms,
         runtime_us,
+        mm_refs: false,
     };
     vec![
         // mm/vmstat.c: vmstat_update re-queues itself on every CPU each
@@ -292,8 +299,12 @@ pub(crate) fn render_kernel(k: &KernelParams) -> String {
             BackgroundPer::Node => "node",
             BackgroundPer::Machine => "machine",
         };
+        let mut extra = String::new();
+        if b.mm_refs {
+            extra.push_str(", mm_refs = true");
+        }
         out.push_str(&format!(
-            "  {{ name = {}, per = \"{per}\", period_ms = {}, runtime_us = {} }},\n",
+            "  {{ name = {}, per = \"{per}\", period_ms = {}, runtime_us = {}{extra} }},\n",
             crate::toml_out::toml_str(&b.name),
             crate::toml_out::toml_f64(b.period_ms),
             crate::toml_out::toml_f64(b.runtime_us)

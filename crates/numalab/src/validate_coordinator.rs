@@ -67,12 +67,15 @@ pub fn real_run_sampler(
             per: BackgroundPer::Machine,
             period_ms: 50.0,
             runtime_us: poll_us,
+            mm_refs: false,
         },
         Background {
             name: "numalab-real-sample".into(),
             per: BackgroundPer::Machine,
             period_ms: interval_s * 1000.0,
             runtime_us: sample_us,
+            // Its numa_maps walks hold each process's mm.
+            mm_refs: true,
         },
     ]
 }

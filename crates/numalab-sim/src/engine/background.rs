@@ -6,15 +6,26 @@
 //! (a PRNG stream of its own, so the workload's stream is unchanged).
 //! Switched off by `numalab.background=0`.
 //!
+//! A background task whose spec has `mm_refs` (validate's coordinator,
+//! which reads every process's `/proc/PID/numa_maps`) holds a reference on
+//! each workload process's mm while its work runs: the walk's
+//! `mmget_not_zero` (fs/proc/task_mmu.c `m_start`), so a single-threaded
+//! process's `mm_users` is 2 meanwhile and its scan marks pages already
+//! on its node too (`change_pte_range`'s `target_node` test; lab switch
+//! `numalab.proc_mm_refs`).
+//!
 //! Left out: timer slack and `round_jiffies` alignment of the wakeups;
 //! the period restarts when the work ends (as `queue_delayed_work` from
-//! the work itself does), so a delayed run drifts the next ones.
+//! the work itself does), so a delayed run drifts the next ones. A reader
+//! holds every process's mm for its whole run, where the coordinator walks
+//! one process after another.
 
 use super::exec::ThreadExec;
 use super::{Ev, Sim};
 use crate::kernel::sched::background::FIRST_KTHREAD_PID;
 use crate::kernel::sysctl::knob;
 use crate::kernel::CpuId;
+use crate::kernel::{MmId, TaskId};
 use numalab_topology::{BackgroundPer, CpuSet};
 use numalab_workload::Phase;
 use rand::{Rng, SeedableRng};
@@ -72,16 +83,48 @@ impl Sim {
                 let cpu = CpuId::new(cpus.first().unwrap_or(0));
                 let t = self.k.kthread_create(pid, &name, cpus, cpu);
                 pid += 1;
-                self.exec.push(ThreadExec::new(
-                    proc_index,
-                    programs.len(),
-                    self.k.m.nr_nodes(),
-                ));
+                let mut ex = ThreadExec::new(proc_index, programs.len(), self.k.m.nr_nodes());
+                if b.mm_refs && self.k.knobs.get(knob::PROC_MM_REFS) {
+                    ex.mm_refs = Some(Vec::new());
+                }
+                self.exec.push(ex);
                 programs.push(program.clone());
                 let first = rng.gen_range(0..period_ns.max(1));
                 self.push(self.k.now + first, Ev::Wakeup { task: t });
             }
         }
         self.threads.push(programs);
+    }
+
+    /// A `/proc` reader `t` takes (`take`: its work starts) or drops (it
+    /// goes to sleep) its references on the workload's live mms.
+    pub(super) fn proc_mm_refs(&mut self, t: TaskId, take: bool) {
+        let Some(held) = self.exec[t].mm_refs.take() else {
+            return;
+        };
+        for &mm in &held {
+            let m = &mut self.k.mem.mms[mm];
+            m.refs = m.refs.saturating_sub(1);
+        }
+        let mut now: Vec<MmId> = Vec::new();
+        if take {
+            for p in &self.procs {
+                let live = p
+                    .tasks
+                    .iter()
+                    .flatten()
+                    .find(|&&x| self.k.tasks[x].state != crate::kernel::sched::TaskState::Dead);
+                if let Some(&x) = live {
+                    let mm = self.k.tasks[x].mm;
+                    if !now.contains(&mm) {
+                        now.push(mm);
+                    }
+                }
+            }
+            for &mm in &now {
+                self.k.mem.mms[mm].refs += 1;
+            }
+        }
+        self.exec[t].mm_refs = Some(now);
     }
 }

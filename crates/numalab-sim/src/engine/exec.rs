@@ -140,6 +140,9 @@ pub struct ThreadExec {
     /// (`numalab.sleep_slice_ms`): until then, each time it runs it sleeps
     /// again for a slice or what is left.
     pub(crate) nap_until: Option<u64>,
+    /// A `/proc/PID/numa_maps` reader (`numalab.proc_mm_refs`): the mms it
+    /// holds a reference on while its work runs; `None` for other tasks.
+    pub(crate) mm_refs: Option<Vec<crate::kernel::MmId>>,
 }
 
 impl ThreadExec {
@@ -165,6 +168,7 @@ impl ThreadExec {
             creating: None,
             waits_for_creator: false,
             nap_until: None,
+            mm_refs: None,
         }
     }
 }
@@ -538,7 +542,11 @@ impl Sim {
                 // At the end of an iteration: the whole ones that fit in
                 // the tick at once (engine/fast_forward.rs).
                 left -= self.fast_forward_iterations(t, cpu, left);
-                match self.next_phase(t) {
+                let next = self.next_phase(t);
+                if self.exec[t].mm_refs.is_some() {
+                    self.proc_mm_refs(t, matches!(next, Next::Op(Op::Compute(_))));
+                }
+                match next {
                     Next::Op(o) => {
                         self.exec[t].op = o;
                         self.exec[t].rate_fresh = false;

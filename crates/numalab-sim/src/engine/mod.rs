@@ -396,6 +396,7 @@ impl Sim {
                 tgid: pid,
                 vmas: vmas.into(),
                 users: 0,
+                refs: 0,
                 numa: Default::default(),
             });
             // The process is forked from the shell; fork balancing places it.

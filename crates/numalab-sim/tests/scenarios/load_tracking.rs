@@ -104,6 +104,7 @@ phases = [ { compute = "2s" } ]
             per: numalab_topology::BackgroundPer::Cpu,
             period_ms: 200.0,
             runtime_us: 100_000.0,
+            mm_refs: false,
         }];
     };
     for pelt in ["numalab.pelt=1", "numalab.pelt=0"] {
@@ -125,5 +126,49 @@ phases = [ { compute = "2s" } ]
         (quiet.elapsed_s - 2.0).abs() < 0.05,
         "quiet: {}",
         quiet.elapsed_s
+    );
+}
+
+#[test]
+fn a_proc_reader_makes_a_single_threaded_scan_mark_its_own_nodes_pages() {
+    // One thread pinned to node 0 rewrites its 64 MiB for a few seconds:
+    // alone in its mm, its scans leave pages already on node 0 alone
+    // (change_pte_range's target_node), so nothing is marked. A background
+    // reader of /proc/PID/numa_maps that runs 8 ms of every 10 holds the
+    // mm meanwhile (mm_users 2), and the scans that land then mark them.
+    let w = r#"
+name = "alone"
+[[process]]
+name = "p"
+[[process.region]]
+name = "r"
+size = "64MiB"
+[[process.thread]]
+name = "w"
+affinity = "node:0"
+phases = [ { stream = "r", passes = 400 } ]
+"#;
+    let reader = |m: &mut numalab_topology::Machine| {
+        m.kernel.background = vec![numalab_topology::Background {
+            name: "reader".into(),
+            per: numalab_topology::BackgroundPer::Cpu,
+            period_ms: 10.0,
+            runtime_us: 8_000.0,
+            mm_refs: true,
+        }];
+    };
+    let marked = |sets: &[&str]| {
+        run_on(w, sets, reader)
+            .vmstat
+            .get("numa_pte_updates")
+            .copied()
+            .unwrap_or(0)
+    };
+    let with = marked(&["kernel.numa_balancing=1"]);
+    let without = marked(&["kernel.numa_balancing=1", "numalab.proc_mm_refs=0"]);
+    assert_eq!(without, 0, "alone in its mm, nothing on its node is marked");
+    assert!(
+        with >= 16_384,
+        "the reader's windows let scans mark a full pass: {with}"
     );
 }

@@ -532,13 +532,22 @@ pub struct Mm {
     pub tgid: u64,
     /// VMAs in address order.
     pub vmas: TiVec<VmaId, Vma>,
-    /// Threads using the mm (`mm_users`).
+    /// Threads using the mm (`mm_users` as the threads make it; the
+    /// kernel's `get_nr_threads`).
     pub users: u64,
+    /// Other references counted in `mm_users` (a `/proc/PID/numa_maps`
+    /// reader while it walks, `numalab.proc_mm_refs`).
+    pub refs: u64,
     /// NUMA balancing scan state (`mm->numa_next_scan`, offset, seq).
     pub numa: crate::kernel::numa::MmNumaState,
 }
 
 impl Mm {
+    /// `atomic_read(&mm->mm_users)`: its threads and other references.
+    pub fn mm_users(&self) -> u64 {
+        self.users + self.refs
+    }
+
     /// Resident pages (base-page units) on each node.
     pub fn rss_by_node(&self, nr_nodes: usize) -> Vec<u64> {
         let mut v = vec![0u64; nr_nodes];

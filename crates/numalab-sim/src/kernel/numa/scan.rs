@@ -119,7 +119,7 @@ impl Kernel {
         let mm = self.tasks[t].mm;
         let delay = self.numa_scan_delay_ms();
         // mm_users as sched_fork() sees it: the child is not counted yet.
-        let mm_users = self.mem.mms[mm].users.saturating_sub(1);
+        let mm_users = self.mem.mms[mm].mm_users().saturating_sub(1);
         if parent.is_none() || mm_users == 1 {
             self.mem.mms[mm].numa.next_scan = self.jiffies() + self.msecs_to_jiffies(delay);
             self.mem.mms[mm].numa.scan_seq = 0;
@@ -266,7 +266,7 @@ impl Kernel {
         }
         // change_pte_range: in a single-threaded mm, pages already on the
         // scanning CPU's node are left alone.
-        let target_node = (self.mem.mms[mm].users == 1).then(|| self.cpu_node(cpu));
+        let target_node = (self.mem.mms[mm].mm_users() == 1).then(|| self.cpu_node(cpu));
         let pid_reset = self.msecs_to_jiffies(VMA_PID_RESET_DELAYS * delay);
         let nvmas = self.mem.mms[mm].vmas.len();
         // mmap_read_trylock / mmap_read_unlock: the count line's two

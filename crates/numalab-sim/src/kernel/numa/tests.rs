@@ -45,6 +45,7 @@ pub(crate) mod fx {
             tgid: PID0 + 100 * id.index() as u64,
             vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)].into(),
             users: 0,
+            refs: 0,
             numa: Default::default(),
         });
         id

@@ -31,6 +31,7 @@ impl Kernel {
             tgid: pid,
             vmas: Default::default(),
             users: 0,
+            refs: 0,
             numa: Default::default(),
         });
         let mut task = Task::new(pid, pid, name.to_string(), mm, CgroupId::new(0));

@@ -1416,6 +1416,7 @@ mod tests {
             tgid: 100,
             vmas: Default::default(),
             users: 0,
+            refs: 0,
             numa: Default::default(),
         });
         k
