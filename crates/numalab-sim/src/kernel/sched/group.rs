@@ -33,6 +33,11 @@
 //! its own below the root where only kernel threads run: a systemd session
 //! or `numalab real run`'s cgroup).
 //!
+//! With the lab switch `numalab.task_h_load_integer` (off by default) a
+//! grouped task's `task_h_load` follows fair.c's integer steps
+//! (`group_task_h_load`): a thread of a group whose shares are spread thin
+//! weighs 1 where the unrounded ratio gives 3.
+//!
 //! Left out: the group entity's own PELT smoothing (its weight reaches the
 //! root load at once), nested groups (every group is a child of the root),
 //! `cpu.weight` other than 100, `MIN_SHARES` and the 1/64 threshold of
