@@ -333,6 +333,17 @@ declare! {
         description: "with numalab.task_group on: 1: a task of a task group advances its vruntime by its run time x 1024 over its share of its group entity's weight on its CPU (the entity's calc_group_shares weight over the group's runnable tasks there), so a root-group task (a kernel thread, numalab real run's coordinator) sharing a CPU with one of a group's busy threads gets most of it, as the kernel's hierarchical fairness gives; 0: every task advances by its run time (equal shares, the model before). No effect without task groups (numalab.task_group=none, plain model runs). Off by default: the guest's coordinator got 85-90 % of the vCPU it shared with a workload thread during a sample (numa02-like, unpinned; the model 83 % with it on, about 75 % off), but with it on ten gate figures of the two guests leave their bands and seven enter (102 within against 105: shared-procs' NUMA moves 6 -> 0, fork-under-load's sticks 0 -> 208, sleepy's pages migrated 6 -> 2213; docs/real.md M3), so a compensating difference is still open",
     }
 
+    /// A grouped task's `task_h_load` in the kernel's integer steps.
+    TASK_H_LOAD_INTEGER: bool {
+        name: "numalab.task_h_load_integer",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c (6.12) update_cfs_rq_h_load(): a group runqueue's h_load = div64_ul(parent h_load * se->avg.load_avg, cfs_rq_load_avg(parent) + 1), the root's h_load its own load_avg; task_h_load(): div64_ul(p->se.avg.load_avg * cfs_rq->h_load, cfs_rq_load_avg(cfs_rq) + 1); a group entity's load_avg is its scale_load_down() weight (calc_group_shares) times its runnable fraction, an integer",
+        description: "with numalab.task_group on: 1: a grouped task's task_h_load is computed as fair.c does, each step an integer division with a denominator one larger (the group entity's load the floor of its calc_group_shares weight), so a thread of a group whose 1024 shares are spread over 320 busy threads weighs 1, not 3.2; 0: its own load_avg times its group entity's weight over the group's load on its CPU, unrounded until the end (the model before). No effect without task groups. Off by default: on, the no-QEMU gate of guest-2n2c loses one figure (shared-procs' sched_stick_numa, median over seeds 1-21 45 -> 75 against the band 5.5-56; guest-4n keeps its 56 within lines), and interleave-task-migration with /mytest a task group moves 83 and swaps 202 at --scale 0.25 against 72 and 224 (docs/reproductions.md#interleave-task-migration)",
+    }
+
     /// The program's runtime mappings beside the workload's regions.
     PROCESS_MAPPINGS: choice(ProcessMappings) {
         name: "numalab.process_mappings",

@@ -33,6 +33,11 @@
 //! its own below the root where only kernel threads run: a systemd session
 //! or `numalab real run`'s cgroup).
 //!
+//! With the lab switch `numalab.task_h_load_integer` (off by default) a
+//! grouped task's `task_h_load` follows fair.c's integer steps
+//! (`group_task_h_load`): a thread of a group whose shares are spread thin
+//! weighs 1 where the unrounded ratio gives 3.
+//!
 //! Left out: the group entity's own PELT smoothing (its weight reaches the
 //! root load at once), nested groups (every group is a child of the root),
 //! `cpu.weight` other than 100, `MIN_SHARES` and the 1/64 threshold of
@@ -150,6 +155,31 @@ impl Kernel {
             return 1.0;
         }
         (SCHED_CAPACITY_SCALE / grp.load_avg).min(SCHED_CAPACITY_SCALE / avg)
+    }
+
+    /// `task_h_load` (fair.c) of task `t` in its task group as the kernel
+    /// computes it, in integers with denominators one larger
+    /// (`update_cfs_rq_h_load`, then `task_h_load`): the root's `h_load`
+    /// is its load, the group runqueue's `h_load` that times its entity's
+    /// load over the root's load + 1, and the task's its `load_avg` times
+    /// that over the group runqueue's load + 1. The entity's load is the
+    /// floor of its `calc_group_shares` weight, as the model's root load
+    /// counts it (the entity's own smoothing is left out). `None` outside
+    /// task groups or without `numalab.task_h_load_integer=1` (off by
+    /// default, docs/model.md).
+    pub(crate) fn group_task_h_load(&self, t: TaskId) -> Option<i64> {
+        if !self.knobs.get(knob::TASK_H_LOAD_INTEGER) {
+            return None;
+        }
+        let g = self.task_group(t)?;
+        let grp = self.sched.tg.by_cgroup.get(g.index())?.as_ref()?;
+        let cpu = self.tasks[t].pelt_cpu.unwrap_or(self.tasks[t].cpu);
+        let se_load = calc_group_shares(grp, cpu)?.floor() as i64;
+        let root = self.sched.cpu_load(cpu);
+        let h_load = root * se_load / (root + 1);
+        let grp_load = grp.per_cpu[cpu].load_avg.floor() as i64;
+        let own = self.tasks[t].avg.load_avg.floor() as i64;
+        Some(own * h_load / (grp_load + 1))
     }
 }
 
@@ -288,6 +318,41 @@ mod tests {
         let none =
             rate_of_two_per_cpu(&["numalab.task_group=none", "numalab.task_group_fairness=1"]);
         assert_eq!(none, 1.0);
+    }
+
+    /// 320 busy tasks of one group, one per CPU of spr-4n, after 300 ms:
+    /// task 0's `task_h_load` with `sets`.
+    fn h_load_of_one_of_320(sets: &[&str]) -> i64 {
+        let mut k = fx::kernel("spr-4n", sets);
+        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
+        let tasks: Vec<_> = (0..320)
+            .map(|i| fx::add_task(&mut k, mm, CpuId::new(i)))
+            .collect();
+        for _ in 0..300 {
+            k.now += 1_000_000;
+            k.pelt_tick();
+        }
+        k.task_h_load(tasks[0])
+    }
+
+    #[test]
+    fn task_h_load_of_a_thinly_spread_group_truncates_as_the_kernels() {
+        // 1024 shares over 320 CPUs: the entity weighs 3.2 on each. The
+        // kernel's integer steps: entity load 3, group h_load 3 * L / (L
+        // + 1) = 2, the task's ~1023 * 2 / (~1023 + 1) = 1.
+        let kernel = h_load_of_one_of_320(&[
+            "numalab.task_group=session",
+            "numalab.task_h_load_integer=1",
+        ]);
+        assert_eq!(kernel, 1);
+        // Unrounded until the end (the default, the model before): 3.
+        let float = h_load_of_one_of_320(&["numalab.task_group=session"]);
+        assert_eq!(float, 3);
+        // Without groups the switch changes nothing: the task's own load.
+        let a = h_load_of_one_of_320(&["numalab.task_group=none"]);
+        let b = h_load_of_one_of_320(&["numalab.task_group=none", "numalab.task_h_load_integer=1"]);
+        assert_eq!(a, b);
+        assert!((1000..=1024).contains(&a), "{a}");
     }
 
     #[test]

@@ -330,13 +330,18 @@ impl Kernel {
     }
 
     /// `task_h_load`: the task's load (its own `load_avg`, scaled through
-    /// its task group when it has one, kernel/sched/group.rs; at least 1),
+    /// its task group when it has one, kernel/sched/group.rs, where it may
+    /// be 0 as the kernel's; otherwise at least 1),
     /// or 1024 with `numalab.pelt=0`.
     pub fn task_h_load(&self, t: TaskId) -> i64 {
         if self.sched.pelt_enabled() {
             let f = if self.sched.tg.active.is_empty() {
                 1.0
             } else {
+                // The kernel's integer steps (numalab.task_h_load_integer).
+                if let Some(h) = self.group_task_h_load(t) {
+                    return h;
+                }
                 self.group_h_factor(t)
             };
             ((self.tasks[t].avg.load_avg * f).round() as i64).max(1)
