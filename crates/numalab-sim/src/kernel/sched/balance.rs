@@ -53,7 +53,6 @@ use super::topology::SdFlags;
 use super::Sched;
 use super::MIGRATION_COST_NS;
 use crate::kernel::ids::CpuSetExt;
-use crate::kernel::scratch;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::physics::costs;
 use numalab_topology::CpuSet;
@@ -451,53 +450,8 @@ impl Kernel {
         group: &CpuSet,
         cpus: &CpuSet,
     ) -> SgStats {
-        let mut s = SgStats::default();
-        // Cores seen, one bit each (core ids are below the CPU count).
-        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
-        let cores = scratch::zeroed(self.m.cpus.len().div_ceil(64), &mut stack, &mut heap);
-        let mut nr_cores = 0;
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            s.weight += 1;
-            let n = self.sched.rq[c].nr_running() as i64;
-            s.nr_running += n;
-            if n == 0 {
-                s.idle_cpus += 1;
-            }
-            s.load += self.sched.cpu_load(c);
-            s.util += self.sched.cpu_util_cfs(c);
-            s.runnable += self.sched.cpu_runnable(c);
-            s.capacity += self.sched.capacity_of(c);
-            let core = self.cpu_info(c).core;
-            let (word, bit) = (core / 64, 1u64 << (core % 64));
-            if cores[word] & bit == 0 {
-                cores[word] |= bit;
-                nr_cores += 1;
-            }
-        }
-        s.cores = nr_cores;
-        s.group_type = if !self.sched.pelt_enabled() {
-            if s.nr_running > s.weight {
-                GroupType::Overloaded
-            } else if imbalanced {
-                GroupType::Imbalanced
-            } else if s.nr_running == s.weight && s.weight > 0 {
-                GroupType::FullyBusy
-            } else {
-                GroupType::HasSpare
-            }
-        } else if s.is_overloaded(level_pct) {
-            GroupType::Overloaded
-        } else if imbalanced {
-            GroupType::Imbalanced
-        } else if !s.has_capacity(level_pct) {
-            GroupType::FullyBusy
-        } else {
-            GroupType::HasSpare
-        };
-        if s.group_type == GroupType::Overloaded {
-            s.avg_load = s.load_per_capacity();
-        }
-        s
+        self.sched
+            .classify_group(self.sched.group_sums(group, cpus), level_pct, imbalanced)
     }
 
     /// `update_sd_pick_busiest`: is `s` busier than the busiest so far?
@@ -547,16 +501,22 @@ impl Kernel {
     ) -> Option<(usize, MigrationType, i64)> {
         let sd = &self.sched.topo.sd[cpu][level];
         let pct = sd.imbalance_pct as i64;
-        let local = self.sg_stats(
-            pct,
-            self.sched.sg_imbalanced(level, &sd.groups[0]),
-            &sd.groups[0],
-            cpus,
-        );
+        // The balance's CPUs are the whole span until a pass drops pinned
+        // ones: then the groups' memo (lb_cache.rs) holds.
+        let whole = *cpus == sd.span;
+        let stats = |i: usize| {
+            let g = &sd.groups[i];
+            self.sched.classify_group(
+                self.sched.domain_group_sums(cpu, level, i, cpus, whole),
+                pct,
+                self.sched.sg_imbalanced(level, g),
+            )
+        };
+        let local = stats(0);
         let mut busiest: Option<(usize, SgStats)> = None;
         let (mut total_load, mut total_capacity) = (local.load, local.capacity);
-        for (i, g) in sd.groups.iter().enumerate().skip(1) {
-            let s = self.sg_stats(pct, self.sched.sg_imbalanced(level, g), g, cpus);
+        for i in 1..sd.groups.len() {
+            let s = stats(i);
             total_load += s.load;
             total_capacity += s.capacity;
             if s.weight == 0 || s.nr_running == 0 {

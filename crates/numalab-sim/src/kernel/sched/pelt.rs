@@ -226,7 +226,9 @@ impl Kernel {
         let nr = rq.nr_running() as f64;
         let running = rq.curr.is_some();
         let now = self.now;
-        self.sched.rq[cpu].avg.update(now, nr, nr, running);
+        if self.sched.rq[cpu].avg.update(now, nr, nr, running) {
+            self.sched.lb_changed();
+        }
         if !self.sched.tg.active.is_empty() {
             self.update_groups_on(cpu);
         }
@@ -265,6 +267,7 @@ impl Kernel {
             self.update_cfs_rq_load_avg(old);
             let se = self.tasks[t].avg;
             self.sched.rq[old].avg.sub(&se);
+            self.sched.lb_changed();
             self.group_attach(t, old, false);
         }
         if new {
@@ -282,6 +285,7 @@ impl Kernel {
         se.util_sum = se.util_avg * div;
         let se = *se;
         self.sched.rq[cpu].avg.add(&se);
+        self.sched.lb_changed();
         self.group_attach(t, cpu, true);
         self.tasks[t].pelt_cpu = Some(cpu);
     }
@@ -313,6 +317,7 @@ impl Kernel {
             self.update_cfs_rq_load_avg(cpu);
             let se = self.tasks[t].avg;
             self.sched.rq[cpu].avg.sub(&se);
+            self.sched.lb_changed();
             self.group_attach(t, cpu, false);
         }
     }

@@ -1,0 +1,344 @@
+//! A memo of the sums `update_sg_lb_stats` adds up over a sched group's
+//! CPUs (tasks, idle CPUs, load, utilisation, runnable, capacity, cores),
+//! so that the CPUs that balance the same domain in one tick read a
+//! group's sums once instead of walking its CPUs each (issue "speed after
+//! fidelity": every balancing CPU of a 104-CPU machine summed the same two
+//! node groups, 12 % of a pmbench run's instructions).
+//!
+//! The sums are a function of the runqueues' task counts and PELT
+//! averages alone (with no task group active: a group's load would enter
+//! `cpu_load`), so an entry is stamped with an epoch that every change to
+//! those bumps ([`LbCache::changed`], from `set_curr`, the queue's pushes
+//! and removals, and the PELT updates and attaches that move a runqueue's
+//! averages). A stale stamp is a miss; a hit gives the very integers a
+//! walk would (`check_invariants` recomputes every current entry). Groups
+//! are numbered once at boot, equal CPU sets sharing a number, so the
+//! CPUs of a domain share their groups' entries.
+//!
+//! Left out: the classification (`group_classify`, which depends on the
+//! domain's `imbalance_pct` and flags: cheap, done per call) and the
+//! groups of fork and wakeup placement (fair.rs, which walk them as
+//! before).
+
+use super::lb_stats::{GroupType, SgStats};
+use super::topology::Topology;
+use super::Sched;
+use crate::kernel::ids::{CpuSetExt, TiVec};
+use crate::kernel::scratch;
+use crate::kernel::CpuId;
+use numalab_topology::CpuSet;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// What `update_sg_lb_stats` sums over a group's CPUs, before the group is
+/// classified.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct GroupSums {
+    /// `group_weight`: CPUs counted.
+    pub weight: i64,
+    /// `sum_nr_running`.
+    pub nr_running: i64,
+    /// `idle_cpus`.
+    pub idle_cpus: i64,
+    /// `group_load`.
+    pub load: i64,
+    /// `group_util`.
+    pub util: i64,
+    /// `group_runnable`.
+    pub runnable: i64,
+    /// `group_capacity`.
+    pub capacity: i64,
+    /// Distinct cores among the CPUs counted.
+    pub cores: i64,
+}
+
+/// The group number of a group that has no entry.
+const UNCACHED: u32 = u32::MAX;
+
+/// The memo: group numbers by domain and one stamped entry per number.
+pub(crate) struct LbCache {
+    /// Group number by CPU, domain level and group index (equal sets share
+    /// a number).
+    gids: TiVec<CpuId, Vec<Vec<u32>>>,
+    /// Per group number: the epoch its sums were taken at (0: none) and
+    /// the sums. Filled while the balancer only reads the scheduler.
+    entries: RefCell<Vec<(u64, GroupSums)>>,
+    /// Bumped by every change the sums could see; starts at 1.
+    epoch: u64,
+}
+
+impl LbCache {
+    /// Numbers the groups of `topo`'s domains; every entry empty.
+    pub(crate) fn new(topo: &Topology) -> LbCache {
+        let mut ids: HashMap<&CpuSet, u32> = HashMap::new();
+        let gids: TiVec<CpuId, Vec<Vec<u32>>> = topo
+            .sd
+            .iter()
+            .map(|sds| {
+                sds.iter()
+                    .map(|sd| {
+                        sd.groups
+                            .iter()
+                            .map(|g| {
+                                // A group reaching past its domain's span
+                                // sums fewer CPUs there than elsewhere.
+                                if g.iter().any(|c| !sd.span.contains(c)) {
+                                    return UNCACHED;
+                                }
+                                let next = ids.len() as u32;
+                                *ids.entry(g).or_insert(next)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        LbCache {
+            gids,
+            entries: RefCell::new(vec![(0, GroupSums::default()); ids.len()]),
+            epoch: 1,
+        }
+    }
+
+    /// Something the sums read changed: every entry is stale. (Emptying
+    /// only the groups of the CPU that changed keeps no more of them: the
+    /// tick's PELT update changes every CPU, and a pmbench run then took
+    /// 0.8 % more instructions.)
+    #[inline]
+    pub(crate) fn changed(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// The number of group `i` of `cpu`'s domain at `level`, if it has
+    /// an entry.
+    fn gid(&self, cpu: CpuId, level: usize, i: usize) -> Option<usize> {
+        let g = self.gids[cpu][level][i];
+        (g != UNCACHED).then_some(g as usize)
+    }
+}
+
+impl Sched {
+    /// Something `group_sums` reads changed (a runqueue's tasks or PELT
+    /// averages).
+    #[inline]
+    pub(crate) fn lb_changed(&mut self) {
+        self.lb_cache.changed();
+    }
+
+    /// `update_sg_lb_stats`'s walk: the sums over the CPUs of `group` in
+    /// `cpus`.
+    pub(crate) fn group_sums(&self, group: &CpuSet, cpus: &CpuSet) -> GroupSums {
+        let mut s = GroupSums::default();
+        // Cores seen, one bit each (core ids are below the CPU count).
+        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
+        let cores = scratch::zeroed(self.rq.len().div_ceil(64), &mut stack, &mut heap);
+        for c in group.cpu_ids() {
+            if !cpus.has(c) {
+                continue;
+            }
+            s.weight += 1;
+            let n = self.rq[c].nr_running() as i64;
+            s.nr_running += n;
+            if n == 0 {
+                s.idle_cpus += 1;
+            }
+            s.load += self.cpu_load(c);
+            s.util += self.cpu_util_cfs(c);
+            s.runnable += self.cpu_runnable(c);
+            s.capacity += self.capacity_of(c);
+            let core = self.core_of[c] as usize;
+            let (word, bit) = (core / 64, 1u64 << (core % 64));
+            if cores[word] & bit == 0 {
+                cores[word] |= bit;
+                s.cores += 1;
+            }
+        }
+        s
+    }
+
+    /// [`Sched::group_sums`] of group `i` of `cpu`'s domain at `level`,
+    /// from the memo when `whole` (the balance's CPUs are the domain's
+    /// whole span, so every CPU of the group counts) and no task group
+    /// adds to the load.
+    pub(crate) fn domain_group_sums(
+        &self,
+        cpu: CpuId,
+        level: usize,
+        i: usize,
+        cpus: &CpuSet,
+        whole: bool,
+    ) -> GroupSums {
+        let group = &self.topo.sd[cpu][level].groups[i];
+        if !whole || !self.tg.active.is_empty() {
+            return self.group_sums(group, cpus);
+        }
+        let Some(gid) = self.lb_cache.gid(cpu, level, i) else {
+            return self.group_sums(group, cpus);
+        };
+        let epoch = self.lb_cache.epoch;
+        let (stamp, s) = self.lb_cache.entries.borrow()[gid];
+        if stamp == epoch {
+            return s;
+        }
+        let s = self.group_sums(group, cpus);
+        self.lb_cache.entries.borrow_mut()[gid] = (epoch, s);
+        s
+    }
+
+    /// `group_classify` of a group with sums `g`, for a domain with
+    /// `imbalance_pct` `level_pct` whose group is `imbalanced`. With
+    /// `numalab.pelt=0` the group type is the runnable-count rule of the
+    /// model before PELT (fewer tasks than CPUs: spare; as many: fully
+    /// busy; more: overloaded).
+    pub(crate) fn classify_group(&self, g: GroupSums, level_pct: i64, imbalanced: bool) -> SgStats {
+        let mut s = SgStats {
+            nr_running: g.nr_running,
+            idle_cpus: g.idle_cpus,
+            weight: g.weight,
+            cores: g.cores,
+            load: g.load,
+            util: g.util,
+            runnable: g.runnable,
+            capacity: g.capacity,
+            ..SgStats::default()
+        };
+        s.group_type = if !self.pelt_enabled() {
+            if s.nr_running > s.weight {
+                GroupType::Overloaded
+            } else if imbalanced {
+                GroupType::Imbalanced
+            } else if s.nr_running == s.weight && s.weight > 0 {
+                GroupType::FullyBusy
+            } else {
+                GroupType::HasSpare
+            }
+        } else if s.is_overloaded(level_pct) {
+            GroupType::Overloaded
+        } else if imbalanced {
+            GroupType::Imbalanced
+        } else if !s.has_capacity(level_pct) {
+            GroupType::FullyBusy
+        } else {
+            GroupType::HasSpare
+        };
+        if s.group_type == GroupType::Overloaded {
+            s.avg_load = s.load_per_capacity();
+        }
+        s
+    }
+
+    /// Every entry held equals a fresh walk of its group.
+    pub(crate) fn check_lb_cache(&self) -> Result<(), String> {
+        if !self.tg.active.is_empty() {
+            return Ok(());
+        }
+        let entries = self.lb_cache.entries.borrow();
+        for (cpu, sds) in self.topo.sd.iter_enumerated() {
+            for (level, sd) in sds.iter().enumerate() {
+                for (i, g) in sd.groups.iter().enumerate() {
+                    let held = self
+                        .lb_cache
+                        .gid(cpu, level, i)
+                        .map(|id| entries[id])
+                        .filter(|&(stamp, _)| stamp == self.lb_cache.epoch);
+                    if held.is_some_and(|(_, s)| s != self.group_sums(g, &sd.span)) {
+                        return Err(format!(
+                            "balancer's memo of group {i} of CPU {cpu:?}'s level {level} is stale"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernel::mm::Mm;
+    use crate::kernel::numa::tests::fx;
+    use crate::kernel::sched::Task;
+    use crate::kernel::{CgroupId, Kernel, MmId, TaskId};
+
+    /// Memo and fresh walk of every group of every domain agree; returns
+    /// how many groups the memo held.
+    fn agree(k: &Kernel) -> usize {
+        let mut held = 0;
+        for (cpu, sds) in k.sched.topo.sd.iter_enumerated() {
+            for (level, sd) in sds.iter().enumerate() {
+                for (i, g) in sd.groups.iter().enumerate() {
+                    let fresh = k.sched.group_sums(g, &sd.span);
+                    let memo = k.sched.domain_group_sums(cpu, level, i, &sd.span, true);
+                    assert_eq!(memo, fresh, "CPU {cpu:?} level {level} group {i}");
+                    held += 1;
+                }
+            }
+        }
+        k.sched.check_lb_cache().expect("memo current");
+        held
+    }
+
+    fn add_task(k: &mut Kernel, cpu: usize) -> TaskId {
+        let t = k.tasks.next_key();
+        let mut task = Task::new(
+            101 + t.index() as u64,
+            100,
+            format!("t{t}"),
+            MmId::new(0),
+            CgroupId::new(0),
+        );
+        task.cpu = fx::c(cpu);
+        k.add_task(task);
+        k.enqueue_task(t, fx::c(cpu));
+        t
+    }
+
+    #[test]
+    fn the_memo_follows_enqueues_picks_moves_and_pelt() {
+        let mut k = fx::kernel("spr-4n", &[]);
+        k.mem.mms.push(Mm {
+            id: MmId::new(0),
+            tgid: 100,
+            vmas: Default::default(),
+            users: 0,
+            numa: Default::default(),
+        });
+        assert!(agree(&k) > 0);
+        let a = add_task(&mut k, 0);
+        let b = add_task(&mut k, 0);
+        let before = k.sched.domain_group_sums(
+            fx::c(0),
+            0,
+            0,
+            &k.sched.topo.sd[fx::c(0)][0].span.clone(),
+            true,
+        );
+        assert_eq!(before.nr_running, 2, "both queued tasks counted");
+        agree(&k);
+        k.pick_next_task(fx::c(0));
+        agree(&k);
+        k.move_task(b, fx::c(5));
+        k.pick_next_task(fx::c(5));
+        let after = k.sched.domain_group_sums(
+            fx::c(0),
+            0,
+            0,
+            &k.sched.topo.sd[fx::c(0)][0].span.clone(),
+            true,
+        );
+        assert_eq!(
+            after.nr_running,
+            before.nr_running - 1,
+            "the moved task left"
+        );
+        agree(&k);
+        // PELT: averages move as time passes.
+        for step in 1..=20u64 {
+            k.now = step * 4_000_000;
+            k.pelt_tick();
+            agree(&k);
+        }
+        k.dequeue_task(a);
+        agree(&k);
+    }
+}
