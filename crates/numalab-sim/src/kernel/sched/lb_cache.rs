@@ -27,8 +27,8 @@ use crate::kernel::ids::{CpuSetExt, TiVec};
 use crate::kernel::scratch;
 use crate::kernel::CpuId;
 use numalab_topology::CpuSet;
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 /// What `update_sg_lb_stats` sums over a group's CPUs, before the group is
 /// classified.
@@ -70,7 +70,7 @@ pub(crate) struct LbCache {
 impl LbCache {
     /// Numbers the groups of `topo`'s domains; every entry empty.
     pub(crate) fn new(topo: &Topology) -> LbCache {
-        let mut ids: HashMap<&CpuSet, u32> = HashMap::new();
+        let mut ids: FxHashMap<&CpuSet, u32> = FxHashMap::default();
         let gids: TiVec<CpuId, Vec<Vec<u32>>> = topo
             .sd
             .iter()
@@ -82,7 +82,7 @@ impl LbCache {
                             .map(|g| {
                                 // A group reaching past its domain's span
                                 // sums fewer CPUs there than elsewhere.
-                                if g.iter().any(|c| !sd.span.contains(c)) {
+                                if !g.is_subset(&sd.span) {
                                     return UNCACHED;
                                 }
                                 let next = ids.len() as u32;
