@@ -88,6 +88,14 @@ impl CpuSet {
         None
     }
 
+    /// The set's 64-CPU words, lowest CPUs first (CPU `64 i + b` is bit `b`
+    /// of word `i`; words past the last are empty): for hot loops that
+    /// intersect sets a word at a time.
+    #[inline]
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
     /// CPUs in ascending order.
     #[inline]
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {

@@ -501,9 +501,12 @@ impl Kernel {
     ) -> Option<(usize, MigrationType, i64)> {
         let sd = &self.sched.topo.sd[cpu][level];
         let pct = sd.imbalance_pct as i64;
-        // The balance's CPUs are the whole span until a pass drops pinned
-        // ones: then the groups' memo (lb_cache.rs) holds.
-        let whole = *cpus == sd.span;
+        // The groups' memo (lb_cache.rs) serves the periodic balances of
+        // a tick, while the balance's CPUs are the whole span (a pass
+        // drops pinned ones). A newly idle balance follows the dequeue
+        // that made it, which changed what the memo holds: it would only
+        // miss (OLTP's wakeup storm: +6 % instructions with it).
+        let whole = idle != CpuIdleType::NewlyIdle && *cpus == sd.span;
         let stats = |i: usize| {
             let g = &sd.groups[i];
             self.sched.classify_group(

@@ -23,7 +23,7 @@
 use super::lb_stats::{GroupType, SgStats};
 use super::topology::Topology;
 use super::Sched;
-use crate::kernel::ids::{CpuSetExt, TiVec};
+use crate::kernel::ids::TiVec;
 use crate::kernel::scratch;
 use crate::kernel::CpuId;
 use numalab_topology::CpuSet;
@@ -132,28 +132,39 @@ impl Sched {
         // Cores seen, one bit each (core ids are below the CPU count).
         let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
         let cores = scratch::zeroed(self.rq.len().div_ceil(64), &mut stack, &mut heap);
-        for c in group.cpu_ids() {
-            if !cpus.has(c) {
-                continue;
-            }
-            s.weight += 1;
-            let n = self.rq[c].nr_running() as i64;
-            s.nr_running += n;
-            if n == 0 {
-                s.idle_cpus += 1;
-            }
-            s.load += self.cpu_load(c);
-            s.util += self.cpu_util_cfs(c);
-            s.runnable += self.cpu_runnable(c);
-            s.capacity += self.capacity_of(c);
-            let core = self.core_of[c] as usize;
-            let (word, bit) = (core / 64, 1u64 << (core % 64));
-            if cores[word] & bit == 0 {
-                cores[word] |= bit;
-                s.cores += 1;
+        // The CPUs of both sets a word at a time (the balancer's hottest
+        // loop: OLTP's newly idle balances over 480 CPUs).
+        let cw = cpus.words();
+        for (wi, &gw) in group.words().iter().enumerate() {
+            let mut m = gw & cw.get(wi).copied().unwrap_or(0);
+            while m != 0 {
+                let c = CpuId::new(wi * 64 + m.trailing_zeros() as usize);
+                m &= m - 1;
+                self.add_cpu_sums(&mut s, cores, c);
             }
         }
         s
+    }
+
+    /// Adds CPU `c`'s terms to `s`, its core to the `cores` bitmap.
+    #[inline(always)]
+    fn add_cpu_sums(&self, s: &mut GroupSums, cores: &mut [u64], c: CpuId) {
+        s.weight += 1;
+        let n = self.rq[c].nr_running() as i64;
+        s.nr_running += n;
+        if n == 0 {
+            s.idle_cpus += 1;
+        }
+        s.load += self.cpu_load(c);
+        s.util += self.cpu_util_cfs(c);
+        s.runnable += self.cpu_runnable(c);
+        s.capacity += self.capacity_of(c);
+        let core = self.core_of[c] as usize;
+        let (word, bit) = (core / 64, 1u64 << (core % 64));
+        if cores[word] & bit == 0 {
+            cores[word] |= bit;
+            s.cores += 1;
+        }
     }
 
     /// [`Sched::group_sums`] of group `i` of `cpu`'s domain at `level`,

@@ -387,7 +387,7 @@ impl Sched {
     /// `cpu_load`: the runqueue's load (PELT `load_avg`, with task groups'
     /// loads replaced by their entities' weights, kernel/sched/group.rs; or
     /// 1024 per runnable task with `numalab.pelt=0`).
-    #[inline]
+    #[inline(always)]
     pub fn cpu_load(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
             let mut load = self.rq[cpu].avg.load_avg;
@@ -402,7 +402,7 @@ impl Sched {
 
     /// `cpu_runnable`: the runqueue's runnable average (or 1024 per
     /// runnable task).
-    #[inline]
+    #[inline(always)]
     pub fn cpu_runnable(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
             self.rq[cpu].avg.runnable_avg.round() as i64
@@ -413,7 +413,7 @@ impl Sched {
 
     /// `cpu_util_cfs`: the runqueue's utilisation, at most its capacity
     /// (or 1024 while anything runs).
-    #[inline]
+    #[inline(always)]
     pub fn cpu_util_cfs(&self, cpu: CpuId) -> i64 {
         if self.pelt_enabled() {
             (self.rq[cpu].avg.util_avg.round() as i64).min(self.capacity_of(cpu))
@@ -425,7 +425,7 @@ impl Sched {
     }
 
     /// `capacity_of`: every modeled CPU has full capacity.
-    #[inline]
+    #[inline(always)]
     pub fn capacity_of(&self, _cpu: CpuId) -> i64 {
         SCHED_CAPACITY_SCALE as i64
     }
