@@ -65,6 +65,23 @@ pub(crate) struct LbCache {
     entries: RefCell<Vec<(u64, GroupSums)>>,
     /// Bumped by every change the sums could see; starts at 1.
     epoch: u64,
+    /// Per CPU, its terms of the sums without task groups' loads, brought
+    /// up to date at every change ([`Sched::lb_changed`]): a walk reads
+    /// them from one dense array instead of each runqueue's signals
+    /// (rounded anew per walk: a newly idle balance of a 480-CPU machine
+    /// reads some 800 CPUs' terms, and a few of them changed since the
+    /// last).
+    terms: TiVec<CpuId, CpuTerms>,
+}
+
+/// One CPU's terms of [`GroupSums`] with no task group active: its task
+/// count, `cpu_load`, `cpu_util_cfs` and `cpu_runnable`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CpuTerms {
+    nr_running: i64,
+    load: i64,
+    util: i64,
+    runnable: i64,
 }
 
 impl LbCache {
@@ -97,6 +114,8 @@ impl LbCache {
             gids,
             entries: RefCell::new(vec![(0, GroupSums::default()); ids.len()]),
             epoch: 1,
+            // Idle runqueues at boot: [`Sched::new`] fills them.
+            terms: topo.sd.iter().map(|_| CpuTerms::default()).collect(),
         }
     }
 
@@ -118,11 +137,45 @@ impl LbCache {
 }
 
 impl Sched {
-    /// Something `group_sums` reads changed (a runqueue's tasks or PELT
-    /// averages).
+    /// Something `group_sums` reads changed on `cpu` (its runqueue's
+    /// tasks or PELT averages): the memo is stale and `cpu`'s terms are
+    /// taken again.
     #[inline]
-    pub(crate) fn lb_changed(&mut self) {
+    pub(crate) fn lb_changed(&mut self, cpu: CpuId) {
         self.lb_cache.changed();
+        self.lb_cache.terms[cpu] = self.raw_terms(cpu);
+    }
+
+    /// Takes every CPU's terms (at boot).
+    pub(crate) fn lb_terms_init(&mut self) {
+        for cpu in CpuId::range(self.rq.len()) {
+            self.lb_cache.terms[cpu] = self.raw_terms(cpu);
+        }
+    }
+
+    /// `cpu`'s terms with no task group's load: `cpu_load`,
+    /// `cpu_util_cfs` and `cpu_runnable` as pelt.rs gives them while no
+    /// task group is active (`check_lb_cache` compares them).
+    #[inline]
+    fn raw_terms(&self, cpu: CpuId) -> CpuTerms {
+        let rq = &self.rq[cpu];
+        let nr = rq.nr_running() as i64;
+        if self.pelt_enabled() {
+            CpuTerms {
+                nr_running: nr,
+                load: rq.avg.load_avg.round() as i64,
+                util: (rq.avg.util_avg.round() as i64).min(self.capacity_of(cpu)),
+                runnable: rq.avg.runnable_avg.round() as i64,
+            }
+        } else {
+            let full = super::pelt::SCHED_CAPACITY_SCALE as i64;
+            CpuTerms {
+                nr_running: nr,
+                load: nr * full,
+                util: if nr > 0 { full } else { 0 },
+                runnable: nr * full,
+            }
+        }
     }
 
     /// `update_sg_lb_stats`'s walk: the sums over the CPUs of `group` in
@@ -135,12 +188,23 @@ impl Sched {
         // The CPUs of both sets a word at a time (the balancer's hottest
         // loop: OLTP's newly idle balances over 480 CPUs).
         let cw = cpus.words();
+        let dense = self.tg.active.is_empty();
         for (wi, &gw) in group.words().iter().enumerate() {
             let mut m = gw & cw.get(wi).copied().unwrap_or(0);
             while m != 0 {
                 let c = CpuId::new(wi * 64 + m.trailing_zeros() as usize);
                 m &= m - 1;
-                self.add_cpu_sums(&mut s, cores, c);
+                let t = if dense {
+                    self.lb_cache.terms[c]
+                } else {
+                    CpuTerms {
+                        nr_running: self.rq[c].nr_running() as i64,
+                        load: self.cpu_load(c),
+                        util: self.cpu_util_cfs(c),
+                        runnable: self.cpu_runnable(c),
+                    }
+                };
+                self.add_cpu_sums(&mut s, cores, c, t);
             }
         }
         s
@@ -148,16 +212,15 @@ impl Sched {
 
     /// Adds CPU `c`'s terms to `s`, its core to the `cores` bitmap.
     #[inline(always)]
-    fn add_cpu_sums(&self, s: &mut GroupSums, cores: &mut [u64], c: CpuId) {
+    fn add_cpu_sums(&self, s: &mut GroupSums, cores: &mut [u64], c: CpuId, t: CpuTerms) {
         s.weight += 1;
-        let n = self.rq[c].nr_running() as i64;
-        s.nr_running += n;
-        if n == 0 {
+        s.nr_running += t.nr_running;
+        if t.nr_running == 0 {
             s.idle_cpus += 1;
         }
-        s.load += self.cpu_load(c);
-        s.util += self.cpu_util_cfs(c);
-        s.runnable += self.cpu_runnable(c);
+        s.load += t.load;
+        s.util += t.util;
+        s.runnable += t.runnable;
         s.capacity += self.capacity_of(c);
         let core = self.core_of[c] as usize;
         let (word, bit) = (core / 64, 1u64 << (core % 64));
@@ -238,10 +301,21 @@ impl Sched {
         s
     }
 
-    /// Every entry held equals a fresh walk of its group.
+    /// Every CPU's terms and every entry held equal a fresh reading.
     pub(crate) fn check_lb_cache(&self) -> Result<(), String> {
         if !self.tg.active.is_empty() {
             return Ok(());
+        }
+        for c in CpuId::range(self.rq.len()) {
+            let fresh = CpuTerms {
+                nr_running: self.rq[c].nr_running() as i64,
+                load: self.cpu_load(c),
+                util: self.cpu_util_cfs(c),
+                runnable: self.cpu_runnable(c),
+            };
+            if self.lb_cache.terms[c] != fresh {
+                return Err(format!("balancer's terms of CPU {c:?} are stale"));
+            }
         }
         let entries = self.lb_cache.entries.borrow();
         for (cpu, sds) in self.topo.sd.iter_enumerated() {

@@ -108,7 +108,7 @@ impl Sched {
             .iter_enumerated()
             .map(|(cpu, sds)| Rq::new(cpu, sds))
             .collect();
-        Sched {
+        let mut sched = Sched {
             rq,
             lb_cache: lb_cache::LbCache::new(&topo),
             balance: balance::BalanceState::new(variant),
@@ -124,7 +124,9 @@ impl Sched {
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
             core_of: m.cpus.iter().map(|c| c.core as u32).collect(),
             busy_on_core: vec![0; m.nr_cores()],
-        }
+        };
+        sched.lb_terms_init();
+        sched
     }
 
     /// Makes `t` (or nothing) the task running on `cpu`: `rq->curr`, with
@@ -140,7 +142,7 @@ impl Sched {
         }
         rq.curr = t;
         rq.gen += 1;
-        self.lb_changed();
+        self.lb_changed(cpu);
     }
 
     /// CPUs of `cpu`'s core (`cpu_smt_mask`) running a task now.
@@ -431,7 +433,7 @@ impl Kernel {
         task.wait_start = self.now;
         task.lru_stamp = self.now;
         self.sched.rq[cpu].queue.push(t);
-        self.sched.lb_changed();
+        self.sched.lb_changed(cpu);
         self.group_count(t, cpu, true);
         if self.sched.rq[cpu].nr_running() == 2 {
             self.sched.nr_overloaded += 1;
@@ -453,7 +455,7 @@ impl Kernel {
             self.trace_off_cpu(t, cpu);
         } else if let Some(i) = rq.queue.iter().position(|&x| x == t) {
             rq.queue.remove(i);
-            self.sched.lb_changed();
+            self.sched.lb_changed(cpu);
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
             self.tasks[t].wait_ns += w;
         } else {
@@ -488,7 +490,7 @@ impl Kernel {
         let (i, t) = self.next_task(cpu)?;
         self.update_load_avg(t);
         self.sched.rq[cpu].queue.remove(i);
-        self.sched.lb_changed();
+        self.sched.lb_changed(cpu);
         self.sched.set_curr(cpu, Some(t));
         self.trace_sched_switch(cpu, Some(t));
         let now = self.now;
@@ -512,7 +514,7 @@ impl Kernel {
             task.state = TaskState::Runnable;
             task.wait_start = now;
             self.sched.rq[cpu].queue.push(t);
-            self.sched.lb_changed();
+            self.sched.lb_changed(cpu);
         }
     }
 

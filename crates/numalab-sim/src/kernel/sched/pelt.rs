@@ -243,7 +243,7 @@ impl Kernel {
         let running = rq.curr.is_some();
         let now = self.now;
         if self.sched.rq[cpu].avg.update(now, nr, nr, running) {
-            self.sched.lb_changed();
+            self.sched.lb_changed(cpu);
         }
         if !self.sched.tg.active.is_empty() {
             self.update_groups_on(cpu);
@@ -283,7 +283,7 @@ impl Kernel {
             self.update_cfs_rq_load_avg(old);
             let se = self.tasks[t].avg;
             self.sched.rq[old].avg.sub(&se);
-            self.sched.lb_changed();
+            self.sched.lb_changed(old);
             self.group_attach(t, old, false);
         }
         if new {
@@ -301,7 +301,7 @@ impl Kernel {
         se.util_sum = se.util_avg * div;
         let se = *se;
         self.sched.rq[cpu].avg.add(&se);
-        self.sched.lb_changed();
+        self.sched.lb_changed(cpu);
         self.group_attach(t, cpu, true);
         self.tasks[t].pelt_cpu = Some(cpu);
     }
@@ -333,7 +333,7 @@ impl Kernel {
             self.update_cfs_rq_load_avg(cpu);
             let se = self.tasks[t].avg;
             self.sched.rq[cpu].avg.sub(&se);
-            self.sched.lb_changed();
+            self.sched.lb_changed(cpu);
             self.group_attach(t, cpu, false);
         }
     }
