@@ -529,7 +529,11 @@ impl Kernel {
                 busiest = Some((i, s));
             }
         }
-        let (bi, busiest) = busiest?;
+        let (bi, mut busiest) = busiest?;
+        // `sg->cores` of the two groups `sibling_imbalance` may compare.
+        let mut local = local;
+        local.cores = self.sched.group_cores(&sd.groups[0], cpus);
+        busiest.cores = self.sched.group_cores(&sd.groups[bi], cpus);
         let sds_avg_load = total_load * 1024 / total_capacity.max(1);
         let prefer_sibling = level > 0
             && self.sched.topo.sd[cpu][level - 1]

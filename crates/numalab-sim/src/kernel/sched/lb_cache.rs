@@ -1,5 +1,5 @@
 //! A memo of the sums `update_sg_lb_stats` adds up over a sched group's
-//! CPUs (tasks, idle CPUs, load, utilisation, runnable, capacity, cores),
+//! CPUs (tasks, idle CPUs, load, utilisation, runnable, capacity),
 //! so that the CPUs that balance the same domain in one tick read a
 //! group's sums once instead of walking its CPUs each (issue "speed after
 //! fidelity": every balancing CPU of a 104-CPU machine summed the same two
@@ -48,8 +48,6 @@ pub(crate) struct GroupSums {
     pub runnable: i64,
     /// `group_capacity`.
     pub capacity: i64,
-    /// Distinct cores among the CPUs counted.
-    pub cores: i64,
 }
 
 /// The group number of a group that has no entry.
@@ -182,9 +180,6 @@ impl Sched {
     /// `cpus`.
     pub(crate) fn group_sums(&self, group: &CpuSet, cpus: &CpuSet) -> GroupSums {
         let mut s = GroupSums::default();
-        // Cores seen, one bit each (core ids are below the CPU count).
-        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
-        let cores = scratch::zeroed(self.rq.len().div_ceil(64), &mut stack, &mut heap);
         // The CPUs of both sets a word at a time (the balancer's hottest
         // loop: OLTP's newly idle balances over 480 CPUs).
         let cw = cpus.words();
@@ -204,15 +199,15 @@ impl Sched {
                         runnable: self.cpu_runnable(c),
                     }
                 };
-                self.add_cpu_sums(&mut s, cores, c, t);
+                self.add_cpu_sums(&mut s, c, t);
             }
         }
         s
     }
 
-    /// Adds CPU `c`'s terms to `s`, its core to the `cores` bitmap.
+    /// Adds CPU `c`'s terms to `s`.
     #[inline(always)]
-    fn add_cpu_sums(&self, s: &mut GroupSums, cores: &mut [u64], c: CpuId, t: CpuTerms) {
+    fn add_cpu_sums(&self, s: &mut GroupSums, c: CpuId, t: CpuTerms) {
         s.weight += 1;
         s.nr_running += t.nr_running;
         if t.nr_running == 0 {
@@ -222,12 +217,31 @@ impl Sched {
         s.util += t.util;
         s.runnable += t.runnable;
         s.capacity += self.capacity_of(c);
-        let core = self.core_of[c] as usize;
-        let (word, bit) = (core / 64, 1u64 << (core % 64));
-        if cores[word] & bit == 0 {
-            cores[word] |= bit;
-            s.cores += 1;
+    }
+
+    /// Cores among the CPUs of `group` in `cpus` (`sg->cores`): only
+    /// `sibling_imbalance` reads it, of the local and the busiest group,
+    /// so it is counted for those two, not in every group's walk.
+    pub(crate) fn group_cores(&self, group: &CpuSet, cpus: &CpuSet) -> i64 {
+        // Cores seen, one bit each (core ids are below the CPU count).
+        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
+        let cores = scratch::zeroed(self.rq.len().div_ceil(64), &mut stack, &mut heap);
+        let mut n = 0;
+        let cw = cpus.words();
+        for (wi, &gw) in group.words().iter().enumerate() {
+            let mut m = gw & cw.get(wi).copied().unwrap_or(0);
+            while m != 0 {
+                let c = CpuId::new(wi * 64 + m.trailing_zeros() as usize);
+                m &= m - 1;
+                let core = self.core_of[c] as usize;
+                let (word, bit) = (core / 64, 1u64 << (core % 64));
+                if cores[word] & bit == 0 {
+                    cores[word] |= bit;
+                    n += 1;
+                }
+            }
         }
+        n
     }
 
     /// [`Sched::group_sums`] of group `i` of `cpu`'s domain at `level`,
@@ -269,7 +283,6 @@ impl Sched {
             nr_running: g.nr_running,
             idle_cpus: g.idle_cpus,
             weight: g.weight,
-            cores: g.cores,
             load: g.load,
             util: g.util,
             runnable: g.runnable,
