@@ -28,7 +28,7 @@ use crate::kernel::scratch;
 use crate::kernel::CpuId;
 use numalab_topology::CpuSet;
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 /// What `update_sg_lb_stats` sums over a group's CPUs, before the group is
 /// classified.
@@ -63,13 +63,15 @@ pub(crate) struct LbCache {
     entries: RefCell<Vec<(u64, GroupSums)>>,
     /// Bumped by every change the sums could see; starts at 1.
     epoch: u64,
-    /// Per CPU, its terms of the sums without task groups' loads, brought
-    /// up to date at every change ([`Sched::lb_changed`]): a walk reads
-    /// them from one dense array instead of each runqueue's signals
-    /// (rounded anew per walk: a newly idle balance of a 480-CPU machine
-    /// reads some 800 CPUs' terms, and a few of them changed since the
-    /// last).
-    terms: TiVec<CpuId, CpuTerms>,
+    /// Per CPU, its terms of the sums without task groups' loads, or
+    /// `None` when its runqueue changed since they were taken
+    /// ([`Sched::lb_changed`]): a walk reads them from one dense array
+    /// instead of each runqueue's signals rounded anew (a newly idle
+    /// balance of a 480-CPU machine reads some 800 CPUs' terms, and a few
+    /// of them changed since the last), and takes only the changed ones
+    /// again (taking them at every change was 2.5 % of a pmbench run: the
+    /// tick changes every CPU, and few are read before the next).
+    terms: TiVec<CpuId, Cell<Option<CpuTerms>>>,
 }
 
 /// One CPU's terms of [`GroupSums`] with no task group active: its task
@@ -112,8 +114,7 @@ impl LbCache {
             gids,
             entries: RefCell::new(vec![(0, GroupSums::default()); ids.len()]),
             epoch: 1,
-            // Idle runqueues at boot: [`Sched::new`] fills them.
-            terms: topo.sd.iter().map(|_| CpuTerms::default()).collect(),
+            terms: topo.sd.iter().map(|_| Cell::new(None)).collect(),
         }
     }
 
@@ -136,18 +137,24 @@ impl LbCache {
 
 impl Sched {
     /// Something `group_sums` reads changed on `cpu` (its runqueue's
-    /// tasks or PELT averages): the memo is stale and `cpu`'s terms are
-    /// taken again.
+    /// tasks or PELT averages): the memo and `cpu`'s terms are stale.
     #[inline]
     pub(crate) fn lb_changed(&mut self, cpu: CpuId) {
         self.lb_cache.changed();
-        self.lb_cache.terms[cpu] = self.raw_terms(cpu);
+        self.lb_cache.terms[cpu].set(None);
     }
 
-    /// Takes every CPU's terms (at boot).
-    pub(crate) fn lb_terms_init(&mut self) {
-        for cpu in CpuId::range(self.rq.len()) {
-            self.lb_cache.terms[cpu] = self.raw_terms(cpu);
+    /// `cpu`'s terms, taken again if its runqueue changed since.
+    #[inline(always)]
+    fn terms(&self, cpu: CpuId) -> CpuTerms {
+        let held = &self.lb_cache.terms[cpu];
+        match held.get() {
+            Some(t) => t,
+            None => {
+                let t = self.raw_terms(cpu);
+                held.set(Some(t));
+                t
+            }
         }
     }
 
@@ -190,7 +197,7 @@ impl Sched {
                 let c = CpuId::new(wi * 64 + m.trailing_zeros() as usize);
                 m &= m - 1;
                 let t = if dense {
-                    self.lb_cache.terms[c]
+                    self.terms(c)
                 } else {
                     CpuTerms {
                         nr_running: self.rq[c].nr_running() as i64,
@@ -326,7 +333,7 @@ impl Sched {
                 util: self.cpu_util_cfs(c),
                 runnable: self.cpu_runnable(c),
             };
-            if self.lb_cache.terms[c] != fresh {
+            if self.lb_cache.terms[c].get().is_some_and(|t| t != fresh) {
                 return Err(format!("balancer's terms of CPU {c:?} are stale"));
             }
         }

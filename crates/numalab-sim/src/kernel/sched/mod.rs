@@ -108,7 +108,7 @@ impl Sched {
             .iter_enumerated()
             .map(|(cpu, sds)| Rq::new(cpu, sds))
             .collect();
-        let mut sched = Sched {
+        Sched {
             rq,
             lb_cache: lb_cache::LbCache::new(&topo),
             balance: balance::BalanceState::new(variant),
@@ -124,9 +124,7 @@ impl Sched {
             hz: 1_000_000_000 / (1_000_000_000 / knobs.get(knob::CONFIG_HZ).max(1)),
             core_of: m.cpus.iter().map(|c| c.core as u32).collect(),
             busy_on_core: vec![0; m.nr_cores()],
-        };
-        sched.lb_terms_init();
-        sched
+        }
     }
 
     /// Makes `t` (or nothing) the task running on `cpu`: `rq->curr`, with
