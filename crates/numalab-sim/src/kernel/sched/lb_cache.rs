@@ -1,24 +1,32 @@
-//! A memo of the sums `update_sg_lb_stats` adds up over a sched group's
-//! CPUs (tasks, idle CPUs, load, utilisation, runnable, capacity),
-//! so that the CPUs that balance the same domain in one tick read a
-//! group's sums once instead of walking its CPUs each (issue "speed after
-//! fidelity": every balancing CPU of a 104-CPU machine summed the same two
-//! node groups, 12 % of a pmbench run's instructions).
+//! What the balancer's `update_sg_lb_stats` reads, kept so that a group's
+//! walk is cheap and the periodic balances of one tick walk a group once
+//! (issue "speed after fidelity": the group walks were 12 % of a pmbench
+//! run's instructions and 21 % of OLTP's).
 //!
-//! The sums are a function of the runqueues' task counts and PELT
-//! averages alone (with no task group active: a group's load would enter
-//! `cpu_load`), so an entry is stamped with an epoch that every change to
-//! those bumps ([`LbCache::changed`], from `set_curr`, the queue's pushes
-//! and removals, and the PELT updates and attaches that move a runqueue's
-//! averages). A stale stamp is a miss; a hit gives the very integers a
-//! walk would (`check_invariants` recomputes every current entry). Groups
-//! are numbered once at boot, equal CPU sets sharing a number, so the
-//! CPUs of a domain share their groups' entries.
+//! Two levels, both exact:
+//! - per CPU, its terms (task count, rounded `cpu_load`, `cpu_util_cfs`,
+//!   `cpu_runnable`) in one dense array, emptied when its runqueue changes
+//!   and taken again on the next read, so a walk reads 32 bytes a CPU
+//!   instead of each runqueue's signals rounded anew;
+//! - per sched group, its sums (tasks, idle CPUs, load, utilisation,
+//!   runnable, capacity), stamped with an epoch that every change bumps:
+//!   the periodic balances of a tick share them (a newly idle balance
+//!   follows the dequeue that changed them, and skips the memo).
+//!
+//! The terms and sums are a function of the runqueues' task counts and
+//! PELT averages alone while no task group is active (a group's load
+//! would enter `cpu_load`; then the walk reads pelt.rs's functions). Every
+//! change to those calls [`Sched::lb_changed`]: `set_curr`, the queue's
+//! pushes and removals, and the PELT updates and attaches that move a
+//! runqueue's averages. `check_invariants` compares every held term and
+//! current entry with a fresh reading. Groups are numbered once at boot,
+//! equal CPU sets sharing a number, so the CPUs of a domain share their
+//! groups' entries; `sg->cores` is counted apart ([`Sched::group_cores`]).
 //!
 //! Left out: the classification (`group_classify`, which depends on the
-//! domain's `imbalance_pct` and flags: cheap, done per call) and the
-//! groups of fork and wakeup placement (fair.rs, which walk them as
-//! before).
+//! domain's `imbalance_pct` and flags: cheap, done per call), and the
+//! memo for fork and wakeup placement (fair.rs), which walk the groups
+//! (with the dense terms) each time.
 
 use super::lb_stats::{GroupType, SgStats};
 use super::topology::Topology;
