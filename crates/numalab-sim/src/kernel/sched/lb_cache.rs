@@ -16,12 +16,12 @@
 //! The terms and sums are a function of the runqueues' task counts and
 //! PELT averages alone while no task group is active (a group's load
 //! would enter `cpu_load`; then the walk reads pelt.rs's functions). Every
-//! change to those calls [`Sched::lb_changed`]: `set_curr`, the queue's
+//! change to those calls `Sched::lb_changed`: `set_curr`, the queue's
 //! pushes and removals, and the PELT updates and attaches that move a
 //! runqueue's averages. `check_invariants` compares every held term and
 //! current entry with a fresh reading. Groups are numbered once at boot,
 //! equal CPU sets sharing a number, so the CPUs of a domain share their
-//! groups' entries; `sg->cores` is counted apart ([`Sched::group_cores`]).
+//! groups' entries; `sg->cores` is counted apart (`Sched::group_cores`).
 //!
 //! Left out: the classification (`group_classify`, which depends on the
 //! domain's `imbalance_pct` and flags: cheap, done per call), and the
@@ -73,7 +73,7 @@ pub(crate) struct LbCache {
     epoch: u64,
     /// Per CPU, its terms of the sums without task groups' loads, or
     /// `None` when its runqueue changed since they were taken
-    /// ([`Sched::lb_changed`]): a walk reads them from one dense array
+    /// (`Sched::lb_changed`): a walk reads them from one dense array
     /// instead of each runqueue's signals rounded anew (a newly idle
     /// balance of a 480-CPU machine reads some 800 CPUs' terms, and a few
     /// of them changed since the last), and takes only the changed ones
