@@ -48,6 +48,7 @@
 //! the newly idle pass's early exits other than the cost test.
 
 use super::fair::adjust_numa_imbalance;
+use super::lb_cache::for_each_in_both;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
 use super::Sched;
@@ -632,15 +633,16 @@ impl Kernel {
         imbalance: i64,
     ) -> Option<CpuId> {
         let mut best: Option<(i64, CpuId)> = None;
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
+        // (`return` in the closure passes on to the next CPU.)
+        for_each_in_both(group, cpus, |c| {
             let n = self.sched.rq[c].nr_running() as i64;
             if n == 0 {
-                continue;
+                return;
             }
             // NUMA balancing: leave well-placed NUMA tasks alone while there
             // are better candidates (fbq_classify_rq > env->fbq_type).
             if self.sched.fbq_classify_rq(c) > fbq {
-                continue;
+                return;
             }
             let key = match kind {
                 MigrationType::Load => {
@@ -648,13 +650,13 @@ impl Kernel {
                     // One task bigger than the imbalance: leave it
                     // (check_cpu_capacity never holds at full capacity).
                     if n == 1 && load > imbalance {
-                        continue;
+                        return;
                     }
                     load
                 }
                 MigrationType::Util => {
                     if n <= 1 {
-                        continue;
+                        return;
                     }
                     self.sched.cpu_util_cfs(c)
                 }
@@ -663,7 +665,7 @@ impl Kernel {
             if best.is_none_or(|(bk, _)| key > bk) {
                 best = Some((key, c));
             }
-        }
+        });
         best.map(|(_, c)| c)
     }
 
@@ -1227,15 +1229,15 @@ impl Sched {
     /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
     fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
         let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
+        for_each_in_both(group, cpus, |c| {
             let rq = &self.rq[c];
             if rq.nr_running() == 0 {
-                continue;
+                return;
             }
             nr += rq.nr_running() as u32;
             numa += rq.nr_numa_running;
             preferred += rq.nr_preferred_running;
-        }
+        });
         if nr > numa {
             FbqType::Regular
         } else if nr > preferred {
