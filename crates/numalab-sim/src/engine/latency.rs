@@ -40,8 +40,13 @@ pub const NR_BINS: usize = 40;
 
 /// The bin of a latency, ns.
 pub fn bin(ns: f64) -> usize {
-    let n = ns.max(1.0).min(u64::MAX as f64 / 2.0) as u64;
-    (n.max(1).ilog2() as usize).min(NR_BINS - 1)
+    // log2 of the whole ns, read off the exponent of the value clamped to
+    // [1, 2^NR_BINS]: for x >= 1, x and its integer part lie between the
+    // same powers of two. (The float-to-integer conversion it replaces
+    // was a fifth of the time of closing a stall.)
+    let x = ns.max(1.0).min((1u64 << NR_BINS) as f64);
+    let exponent = ((x.to_bits() >> 52) & 0x7ff) as usize - 1023;
+    exponent.min(NR_BINS - 1)
 }
 
 /// One task's access latencies. The bins are inline: every op step of
@@ -186,6 +191,30 @@ mod tests {
         assert_eq!(bin(1_000_000.0), 19);
         assert_eq!(bin(1_048_576.0), 20);
         assert_eq!(bin(1e30), NR_BINS - 1);
+        assert_eq!(bin(f64::INFINITY), NR_BINS - 1);
+        assert_eq!(bin(f64::NAN), 0);
+        assert_eq!(bin(-5.0), 0);
+    }
+
+    #[test]
+    fn bins_are_the_log2_of_the_whole_nanoseconds() {
+        // Against ilog2 of the integer part, around every power of two
+        // and in between.
+        let by_integer = |ns: f64| {
+            let n = ns.max(1.0).min(u64::MAX as f64 / 2.0) as u64;
+            (n.max(1).ilog2() as usize).min(NR_BINS - 1)
+        };
+        for k in 0..70 {
+            let p = 2f64.powi(k);
+            for x in [p, p.next_down(), p.next_up(), p * 1.5, p - 0.5, p + 0.5] {
+                assert_eq!(bin(x), by_integer(x), "{x}");
+            }
+        }
+        let mut x = 0.3;
+        while x < 1e15 {
+            assert_eq!(bin(x), by_integer(x), "{x}");
+            x *= 1.37;
+        }
     }
 
     #[test]

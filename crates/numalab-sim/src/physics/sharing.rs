@@ -641,12 +641,25 @@ impl RegionWriters {
         // The most recent streaming writer of x, and who collides near x.
         let mut best: Option<(u64, usize)> = None;
         let mut near = 0usize;
+        // Whether a class over x has random writers (else the second pass
+        // below adds nothing).
+        let mut randoms_over_x = false;
         for ci in self.overlapping(x, x + 1) {
             let c = &self.classes[ci];
+            randoms_over_x |= !c.randoms.is_empty();
             let rel = x - c.offset;
             // First stream strictly ahead of x (it wrote x most recently),
             // skipping the accessor itself; wraps to the start.
             let cs = self.class_streams(c);
+            // A class of the accessor's own streams alone (a thread over
+            // its own slice, NUMA01_THREADLOCAL): no stream ahead, none
+            // near, and its search hint only ever changes the cost.
+            if c.randoms.is_empty()
+                && cs.by_id.first().is_some_and(|e| e.0 == a.id)
+                && cs.by_id.last().is_some_and(|e| e.0 == a.id)
+            {
+                continue;
+            }
             let n = cs.streams.len();
             let hint = self.hint(a.id);
             let first =
@@ -690,6 +703,9 @@ impl RegionWriters {
         // Otherwise the random writers holding x, now that the load on
         // the line is known.
         let mut randoms = Shares::new();
+        if !randoms_over_x {
+            return randoms.finish();
+        }
         for ci in self.overlapping(x, x + 1) {
             for &wi in self.class_randoms(&self.classes[ci]) {
                 let w = &self.writers[wi];

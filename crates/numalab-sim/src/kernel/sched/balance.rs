@@ -48,12 +48,12 @@
 //! the newly idle pass's early exits other than the cost test.
 
 use super::fair::adjust_numa_imbalance;
+use super::lb_cache::for_each_in_both;
 use super::serialize::{RedoFlag, SerializeState, SerializeVariant};
 use super::topology::SdFlags;
 use super::Sched;
 use super::MIGRATION_COST_NS;
 use crate::kernel::ids::CpuSetExt;
-use crate::kernel::scratch;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::physics::costs;
 use numalab_topology::CpuSet;
@@ -451,53 +451,8 @@ impl Kernel {
         group: &CpuSet,
         cpus: &CpuSet,
     ) -> SgStats {
-        let mut s = SgStats::default();
-        // Cores seen, one bit each (core ids are below the CPU count).
-        let (mut stack, mut heap) = ([0u64; scratch::STACK_WORDS], Vec::new());
-        let cores = scratch::zeroed(self.m.cpus.len().div_ceil(64), &mut stack, &mut heap);
-        let mut nr_cores = 0;
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
-            s.weight += 1;
-            let n = self.sched.rq[c].nr_running() as i64;
-            s.nr_running += n;
-            if n == 0 {
-                s.idle_cpus += 1;
-            }
-            s.load += self.sched.cpu_load(c);
-            s.util += self.sched.cpu_util_cfs(c);
-            s.runnable += self.sched.cpu_runnable(c);
-            s.capacity += self.sched.capacity_of(c);
-            let core = self.cpu_info(c).core;
-            let (word, bit) = (core / 64, 1u64 << (core % 64));
-            if cores[word] & bit == 0 {
-                cores[word] |= bit;
-                nr_cores += 1;
-            }
-        }
-        s.cores = nr_cores;
-        s.group_type = if !self.sched.pelt_enabled() {
-            if s.nr_running > s.weight {
-                GroupType::Overloaded
-            } else if imbalanced {
-                GroupType::Imbalanced
-            } else if s.nr_running == s.weight && s.weight > 0 {
-                GroupType::FullyBusy
-            } else {
-                GroupType::HasSpare
-            }
-        } else if s.is_overloaded(level_pct) {
-            GroupType::Overloaded
-        } else if imbalanced {
-            GroupType::Imbalanced
-        } else if !s.has_capacity(level_pct) {
-            GroupType::FullyBusy
-        } else {
-            GroupType::HasSpare
-        };
-        if s.group_type == GroupType::Overloaded {
-            s.avg_load = s.load_per_capacity();
-        }
-        s
+        self.sched
+            .classify_group(self.sched.group_sums(group, cpus), level_pct, imbalanced)
     }
 
     /// `update_sd_pick_busiest`: is `s` busier than the busiest so far?
@@ -547,16 +502,25 @@ impl Kernel {
     ) -> Option<(usize, MigrationType, i64)> {
         let sd = &self.sched.topo.sd[cpu][level];
         let pct = sd.imbalance_pct as i64;
-        let local = self.sg_stats(
-            pct,
-            self.sched.sg_imbalanced(level, &sd.groups[0]),
-            &sd.groups[0],
-            cpus,
-        );
+        // The groups' memo (lb_cache.rs) serves the periodic balances of
+        // a tick, while the balance's CPUs are the whole span (a pass
+        // drops pinned ones). A newly idle balance follows the dequeue
+        // that made it, which changed what the memo holds: it would only
+        // miss (OLTP's wakeup storm: +6 % instructions with it).
+        let whole = idle != CpuIdleType::NewlyIdle && *cpus == sd.span;
+        let stats = |i: usize| {
+            let g = &sd.groups[i];
+            self.sched.classify_group(
+                self.sched.domain_group_sums(cpu, level, i, cpus, whole),
+                pct,
+                self.sched.sg_imbalanced(level, g),
+            )
+        };
+        let local = stats(0);
         let mut busiest: Option<(usize, SgStats)> = None;
         let (mut total_load, mut total_capacity) = (local.load, local.capacity);
-        for (i, g) in sd.groups.iter().enumerate().skip(1) {
-            let s = self.sg_stats(pct, self.sched.sg_imbalanced(level, g), g, cpus);
+        for i in 1..sd.groups.len() {
+            let s = stats(i);
             total_load += s.load;
             total_capacity += s.capacity;
             if s.weight == 0 || s.nr_running == 0 {
@@ -566,7 +530,11 @@ impl Kernel {
                 busiest = Some((i, s));
             }
         }
-        let (bi, busiest) = busiest?;
+        let (bi, mut busiest) = busiest?;
+        // `sg->cores` of the two groups `sibling_imbalance` may compare.
+        let mut local = local;
+        local.cores = self.sched.group_cores(&sd.groups[0], cpus);
+        busiest.cores = self.sched.group_cores(&sd.groups[bi], cpus);
         let sds_avg_load = total_load * 1024 / total_capacity.max(1);
         let prefer_sibling = level > 0
             && self.sched.topo.sd[cpu][level - 1]
@@ -665,15 +633,16 @@ impl Kernel {
         imbalance: i64,
     ) -> Option<CpuId> {
         let mut best: Option<(i64, CpuId)> = None;
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
+        // (`return` in the closure passes on to the next CPU.)
+        for_each_in_both(group, cpus, |c| {
             let n = self.sched.rq[c].nr_running() as i64;
             if n == 0 {
-                continue;
+                return;
             }
             // NUMA balancing: leave well-placed NUMA tasks alone while there
             // are better candidates (fbq_classify_rq > env->fbq_type).
             if self.sched.fbq_classify_rq(c) > fbq {
-                continue;
+                return;
             }
             let key = match kind {
                 MigrationType::Load => {
@@ -681,13 +650,13 @@ impl Kernel {
                     // One task bigger than the imbalance: leave it
                     // (check_cpu_capacity never holds at full capacity).
                     if n == 1 && load > imbalance {
-                        continue;
+                        return;
                     }
                     load
                 }
                 MigrationType::Util => {
                     if n <= 1 {
-                        continue;
+                        return;
                     }
                     self.sched.cpu_util_cfs(c)
                 }
@@ -696,7 +665,7 @@ impl Kernel {
             if best.is_none_or(|(bk, _)| key > bk) {
                 best = Some((key, c));
             }
-        }
+        });
         best.map(|(_, c)| c)
     }
 
@@ -1260,15 +1229,15 @@ impl Sched {
     /// `all`. Counts only busy runqueues, as `update_sg_lb_stats` does.
     fn fbq_classify_group(&self, group: &CpuSet, cpus: &CpuSet) -> FbqType {
         let (mut nr, mut numa, mut preferred) = (0u32, 0u32, 0u32);
-        for c in group.cpu_ids().filter(|&c| cpus.has(c)) {
+        for_each_in_both(group, cpus, |c| {
             let rq = &self.rq[c];
             if rq.nr_running() == 0 {
-                continue;
+                return;
             }
             nr += rq.nr_running() as u32;
             numa += rq.nr_numa_running;
             preferred += rq.nr_preferred_running;
-        }
+        });
         if nr > numa {
             FbqType::Regular
         } else if nr > preferred {

@@ -45,7 +45,8 @@ pub(crate) struct SgStats {
     pub idle_cpus: i64,
     /// `group_weight`.
     pub weight: i64,
-    /// Cores in the group (`sg->cores`).
+    /// Cores in the group (`sg->cores`); the balancer counts them for the
+    /// local and the busiest group only (0 elsewhere: nothing reads them).
     pub cores: i64,
     /// `group_load`: sum of `cpu_load`.
     pub load: i64,

@@ -20,6 +20,7 @@ pub mod background;
 pub mod balance;
 pub mod fair;
 pub mod group;
+pub mod lb_cache;
 pub mod lb_stats;
 pub mod owed;
 pub mod pelt;
@@ -54,6 +55,9 @@ pub const MIGRATION_COST_NS: u64 = 500_000;
 pub struct Sched {
     /// Runqueues, by CPU.
     pub rq: TiVec<CpuId, Rq>,
+    /// The balancer's memo of group sums (lb_cache.rs); a change to a
+    /// runqueue's tasks or PELT averages calls [`Sched::lb_changed`].
+    pub(in crate::kernel) lb_cache: lb_cache::LbCache,
     /// Load-balancer state (the SD_SERIALIZE flag and counts); read with
     /// [`Sched::balance()`].
     pub(in crate::kernel) balance: balance::BalanceState,
@@ -106,6 +110,7 @@ impl Sched {
             .collect();
         Sched {
             rq,
+            lb_cache: lb_cache::LbCache::new(&topo),
             balance: balance::BalanceState::new(variant),
             tg: Default::default(),
             idle_kernel_ns: 0.0,
@@ -135,6 +140,7 @@ impl Sched {
         }
         rq.curr = t;
         rq.gen += 1;
+        self.lb_changed(cpu);
     }
 
     /// CPUs of `cpu`'s core (`cpu_smt_mask`) running a task now.
@@ -197,7 +203,7 @@ impl Sched {
         if busy != self.busy_on_core {
             return Err("busy CPUs per core differ from the runqueues' current tasks".into());
         }
-        Ok(())
+        self.check_lb_cache()
     }
 }
 
@@ -425,6 +431,7 @@ impl Kernel {
         task.wait_start = self.now;
         task.lru_stamp = self.now;
         self.sched.rq[cpu].queue.push(t);
+        self.sched.lb_changed(cpu);
         self.group_count(t, cpu, true);
         if self.sched.rq[cpu].nr_running() == 2 {
             self.sched.nr_overloaded += 1;
@@ -446,6 +453,7 @@ impl Kernel {
             self.trace_off_cpu(t, cpu);
         } else if let Some(i) = rq.queue.iter().position(|&x| x == t) {
             rq.queue.remove(i);
+            self.sched.lb_changed(cpu);
             let w = self.now.saturating_sub(self.tasks[t].wait_start);
             self.tasks[t].wait_ns += w;
         } else {
@@ -480,6 +488,7 @@ impl Kernel {
         let (i, t) = self.next_task(cpu)?;
         self.update_load_avg(t);
         self.sched.rq[cpu].queue.remove(i);
+        self.sched.lb_changed(cpu);
         self.sched.set_curr(cpu, Some(t));
         self.trace_sched_switch(cpu, Some(t));
         let now = self.now;
@@ -503,6 +512,7 @@ impl Kernel {
             task.state = TaskState::Runnable;
             task.wait_start = now;
             self.sched.rq[cpu].queue.push(t);
+            self.sched.lb_changed(cpu);
         }
     }
 
