@@ -391,14 +391,7 @@ impl Sim {
                 }
                 vmas.push(v);
             }
-            self.k.mem.mms.push(Mm {
-                id: mm_id,
-                tgid: pid,
-                vmas: vmas.into(),
-                users: 0,
-                refs: 0,
-                numa: Default::default(),
-            });
+            self.k.mem.mms.push(Mm::new(mm_id, pid, vmas.into()));
             // The process is forked from the shell; fork balancing places it.
             let probe = Task::new(pid, pid, p.name.clone(), mm_id, cg);
             let probe_id = self.k.add_task(probe);

@@ -543,6 +543,19 @@ pub struct Mm {
 }
 
 impl Mm {
+    /// A new address space `id` of process `tgid` with `vmas`, no user yet
+    /// and a fresh NUMA scan state.
+    pub fn new(id: MmId, tgid: u64, vmas: TiVec<VmaId, Vma>) -> Mm {
+        Mm {
+            id,
+            tgid,
+            vmas,
+            users: 0,
+            refs: 0,
+            numa: Default::default(),
+        }
+    }
+
     /// `atomic_read(&mm->mm_users)`: its threads and other references.
     pub fn mm_users(&self) -> u64 {
         self.users + self.refs

@@ -40,14 +40,11 @@ pub(crate) mod fx {
     pub fn add_mm(k: &mut Kernel, bytes: u64, thp: bool, policy: Option<MemPolicy>) -> MmId {
         let id = k.mem.mms.next_key();
         let nn = k.m.nr_nodes();
-        k.mem.mms.push(Mm {
+        k.mem.mms.push(Mm::new(
             id,
-            tgid: PID0 + 100 * id.index() as u64,
-            vmas: vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)].into(),
-            users: 0,
-            refs: 0,
-            numa: Default::default(),
-        });
+            PID0 + 100 * id.index() as u64,
+            vec![Vma::new("buf", 1 << 30, bytes, thp, policy, nn)].into(),
+        ));
         id
     }
 

@@ -26,14 +26,7 @@ impl Kernel {
     /// `name` allowed on `affinity`, last on `cpu`. Returns its id.
     pub fn kthread_create(&mut self, pid: u64, name: &str, affinity: CpuSet, cpu: CpuId) -> TaskId {
         let mm = self.mem.mms.next_key();
-        self.mem.mms.push(Mm {
-            id: mm,
-            tgid: pid,
-            vmas: Default::default(),
-            users: 0,
-            refs: 0,
-            numa: Default::default(),
-        });
+        self.mem.mms.push(Mm::new(mm, pid, Default::default()));
         let mut task = Task::new(pid, pid, name.to_string(), mm, CgroupId::new(0));
         task.kthread = true;
         task.affinity = affinity;

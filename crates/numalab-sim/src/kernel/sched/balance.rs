@@ -1380,14 +1380,9 @@ mod tests {
             .set(&format!("numalab.sched_balance_serialize={variant}"))
             .expect("knob");
         let mut k = Kernel::new(m, knobs).expect("mainline policy");
-        k.mem.mms.push(Mm {
-            id: MmId::new(0),
-            tgid: 100,
-            vmas: Default::default(),
-            users: 0,
-            refs: 0,
-            numa: Default::default(),
-        });
+        k.mem
+            .mms
+            .push(Mm::new(MmId::new(0), 100, Default::default()));
         k
     }
 

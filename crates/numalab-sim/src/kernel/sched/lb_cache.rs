@@ -412,13 +412,9 @@ mod tests {
     #[test]
     fn the_memo_follows_enqueues_picks_moves_and_pelt() {
         let mut k = fx::kernel("spr-4n", &[]);
-        k.mem.mms.push(Mm {
-            id: MmId::new(0),
-            tgid: 100,
-            vmas: Default::default(),
-            users: 0,
-            numa: Default::default(),
-        });
+        k.mem
+            .mms
+            .push(Mm::new(MmId::new(0), 100, Default::default()));
         assert!(agree(&k) > 0);
         let a = add_task(&mut k, 0);
         let b = add_task(&mut k, 0);
