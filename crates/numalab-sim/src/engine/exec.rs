@@ -542,12 +542,13 @@ impl Sim {
                 // At the end of an iteration: the whole ones that fit in
                 // the tick at once (engine/fast_forward.rs).
                 left -= self.fast_forward_iterations(t, cpu, left);
-                let next = self.next_phase(t);
-                if self.exec[t].mm_refs.is_some() {
-                    self.proc_mm_refs(t, matches!(next, Next::Op(Op::Compute(_))));
-                }
-                match next {
+                match self.next_phase(t) {
                     Next::Op(o) => {
+                        // A /proc reader's work holds the workload's mms
+                        // (engine/background.rs).
+                        if self.exec[t].mm_refs.is_some() {
+                            self.proc_mm_refs(t, matches!(o, Op::Compute(_)));
+                        }
                         self.exec[t].op = o;
                         self.exec[t].rate_fresh = false;
                         continue;
@@ -564,7 +565,12 @@ impl Sim {
                         self.exec[t].nap_until = Some(now + ns);
                         break Stop::Sleep(self.sleep_slice_ns);
                     }
-                    Next::Sleep(ns) => break Stop::Sleep(ns),
+                    Next::Sleep(ns) => {
+                        if self.exec[t].mm_refs.is_some() {
+                            self.proc_mm_refs(t, false);
+                        }
+                        break Stop::Sleep(ns);
+                    }
                     Next::Exit => break Stop::Exit,
                     Next::SetMempolicy(p) => {
                         self.set_mempolicy(t, p.as_ref())?;
