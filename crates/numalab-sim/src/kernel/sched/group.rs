@@ -259,7 +259,7 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use crate::kernel::numa::tests::fx;
-    use crate::kernel::CpuId;
+    use crate::kernel::{CpuId, Kernel, TaskId};
 
     /// Eight busy tasks of one process, two per CPU of tiny-2n's four, run
     /// for `ms`; then the root load of CPU 0 and task 0's `task_h_load`.
@@ -288,18 +288,26 @@ mod tests {
         (k.sched.cpu_load(CpuId::new(0)), k.task_h_load(tasks[0]))
     }
 
-    /// Eight busy tasks of one process, two per CPU of tiny-2n's four,
-    /// after 300 ms: task 0's vruntime rate.
-    fn rate_of_two_per_cpu(sets: &[&str]) -> f64 {
-        let mut k = fx::kernel("tiny-2n", sets);
+    /// `n` busy tasks of one process on `machine`, task `i` on CPU `i`
+    /// modulo the CPUs, after 300 ms of PELT ticks with `sets`.
+    fn busy_tasks(machine: &str, n: usize, sets: &[&str]) -> (Kernel, Vec<TaskId>) {
+        let mut k = fx::kernel(machine, sets);
+        let cpus = k.m.nr_cpus();
         let mm = fx::add_mm(&mut k, 1 << 20, false, None);
-        let tasks: Vec<_> = (0..8)
-            .map(|i| fx::add_task(&mut k, mm, CpuId::new(i % 4)))
+        let tasks: Vec<_> = (0..n)
+            .map(|i| fx::add_task(&mut k, mm, CpuId::new(i % cpus)))
             .collect();
         for _ in 0..300 {
             k.now += 1_000_000;
             k.pelt_tick();
         }
+        (k, tasks)
+    }
+
+    /// Eight busy tasks, two per CPU of tiny-2n's four: task 0's vruntime
+    /// rate.
+    fn rate_of_two_per_cpu(sets: &[&str]) -> f64 {
+        let (k, tasks) = busy_tasks("tiny-2n", 8, sets);
         k.vruntime_rate(tasks[0])
     }
 
@@ -323,15 +331,7 @@ mod tests {
     /// 320 busy tasks of one group, one per CPU of spr-4n, after 300 ms:
     /// task 0's `task_h_load` with `sets`.
     fn h_load_of_one_of_320(sets: &[&str]) -> i64 {
-        let mut k = fx::kernel("spr-4n", sets);
-        let mm = fx::add_mm(&mut k, 1 << 20, false, None);
-        let tasks: Vec<_> = (0..320)
-            .map(|i| fx::add_task(&mut k, mm, CpuId::new(i)))
-            .collect();
-        for _ in 0..300 {
-            k.now += 1_000_000;
-            k.pelt_tick();
-        }
+        let (k, tasks) = busy_tasks("spr-4n", 320, sets);
         k.task_h_load(tasks[0])
     }
 
