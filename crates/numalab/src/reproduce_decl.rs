@@ -55,6 +55,13 @@ pub enum Metric {
     /// from the points that ran: `points` times the mean over the runs
     /// (a posting's sweep totals when the model samples the sweep).
     SweepTotal(u32, &'static Metric),
+    /// A counter that accumulates over `runs` runs and was read once after
+    /// them (a cgroup's memory.stat counts from the cgroup's creation, so a
+    /// posting that ran its benchmark N times in one cgroup and then read
+    /// memory.stat published the N runs' total): `runs` times the mean over
+    /// the runs that ran, so the figure keeps its meaning under
+    /// `--iterations`.
+    RunsTotal(u32, &'static Metric),
 }
 
 impl Metric {
@@ -74,6 +81,7 @@ impl Metric {
             Metric::PeakScore => "peak score".into(),
             Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
             Metric::SweepTotal(n, m) => format!("{} over {n} points", m.name()),
+            Metric::RunsTotal(n, m) => format!("{}, total of {n} runs", m.name()),
             Metric::Lab(k) => k.key.to_string(),
             Metric::CgroupUser(cg) => format!("{cg} user (s)"),
             Metric::CgroupSys(cg) => format!("{cg} system (s)"),
@@ -98,7 +106,9 @@ impl Metric {
         match self {
             Metric::ScoreChangePct(b) => vec![b],
             Metric::RatioVs(b, m) => std::iter::once(*b).chain(m.bases()).collect(),
-            Metric::OfWorkload(_, m) | Metric::SweepTotal(_, m) => m.bases(),
+            Metric::OfWorkload(_, m) | Metric::SweepTotal(_, m) | Metric::RunsTotal(_, m) => {
+                m.bases()
+            }
             _ => Vec::new(),
         }
     }
@@ -137,7 +147,8 @@ impl Metric {
             | Metric::RatioVs(..)
             | Metric::PeakScore
             | Metric::OfWorkload(..)
-            | Metric::SweepTotal(..) => None,
+            | Metric::SweepTotal(..)
+            | Metric::RunsTotal(..) => None,
         }
     }
 
@@ -170,7 +181,9 @@ impl Metric {
                 let all: Vec<RunSet> = sets.iter().map(only).collect();
                 m.modeled(&only(set), &all)
             }
-            Metric::SweepTotal(n, m) => f64::from(*n) * m.modeled(set, sets),
+            Metric::SweepTotal(n, m) | Metric::RunsTotal(n, m) => {
+                f64::from(*n) * m.modeled(set, sets)
+            }
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
     }
@@ -242,7 +255,8 @@ impl Metric {
     /// `cgroup_elapsed(CG)`, `cgroup_user(CG)`, `cgroup_sys(CG)`,
     /// `memory_stat(CG, ITEM)`, `stat_ratio(CG, A, B)`, `vmstat(ITEM)`,
     /// `series_mean_pct(COLUMN)`, `ratio_vs(BASE, METRIC)`,
-    /// `of_workload(WORKLOAD, METRIC)`, `sweep_total(POINTS, METRIC)`.
+    /// `of_workload(WORKLOAD, METRIC)`, `sweep_total(POINTS, METRIC)`,
+    /// `runs_total(RUNS, METRIC)`.
     pub fn parse(expr: &str) -> Result<Metric, String> {
         let (t, rest) = term(expr).map_err(|e| format!("metric '{expr}': {e}"))?;
         if !rest.trim().is_empty() {
@@ -303,12 +317,21 @@ impl Metric {
                 let (w, m) = nested(args)?;
                 Metric::OfWorkload(w, m)
             }
-            "sweep_total" => {
+            "sweep_total" | "runs_total" => {
                 let (n, m) = nested(args)?;
-                let points = n.parse::<u32>().ok().filter(|&p| p > 0).ok_or_else(|| {
-                    format!("sweep_total() takes a point count above 0, not '{n}'")
+                let count = n.parse::<u32>().ok().filter(|&p| p > 0).ok_or_else(|| {
+                    let what = if name == "sweep_total" {
+                        "point"
+                    } else {
+                        "run"
+                    };
+                    format!("{name}() takes a {what} count above 0, not '{n}'")
                 })?;
-                Metric::SweepTotal(points, m)
+                if name == "sweep_total" {
+                    Metric::SweepTotal(count, m)
+                } else {
+                    Metric::RunsTotal(count, m)
+                }
             }
             other => return Err(format!("unknown metric '{other}'")),
         };

@@ -227,6 +227,19 @@ fn a_sweep_total_is_the_point_count_times_the_mean_and_its_ratio_the_means() {
 }
 
 #[test]
+fn a_runs_total_is_the_posting_run_count_times_the_mean_whatever_ran() {
+    // A counter read once after 6 runs: base's one run of 100 stands for
+    // 600 in all, however many iterations ran.
+    let total = Metric::RunsTotal(6, &Metric::Elapsed);
+    let j = judged("base", total.clone(), 600.0, false, (100.0, 50.0), 1.0);
+    assert_eq!(verdict(&j), "within tolerance");
+    // The per-run mean against the 6-run total is off by the run count.
+    let j = judged("base", Metric::Elapsed, 600.0, false, (100.0, 50.0), 1.0);
+    assert!(verdict(&j).contains("off by 6.00x"), "{}", verdict(&j));
+    assert!(!total.is_scale_free());
+}
+
+#[test]
 fn a_ratio_declared_full_scale_only_is_judged_at_scale_one_only() {
     let why = Some("a 60 s kernel period");
     let j = judged_full_scale_only("new", RATIO, 0.5, false, (100.0, 80.0), 0.25, why);

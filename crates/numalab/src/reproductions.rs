@@ -412,6 +412,10 @@ mod tests {
                 "of_workload(specjbb, sweep_total(48, vmstat(numa_hint_faults)))",
                 "specjbb: numa_hint_faults over 48 points",
             ),
+            (
+                "runs_total(6, memory_stat(/mytest, numa_pte_updates))",
+                "/mytest numa_pte_updates, total of 6 runs",
+            ),
         ] {
             assert_eq!(Metric::parse(expr).unwrap().name(), name);
         }
@@ -426,6 +430,8 @@ mod tests {
             "sweep_total(0, sys)",
             "sweep_total(x, sys)",
             "sweep_total(48)",
+            "runs_total(0, sys)",
+            "runs_total(six, sys)",
         ] {
             assert!(Metric::parse(bad).is_err(), "{bad}");
         }
