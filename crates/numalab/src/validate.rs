@@ -40,7 +40,7 @@ pub use crate::validate_coordinator::{coordinator_cost, real_run_sampler, Coordi
 pub use crate::validate_scenarios::{Scenario, GUESTS, SCENARIOS};
 pub use crate::validate_shares::{
     differs_2x, final_share, first_local, last_common_time, local_shares, measured_threads, memcg,
-    placement,
+    nodes_over_time, placement, Measured,
 };
 
 /// Options of `numalab validate`.
@@ -521,7 +521,59 @@ pub fn table(
         secs(conv[0].filter(|_| model.is_some()), model.is_some()),
         secs(conv[1].filter(|_| kernel.is_some()), kernel.is_some())
     );
+    node_timeline(&mut out, m, &th, [model, kernel], several);
     (out, f)
+}
+
+/// How many seconds of the run the node timeline covers: the first ten,
+/// where fork and wakeup placement and the first balancing and NUMA moves
+/// happen (issue 30's check: where each thread ran, kernel beside model).
+const NODE_TIMELINE_S: u32 = 10;
+
+/// Each measured thread's node at every second of the first
+/// [`NODE_TIMELINE_S`] (the node of the CPU the sampler last saw it on,
+/// `-` where it did not run), model | kernel. Node numbers are the
+/// machine's own: on a symmetric machine a kernel boot may have put the
+/// same layout on renamed nodes.
+fn node_timeline(
+    out: &mut String,
+    m: &Machine,
+    th: &[Measured],
+    recs: [Option<&RunRecord>; 2],
+    several: bool,
+) {
+    let nodes = recs.map(|r| r.map(|r| nodes_over_time(r, m, th)));
+    if th.is_empty() || nodes.iter().flatten().all(|v| v.iter().all(Vec::is_empty)) {
+        return;
+    }
+    let points: Vec<f64> = (1..=NODE_TIMELINE_S).map(f64::from).collect();
+    let _ = writeln!(
+        out,
+        "{:<20} node at t = {} s: model | kernel",
+        "thread's node",
+        points
+            .iter()
+            .map(|t| format!("{t:.0}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for (i, t) in th.iter().enumerate() {
+        let label = if several {
+            format!("{}/{}", t.process, t.thread)
+        } else {
+            t.thread.clone()
+        };
+        let side = |k: usize| {
+            nodes[k].as_ref().map_or("-".to_string(), |v| {
+                points
+                    .iter()
+                    .map(|&p| at(&v[i], p).map_or("-".into(), |n| format!("{n:.0}")))
+                    .collect::<Vec<String>>()
+                    .join(" ")
+            })
+        };
+        let _ = writeln!(out, "  {label:<18} {} | {}", side(0), side(1));
+    }
 }
 
 /// Prints the checks of a scenario; (passed, failed).
@@ -918,6 +970,46 @@ phases = [ { repeat = 2, body = [ { random = "rb", accesses = 10 } ] } ]
         assert_eq!(placement(Some(0.51)), "local");
         assert_eq!(placement(Some(0.5)), "remote");
         assert_eq!(placement(None), "-");
+    }
+
+    #[test]
+    fn the_node_timeline_puts_each_threads_node_per_second_model_beside_kernel() {
+        let w = workload();
+        let m = guest();
+        // Model: a on CPU 1 (node 1) for 2 s, then CPU 3; gone at 4 s.
+        let model = record(
+            &[],
+            &[],
+            &[
+                (1.0, 1.0, 100.0, 0.0),
+                (2.0, 1.0, 100.0, 0.0),
+                (3.0, 3.0, 100.0, 0.0),
+                (4.0, -1.0, 100.0, 0.0),
+            ],
+        );
+        let kernel = record(&[], &[], &[(2.0, 2.0, 100.0, 0.0)]);
+        let s = nodes_over_time(&model, &m, &measured_threads(&w));
+        assert_eq!(s[0], vec![(1.0, 1.0), (2.0, 1.0), (3.0, 3.0)]);
+        let (text, _) = table("two", &w, &m, Some(&model), Some(&kernel));
+        let a = text
+            .lines()
+            .skip_while(|l| !l.starts_with("thread's node"))
+            .find(|l| l.trim_start().starts_with("a "))
+            .unwrap_or_else(|| panic!("no node line for a in\n{text}"));
+        // A sample counts for two seconds after it, then '-'.
+        assert_eq!(
+            a.split_whitespace().collect::<Vec<_>>(),
+            [
+                "a", "1", "1", "3", "3", "3", "-", "-", "-", "-", "-", "|", "-", "2", "2", "2",
+                "-", "-", "-", "-", "-", "-"
+            ],
+            "{text}"
+        );
+        // Without a CPU column on either side there is no timeline.
+        let mut bare = model.clone();
+        bare.timeseries = None;
+        let (text, _) = table("two", &w, &m, Some(&bare), None);
+        assert!(!text.contains("thread's node"), "{text}");
     }
 
     #[test]

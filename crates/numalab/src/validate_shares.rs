@@ -107,6 +107,36 @@ pub fn local_shares(rec: &RunRecord, m: &Machine, th: &[Measured]) -> Vec<Vec<(f
         .collect()
 }
 
+/// The node each measured thread ran on over time: `(t_s, node)` for
+/// every sample at which the thread ran (the node of the CPU the sampler
+/// saw it on). The placement timeline beside [`local_shares`]: where the
+/// scheduler put a thread, as opposed to where its memory followed it.
+pub fn nodes_over_time(rec: &RunRecord, m: &Machine, th: &[Measured]) -> Vec<Vec<(f64, f64)>> {
+    let Some(ts) = rec.timeseries.as_ref() else {
+        return vec![Vec::new(); th.len()];
+    };
+    th.iter()
+        .map(|t| {
+            let name = Column::Cpu {
+                process: &t.process,
+                thread: &t.thread,
+            }
+            .name();
+            let Some(cpu) = ts.columns.iter().position(|c| *c == name) else {
+                return Vec::new();
+            };
+            ts.rows
+                .iter()
+                .filter_map(|row| {
+                    let c = *row.get(cpu)?;
+                    let node = m.cpus.get(usize::try_from(c as i64).ok()?)?.node;
+                    Some((row[0], node as f64))
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The last time at which every series has a sample (all measured threads
 /// ran), if any.
 pub fn last_common_time(series: &[Vec<(f64, f64)>]) -> Option<f64> {
