@@ -210,6 +210,18 @@ declare! {
         description: "ns a contended cache line takes between cores of different packages (lock hand-overs, atomics, shared written lines); the default is the measured 2-socket figure, other values are experiments (docs/reproductions.md, numa-balancing-threadlocal)",
     }
 
+    /// The per-PTE cost of `change_prot_numa`: a sensitivity experiment on
+    /// the measured value.
+    PTE_UPDATE_NS: uint(1, 10_000) {
+        name: "numalab.pte_update_ns",
+        aliases: [],
+        default: 45,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/costs.rs PTE_UPDATE_NS: mprotect() of 4 KiB pages, which runs change_pte_range as change_prot_numa does: 48 ns a PTE on an Apple M3 (Dev Jain, LKML, 2025-07-18, before the PTE batching), 75-86 ns on numalab's build host (AMD EPYC VM, 6.18.44, after the batching, reported 2x+ slower for large regions); 10 before 2026-11-27 (mmtests' relative weights, not a measurement)",
+        description: "ns of system time task_numa_work spends per present PTE it walks in change_prot_numa (marking it PROT_NONE or skipping it); with SCAN_WORK_FIXED_NS a 256 MiB window of 4 KiB pages costs 5 us + 65536 x this. The default is the measured figure; 10 gives the model before 2026-11-27 (docs/model.md)",
+    }
+
     /// Shared written lines: cache-to-cache transfers between writers.
     SHARED_LINE_TRANSFERS: bool {
         name: "numalab.shared_line_transfers",

@@ -46,7 +46,7 @@ pub fn coordinator_cost(boots: &[RunRecord]) -> Option<CoordinatorCost> {
 /// measured (guest time, so divided by `cost_scale`, which the model
 /// multiplies background work by). Without, native estimates (a modeling
 /// choice): 5 us per poll, 50 us for a sample's fixed reads, 10 us per
-/// thread and the numa_maps walk at `PTE_UPDATE_NS` (10 ns,
+/// thread and the numa_maps walk at `NUMA_MAPS_PAGE_NS` (10 ns,
 /// physics/costs.rs) per mapped page (THP: per 2 MiB page), all regions
 /// counted as mapped; in three traced guest-4n boots these came within
 /// 2x of what the coordinator spent, too low with 4 KiB regions and too
@@ -95,7 +95,7 @@ fn estimated_sample_us(w: &Workload) -> f64 {
             r.bytes.div_ceil(psize) as f64
         })
         .sum();
-    50.0 + 10.0 * threads as f64 + pages * 10.0 / 1000.0
+    50.0 + 10.0 * threads as f64 + pages * numalab_sim::physics::costs::NUMA_MAPS_PAGE_NS / 1000.0
 }
 
 #[cfg(test)]

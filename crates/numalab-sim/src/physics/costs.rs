@@ -43,11 +43,35 @@ pub const HINT_FAULT_NS: f64 = 600.0;
 /// that, so ~3 us fixed.
 pub const MIGRATE_PAGE_FIXED_NS: f64 = 3000.0;
 
-/// Cost of changing one PTE to PROT_NONE in `change_prot_numa` (ns).
-/// Source: mmtests' AutoNUMA cost weighs a PTE update at 7 units against
-/// 5000 for a hint fault; with a hint fault near 1 us that is a few ns per
-/// PTE; 10 ns allows for the page-table walk.
-pub const PTE_UPDATE_NS: f64 = 10.0;
+/// Cost of changing one PTE to PROT_NONE in `change_prot_numa` (ns): the
+/// default of the lab knob `numalab.pte_update_ns`, which the scan reads.
+/// Sources, two measurements of the same function (`change_pte_range`,
+/// mm/mprotect.c, which `change_prot_numa` runs with MM_CP_PROT_NUMA and
+/// `mprotect(2)` without): Dev Jain's "[PATCH v5 0/7] Optimize mprotect()
+/// for large folios" (linux-arm-kernel, 2025-07-18) times mprotect() of
+/// 1 GiB of 4 KiB pages to read-only and back 40 times in 1 s on an
+/// Apple M3 before the series, 48 ns a PTE; and on numalab's build host
+/// (AMD EPYC, Firecracker VM, Linux 6.18.44; 2026-11-27, a C loop of
+/// mprotect(PROT_NONE) over 4 MiB to 1 GiB windows of touched 4 KiB pages,
+/// docs/model.md) 75-86 ns a PTE, linear in the window, on a kernel after
+/// that series' PTE batching, which the LKML report "[REGRESSION]
+/// mm/mprotect: 2x+ slowdown for >=400KiB regions since PTE batching"
+/// (Pedro Falcato, 2026-02) puts at 2x+ for such regions, so 35-43 ns
+/// before it. 45 ns sits between the two pre-batching figures; 6.12, the
+/// kernel modelled, predates the batching. The prot_numa case also reads
+/// each page's folio (`folio_nid`, the mapcount), so this is not an upper
+/// bound. Until 2026-11-27 the constant was 10 ns, from mmtests' relative
+/// weights (7 units a PTE against 5000 a hinting fault), not a measurement.
+pub const PTE_UPDATE_NS: f64 = 45.0;
+
+/// Cost of one page of a `/proc/PID/numa_maps` walk (`show_numa_map` →
+/// `gather_pte_stats`, fs/proc/task_mmu.c), for the coordinator's sampler
+/// when a boot did not measure it (ns). Source: a modelling estimate, the
+/// scan's per-PTE figure as it was before 2026-11-27; in three traced
+/// guest-4n boots the estimate came within 2x of what the coordinator
+/// spent (docs/real.md M3). Kept apart from [`PTE_UPDATE_NS`] so that the
+/// scan's measured cost does not move the sampler's estimate.
+pub const NUMA_MAPS_PAGE_NS: f64 = 10.0;
 
 /// Fixed cost of one `task_numa_work` invocation (mmap_read_trylock, VMA
 /// iteration set-up, TLB flush of the scanned range) (ns).

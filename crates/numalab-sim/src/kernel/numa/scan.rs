@@ -6,8 +6,9 @@
 //! mm/mprotect.c.
 //!
 //! Scan cost: `task_numa_work` is charged to the scanning task as system
-//! time, `SCAN_WORK_FIXED_NS` per call plus `PTE_UPDATE_NS` per present
-//! entry walked (a THP PMD is one entry), and pushes the task's
+//! time, `SCAN_WORK_FIXED_NS` per call plus `numalab.pte_update_ns`
+//! (default `PTE_UPDATE_NS`, measured) per present entry walked (a THP
+//! PMD is one entry), at a guest's `scan_cost_scale`, and pushes the task's
 //! `node_stamp` by 32 times that. Also charged, and in the stamp as the
 //! kernel measures the whole run of `task_numa_work`: the
 //! `mmap_read_trylock` atomics (kernel/locking/mmap_lock.rs) and the TLB
@@ -433,14 +434,26 @@ impl Kernel {
                 "pid={pid} pages_updated={marked} ptes_examined={examined} numa_scan_offset={off:X} scan_period_ms={period}"
             )
         });
-        let cost =
-            costs::SCAN_WORK_FIXED_NS + costs::PTE_UPDATE_NS * examined as f64 + pass.locks_ns;
+        // The per-PTE cost is the lab knob's (default the measured
+        // `costs::PTE_UPDATE_NS`); a guest's scan runs at its own TCG
+        // factor (`[kernel] scan_cost_scale`).
+        let pte_ns = self.knobs.get(knob::PTE_UPDATE_NS) as f64;
+        let cost = (costs::SCAN_WORK_FIXED_NS + pte_ns * examined as f64) * self.scan_rescale()
+            + pass.locks_ns;
         // The kernel adds what the scan took: the charged (scaled) time,
         // measured on `current`'s clock.
         let charged = self.charge_sys(current, cost);
         self.numa.async_scan.stats.scan_ns += charged;
         self.numa.async_scan.stats.scans += 1;
         charged
+    }
+
+    /// What turns the scan pass's native cost into the units
+    /// [`Kernel::charge_sys`] takes: `scan_cost_scale / cost_scale` when
+    /// the machine gives one (`[kernel] scan_cost_scale`), else 1.
+    fn scan_rescale(&self) -> f64 {
+        let k = &self.m.kernel;
+        k.scan_cost_scale.map_or(1.0, |f| f / k.cost_scale)
     }
 
     /// `sched_skip_vma_numa`: the scan by `t` on `cpu` skips VMA `vi`
@@ -670,6 +683,7 @@ mod tests {
     use crate::kernel::stats::Vm;
     use crate::kernel::Kernel;
     use crate::kernel::{CgroupId, MmId, TaskId};
+    use crate::physics::costs;
     use numalab_topology::NodeMask;
 
     /// A two-thread process with `mb` MB on node 0, threads on CPUs 0 and 2,
@@ -683,6 +697,42 @@ mod tests {
         fx::add_task(&mut k, mm, fx::c(2));
         k.now = 2_000_000_000;
         (k, mm, t)
+    }
+
+    /// The system time one 256 MB pass over 4 KiB pages charges with
+    /// `sets` on a machine with `cost_scale` and `scan_cost_scale`.
+    fn pass_sys_ns(sets: &[&str], cost_scale: f64, scan_cost_scale: Option<f64>) -> f64 {
+        let mut k = fx::kernel("tiny-2n", sets);
+        k.m.kernel.cost_scale = cost_scale;
+        k.m.kernel.scan_cost_scale = scan_cost_scale;
+        let mm = fx::add_mm(&mut k, 256 << 20, false, None);
+        let n = k.mem.mms[mm].vmas[fx::V0].pages.len();
+        fx::populate(&mut k, mm, 0, n, fx::n(0));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        fx::add_task(&mut k, mm, fx::c(2));
+        k.now = 2_000_000_000;
+        k.task_numa_work(t, fx::c(0));
+        assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 65536);
+        k.tasks[t].sys_ns
+    }
+
+    #[test]
+    fn a_pass_costs_the_pte_knob_per_pte_at_the_scans_own_scale() {
+        // The knob is the per-PTE figure: 35 ns less a PTE, 65536 PTEs.
+        let measured = pass_sys_ns(&[], 1.0, None);
+        let old = pass_sys_ns(&["numalab.pte_update_ns=10"], 1.0, None);
+        let saved = 65536.0 * (costs::PTE_UPDATE_NS - 10.0);
+        assert!((measured - old - saved).abs() < 1.0, "{measured} {old}");
+        assert!(measured > 65536.0 * costs::PTE_UPDATE_NS);
+        // A guest's scan runs at scan_cost_scale, its other kernel work at
+        // cost_scale: the pass's own cost scales 40/180, the rest not.
+        let guest = pass_sys_ns(&[], 180.0, None);
+        let scan_scaled = pass_sys_ns(&[], 180.0, Some(40.0));
+        let pass = costs::SCAN_WORK_FIXED_NS + 65536.0 * costs::PTE_UPDATE_NS;
+        assert!(
+            (guest - scan_scaled - pass * 140.0).abs() < 1.0,
+            "{guest} {scan_scaled}"
+        );
     }
 
     #[test]
@@ -701,7 +751,7 @@ mod tests {
         let start = k.mem.mms[mm].vmas[fx::V0].start;
         assert_eq!(k.mem.mms[mm].numa.scan_offset, start + (256 << 20));
         assert_eq!(k.mem.mms[mm].numa.scan_seq, 0);
-        assert!(k.tasks[t].sys_ns > 65536.0 * crate::physics::costs::PTE_UPDATE_NS);
+        assert!(k.tasks[t].sys_ns > 65536.0 * costs::PTE_UPDATE_NS);
         // Too early: the mm's next scan is a scan period away.
         k.task_numa_work(t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 65536);
