@@ -717,6 +717,7 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
         None => Vec::new(),
     };
     let mut outside = Vec::new();
+    let mut stale = Vec::new();
     for s in scenarios {
         let w = resolve(s, m, o.seed, o.scale)?;
         let boots = match boots_dir {
@@ -776,6 +777,9 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
             ))?;
             for r in &rows {
                 match &r.verdict {
+                    crate::validate_band::Verdict::NoLongerKnown => {
+                        stale.push(format!("{}: {}", s.name, r.figure))
+                    }
                     v if v.fails() => outside.push(format!("{}: {}", s.name, r.figure)),
                     crate::validate_band::Verdict::Within => passed += 1,
                     _ => {}
@@ -819,12 +823,23 @@ pub fn validate_stock(o: &Options, m: &Machine, scenarios: &[Scenario]) -> Resul
         }
         out::print(&text)?;
     }
-    if !outside.is_empty() {
-        let mut text = "Outside the kernel's band and not declared in known.toml:\n".to_string();
-        for d in &outside {
-            text.push_str(&format!("  {d}\n"));
+    for (list, heading) in [
+        (
+            &outside,
+            "Outside the kernel's band and not declared in known.toml:",
+        ),
+        (
+            &stale,
+            "Within the kernel's band but declared in known.toml (remove the declaration):",
+        ),
+    ] {
+        if !list.is_empty() {
+            let mut text = format!("{heading}\n");
+            for d in list {
+                text.push_str(&format!("  {d}\n"));
+            }
+            out::print(&text)?;
         }
-        out::print(&text)?;
     }
     if o.check {
         out::print(&format!(
