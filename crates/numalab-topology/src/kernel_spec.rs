@@ -339,33 +339,36 @@ mod tests {
     const BASE: &str = "[topology]\npackages = 1\nnodes_per_package = 2\ncores_per_node = 2\nthreads_per_core = 1\n[memory]\nper_node_gib = 1\n[latency]\nlocal_ns = 80\nremote_ns = 130\n[bandwidth]\nnode_gbps = 50\n";
 
     #[test]
-    fn fault_cost_scale_is_optional_checked_and_written_back() {
+    fn the_path_scales_are_optional_checked_and_written_back() {
         let m = parse_machine(&format!("{BASE}[kernel]\ncost_scale = 180\n"), "t").unwrap();
-        assert_eq!(m.kernel.fault_cost_scale, None);
-        let spec = format!("{BASE}[kernel]\ncost_scale = 180\nfault_cost_scale = 8\n");
-        let m = parse_machine(&spec, "t").unwrap();
-        assert_eq!(m.kernel.fault_cost_scale, Some(8.0));
-        let again = parse_machine(&to_toml(&m), "t").unwrap();
-        assert_eq!(again.kernel, m.kernel);
-        let bad = format!("{BASE}[kernel]\nfault_cost_scale = -1\n");
-        let e = parse_machine(&bad, "t").unwrap_err().to_string();
-        assert!(e.contains("kernel.fault_cost_scale"), "{e}");
-        // The hinting-fault path's own scale, the same way.
-        let spec = format!("{BASE}[kernel]\ncost_scale = 180\nhint_fault_cost_scale = 60\n");
-        let m = parse_machine(&spec, "t").unwrap();
-        assert_eq!(m.kernel.hint_fault_cost_scale, Some(60.0));
-        assert_eq!(parse_machine(&to_toml(&m), "t").unwrap().kernel, m.kernel);
-        let bad = format!("{BASE}[kernel]\nhint_fault_cost_scale = 0\n");
-        let e = parse_machine(&bad, "t").unwrap_err().to_string();
-        assert!(e.contains("kernel.hint_fault_cost_scale"), "{e}");
-        // And the scan's.
-        let spec = format!("{BASE}[kernel]\ncost_scale = 180\nscan_cost_scale = 40\n");
-        let m = parse_machine(&spec, "t").unwrap();
-        assert_eq!(m.kernel.scan_cost_scale, Some(40.0));
-        assert_eq!(parse_machine(&to_toml(&m), "t").unwrap().kernel, m.kernel);
-        let bad = format!("{BASE}[kernel]\nscan_cost_scale = 1e9\n");
-        let e = parse_machine(&bad, "t").unwrap_err().to_string();
-        assert!(e.contains("kernel.scan_cost_scale"), "{e}");
+        let k = &m.kernel;
+        assert_eq!(
+            (
+                k.fault_cost_scale,
+                k.hint_fault_cost_scale,
+                k.scan_cost_scale
+            ),
+            (None, None, None)
+        );
+        // Each path's own scale: read, written back, and refused out of range.
+        type Get = fn(&super::KernelParams) -> Option<f64>;
+        let paths: [(&str, f64, &str, Get); 3] = [
+            ("fault_cost_scale", 8.0, "-1", |k| k.fault_cost_scale),
+            ("hint_fault_cost_scale", 60.0, "0", |k| {
+                k.hint_fault_cost_scale
+            }),
+            ("scan_cost_scale", 40.0, "1e9", |k| k.scan_cost_scale),
+        ];
+        for (name, v, bad, get) in paths {
+            let spec = format!("{BASE}[kernel]\ncost_scale = 180\n{name} = {v}\n");
+            let m = parse_machine(&spec, "t").unwrap();
+            assert_eq!(get(&m.kernel), Some(v), "{name}");
+            assert_eq!(parse_machine(&to_toml(&m), "t").unwrap().kernel, m.kernel);
+            let e = parse_machine(&format!("{BASE}[kernel]\n{name} = {bad}\n"), "t")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("kernel.{name}")), "{e}");
+        }
     }
 
     #[test]
