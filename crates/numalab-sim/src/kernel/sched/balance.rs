@@ -533,8 +533,8 @@ impl Kernel {
         let (bi, mut busiest) = busiest?;
         // `sg->cores` of the two groups `sibling_imbalance` may compare.
         let mut local = local;
-        local.cores = self.sched.group_cores(&sd.groups[0], cpus);
-        busiest.cores = self.sched.group_cores(&sd.groups[bi], cpus);
+        local.cores = self.sched.domain_group_cores(cpu, level, 0, cpus);
+        busiest.cores = self.sched.domain_group_cores(cpu, level, bi, cpus);
         let sds_avg_load = total_load * 1024 / total_capacity.max(1);
         let prefer_sibling = level > 0
             && self.sched.topo.sd[cpu][level - 1]

@@ -23,6 +23,12 @@
 //! equal CPU sets sharing a number, so the CPUs of a domain share their
 //! groups' entries; `sg->cores` is counted apart (`Sched::group_cores`).
 //!
+//! A third memo, exact for the run: `sg->cores` of a group all of whose
+//! CPUs the balance counts is the group's own core count, a function of
+//! the topology alone, so it is counted once per group number
+//! (`Sched::domain_group_cores`; the count per balance was 2-3 % of an
+//! OLTP run's instructions).
+//!
 //! Left out: the classification (`group_classify`, which depends on the
 //! domain's `imbalance_pct` and flags: cheap, done per call), and the
 //! memo for fork and wakeup placement (fair.rs), which walk the groups
@@ -95,6 +101,9 @@ pub(crate) struct LbCache {
     /// again (taking them at every change was 2.5 % of a pmbench run: the
     /// tick changes every CPU, and few are read before the next).
     terms: TiVec<CpuId, Cell<Option<CpuTerms>>>,
+    /// Per group number: its CPUs' distinct cores (`sg->cores` when the
+    /// balance counts all of them), once counted. Fixed by the topology.
+    cores: Vec<Cell<Option<i64>>>,
 }
 
 /// One CPU's terms of [`GroupSums`] with no task group active: its task
@@ -138,6 +147,7 @@ impl LbCache {
             entries: RefCell::new(vec![(0, GroupSums::default()); ids.len()]),
             epoch: 1,
             terms: topo.sd.iter().map(|_| Cell::new(None)).collect(),
+            cores: vec![Cell::new(None); ids.len()],
         }
     }
 
@@ -262,6 +272,31 @@ impl Sched {
         n
     }
 
+    /// [`Sched::group_cores`] of group `i` of `cpu`'s domain at `level` in
+    /// `cpus`: when `cpus` holds the whole group, its own core count,
+    /// counted once per group number (the topology fixes it).
+    pub(crate) fn domain_group_cores(
+        &self,
+        cpu: CpuId,
+        level: usize,
+        i: usize,
+        cpus: &CpuSet,
+    ) -> i64 {
+        let group = &self.topo.sd[cpu][level].groups[i];
+        match self.lb_cache.gid(cpu, level, i) {
+            Some(gid) if group.is_subset(cpus) => {
+                let held = &self.lb_cache.cores[gid];
+                if let Some(n) = held.get() {
+                    return n;
+                }
+                let n = self.group_cores(group, cpus);
+                held.set(Some(n));
+                n
+            }
+            _ => self.group_cores(group, cpus),
+        }
+    }
+
     /// [`Sched::group_sums`] of group `i` of `cpu`'s domain at `level`,
     /// from the memo when `whole` (the balance's CPUs are the domain's
     /// whole span, so every CPU of the group counts) and no task group
@@ -362,6 +397,15 @@ impl Sched {
                             "balancer's memo of group {i} of CPU {cpu:?}'s level {level} is stale"
                         ));
                     }
+                    let cores = self
+                        .lb_cache
+                        .gid(cpu, level, i)
+                        .and_then(|id| self.lb_cache.cores[id].get());
+                    if cores.is_some_and(|n| n != self.group_cores(g, g)) {
+                        return Err(format!(
+                            "balancer's core count of group {i} of CPU {cpu:?}'s level {level} is wrong"
+                        ));
+                    }
                 }
             }
         }
@@ -452,5 +496,33 @@ mod tests {
         }
         k.dequeue_task(a);
         agree(&k);
+    }
+
+    #[test]
+    fn a_groups_core_count_is_held_only_for_balances_over_all_its_cpus() {
+        let k = fx::kernel("spr-4n", &[]);
+        for (cpu, sds) in k.sched.topo.sd.iter_enumerated() {
+            for (level, sd) in sds.iter().enumerate() {
+                for (i, g) in sd.groups.iter().enumerate() {
+                    let whole = k.sched.group_cores(g, &sd.span);
+                    // Counted, then held: the same either way.
+                    for _ in 0..2 {
+                        let held = k.sched.domain_group_cores(cpu, level, i, &sd.span);
+                        assert_eq!(held, whole, "CPU {cpu:?} level {level} group {i}");
+                    }
+                    // A balance without one of the group's CPUs counts
+                    // the rest, whatever is held.
+                    let mut fewer = sd.span.clone();
+                    if let Some(c) = g.first() {
+                        fewer.remove(c);
+                    }
+                    assert_eq!(
+                        k.sched.domain_group_cores(cpu, level, i, &fewer),
+                        k.sched.group_cores(g, &fewer)
+                    );
+                }
+            }
+        }
+        k.sched.check_lb_cache().expect("held core counts right");
     }
 }
