@@ -51,9 +51,9 @@ pub const MIGRATE_PAGE_FIXED_NS: f64 = 3000.0;
 /// for large folios" (linux-arm-kernel, 2025-07-18) times mprotect() of
 /// 1 GiB of 4 KiB pages to read-only and back 40 times in 1 s on an
 /// Apple M3 before the series, 48 ns a PTE; and on numalab's build host
-/// (AMD EPYC, Firecracker VM, Linux 6.18.44; 2026-11-27, a C loop of
-/// mprotect(PROT_NONE) over 4 MiB to 1 GiB windows of touched 4 KiB pages,
-/// docs/model.md) 75-86 ns a PTE, linear in the window, on a kernel after
+/// (AMD EPYC, Firecracker VM, Linux 6.18.44; 2026-11-27,
+/// vm/calibrate/mprotect_pte.c: mprotect(PROT_NONE) over 4 MiB to 1 GiB
+/// windows of touched 4 KiB pages) 75-86 ns a PTE, linear in the window, on a kernel after
 /// that series' PTE batching, which the LKML report "[REGRESSION]
 /// mm/mprotect: 2x+ slowdown for >=400KiB regions since PTE batching"
 /// (Pedro Falcato, 2026-02) puts at 2x+ for such regions, so 35-43 ns
