@@ -37,6 +37,25 @@ fn background_threads_take_cpu_time_but_never_show_in_the_record() {
     );
 }
 
+/// One thread bound to `affinity` that streams its own 64 MiB `passes`
+/// times: the first pass first-touches it.
+fn one_streamer(affinity: &str, passes: u32) -> String {
+    format!(
+        r#"
+name = "one"
+[[process]]
+name = "p"
+[[process.region]]
+name = "r"
+size = "64MiB"
+[[process.thread]]
+name = "t"
+affinity = "{affinity}"
+phases = [ {{ stream = "r", passes = {passes} }} ]
+"#
+    )
+}
+
 /// Runs `w` on a copy of tiny-2n whose `[kernel]` is changed by `f`.
 fn run_on(
     w: &str,
@@ -58,20 +77,9 @@ fn run_on(
 fn cost_scale_multiplies_kernel_work_but_not_byte_copies() {
     // First-touch faults of 64 MiB on one CPU: sys time is the fault's fixed
     // cost (scaled) plus zeroing at core bandwidth (not scaled).
-    let w = r#"
-name = "touch"
-[[process]]
-name = "p"
-[[process.region]]
-name = "r"
-size = "64MiB"
-[[process.thread]]
-name = "t"
-affinity = "cpu:0"
-phases = [ { stream = "r", passes = 1 } ]
-"#;
+    let w = one_streamer("cpu:0", 1);
     let sys = |scale: f64| {
-        let r = run_on(w, QUIET, |m| m.kernel.cost_scale = scale);
+        let r = run_on(&w, QUIET, |m| m.kernel.cost_scale = scale);
         r.tasks[0].sys_s
     };
     let (s1, s10) = (sys(1.0), sys(10.0));
@@ -136,18 +144,7 @@ fn a_proc_reader_makes_a_single_threaded_scan_mark_its_own_nodes_pages() {
     // (change_pte_range's target_node), so nothing is marked. A background
     // reader of /proc/PID/numa_maps that runs 8 ms of every 10 holds the
     // mm meanwhile (mm_users 2), and the scans that land then mark them.
-    let w = r#"
-name = "alone"
-[[process]]
-name = "p"
-[[process.region]]
-name = "r"
-size = "64MiB"
-[[process.thread]]
-name = "w"
-affinity = "node:0"
-phases = [ { stream = "r", passes = 400 } ]
-"#;
+    let w = one_streamer("node:0", 400);
     let reader = |m: &mut numalab_topology::Machine| {
         m.kernel.background = vec![numalab_topology::Background {
             name: "reader".into(),
@@ -158,7 +155,7 @@ phases = [ { stream = "r", passes = 400 } ]
         }];
     };
     let marked = |sets: &[&str]| {
-        run_on(w, sets, reader)
+        run_on(&w, sets, reader)
             .vmstat
             .get("numa_pte_updates")
             .copied()
