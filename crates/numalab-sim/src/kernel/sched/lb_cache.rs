@@ -88,6 +88,20 @@ pub(crate) struct GroupSums {
     pub capacity: i64,
 }
 
+impl GroupSums {
+    /// Adds `sign` (1 or -1) times `o`, field by field: integers, so a
+    /// sum kept by differences equals a walk's (the running sums).
+    fn add(&mut self, o: &GroupSums, sign: i64) {
+        self.weight += sign * o.weight;
+        self.nr_running += sign * o.nr_running;
+        self.idle_cpus += sign * o.idle_cpus;
+        self.load += sign * o.load;
+        self.util += sign * o.util;
+        self.runnable += sign * o.runnable;
+        self.capacity += sign * o.capacity;
+    }
+}
+
 /// The group number of a group that has no entry.
 const UNCACHED: u32 = u32::MAX;
 
@@ -243,23 +257,10 @@ impl Sched {
             if let Some(old) = old {
                 let mut o = GroupSums::default();
                 self.add_cpu_sums(&mut o, c, old);
-                d.weight -= o.weight;
-                d.nr_running -= o.nr_running;
-                d.idle_cpus -= o.idle_cpus;
-                d.load -= o.load;
-                d.util -= o.util;
-                d.runnable -= o.runnable;
-                d.capacity -= o.capacity;
+                d.add(&o, -1);
             }
             for &g in &self.lb_cache.cpu_gids[c] {
-                let s = &mut r.sums[g as usize];
-                s.weight += d.weight;
-                s.nr_running += d.nr_running;
-                s.idle_cpus += d.idle_cpus;
-                s.load += d.load;
-                s.util += d.util;
-                s.runnable += d.runnable;
-                s.capacity += d.capacity;
+                r.sums[g as usize].add(&d, 1);
             }
         }
         r.sums[gid]
