@@ -367,6 +367,17 @@ declare! {
         description: "none: a process has only its regions' VMAs (the model before); glibc: also a stack per thread (8 MiB, its top 16 KiB written by its thread at start and in every loop iteration), the heap, eight library data mappings and the main stack; rust: as glibc with 2 MiB stacks, a 132 KiB malloc arena per spawned thread and an 8 KiB sigaltstack per thread (numalab real run's worker). They change which VMAs task_numa_work walks and how far a pass gets (numalab-workload runtime.rs). Off by default until its effect on the reproductions is judged; validate uses rust",
     }
 
+    /// numalab real run's shared control page in every process.
+    REAL_RUN_SHARED_PAGE: bool {
+        name: "numalab.real_run_shared_page",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "crates/numalab-real/src/worker.rs (Shared: one MAP_SHARED | MAP_ANONYMOUS page the coordinator maps before the forks; Exec::stopped reads its stop flag before every phase and every MiB streamed); mm/memory.c numa_migrate_check() (TNF_SHARED for a folio mapped by several mms in a VM_SHARED VMA; a shmem PTE is writable from the read fault, so no TNF_NO_GROUP); kernel/sched/fair.c task_numa_group(); the 6.12 guest's threadlocal-like boots, whose threads of two processes act in one numa group (docs/real.md)",
+        description: "1: every process maps one shared 4 KiB page and every thread reads it before each phase, loop bodies included (numalab-workload real_run.rs), as numalab real run's worker does: a hinting fault on it is shared across the processes, so it can join their numa groups; 0: no such page (a plain program). A property of the runner, not of a workload; validate sets it",
+    }
+
     /// Background activity: per-CPU kernel threads and periodic system work.
     BACKGROUND: bool {
         name: "numalab.background",

@@ -18,6 +18,7 @@ pub mod expr;
 pub mod model;
 pub mod presets;
 pub mod ranges;
+pub mod real_run;
 pub mod runtime;
 pub mod spec;
 

@@ -160,14 +160,17 @@ pub fn resolve(s: &Scenario, m: &Machine, seed: u64, scale: f64) -> Result<Workl
 /// libraries' data are VMAs `task_numa_work` walks
 /// (`numalab.process_mappings=rust`); and its threads sleep in slices of
 /// 20 ms, checking their stop flag between them
-/// (`numalab.sleep_slice_ms=20`). The first three are off in plain model
+/// (`numalab.sleep_slice_ms=20`); and every process maps the runner's
+/// shared control page, which every thread reads before each phase
+/// (`numalab.real_run_shared_page`). The first three are off in plain model
 /// runs until their effect on the reproductions is judged (docs/real.md
-/// M3, M5); the last is a property of the runner, not of a workload.
+/// M3, M5); the last two are properties of the runner, not of a workload.
 pub const REAL_RUN_KNOBS: &[&str] = &[
     "numalab.serial_clone=1",
     "numalab.task_group=session",
     "numalab.process_mappings=rust",
     "numalab.sleep_slice_ms=20",
+    "numalab.real_run_shared_page=1",
 ];
 
 /// The model's settings for scenario `s`: its own, then `--set`.

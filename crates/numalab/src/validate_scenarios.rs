@@ -92,6 +92,14 @@ pub const SCENARIOS: &[Scenario] = &[
         ..PLAIN
     },
     Scenario {
+        name: "threadlocal-like",
+        text: include_str!("../validate/threadlocal-like.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-4n",
+        ..PLAIN
+    },
+    Scenario {
         name: "p3-interleave-4k",
         text: include_str!("../validate/p3-interleave-4k.toml"),
         check: false,

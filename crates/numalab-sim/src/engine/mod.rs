@@ -237,6 +237,10 @@ impl Sim {
             &mut w,
             k.knobs.get(knob::PROCESS_MAPPINGS),
         );
+        // numalab real run's shared control page, when asked for.
+        if k.knobs.get(knob::REAL_RUN_SHARED_PAGE) {
+            numalab_workload::real_run::add_real_run_shared_page(&mut w);
+        }
         k.sched.seed_balance(opts.seed);
         if opts.trace {
             k.trace = Some(Box::default());
