@@ -115,65 +115,19 @@ fn read(page: usize) -> Phase {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Score, Thread};
     use crate::runtime::add_process_mappings;
     use numalab_knobs::knob::ProcessMappings;
 
-    fn region(name: &str) -> Region {
-        Region {
-            name: name.into(),
-            bytes: 2 << 20,
-            page_size: PageSize::Base4K,
-            policy: None,
-            runtime: false,
-            shared: false,
-            vma_bytes: None,
-        }
-    }
-
-    fn stream(region: usize) -> Phase {
-        Phase::Stream {
-            region,
-            offset: 0,
-            len: 4096,
-            passes: 1,
-            write: true,
-        }
-    }
-
-    /// Two processes of two threads: a first stream of region 0, then a
-    /// loop over region 1.
+    /// Two processes `p0` and `p1` of two threads each: the runtime
+    /// tests' process (regions `a`, `b`; a first stream of `a` or `b`,
+    /// then a loop over `b`), twice.
     fn workload() -> Workload {
-        let process = |name: &str| Process {
-            name: name.into(),
-            cgroup: "/".into(),
-            regions: vec![region("a"), region("b")],
-            threads: (0..2)
-                .map(|i| Thread {
-                    name: format!("t{i}"),
-                    affinity: None,
-                    policy: None,
-                    start_after: vec![],
-                    phases: vec![
-                        stream(0),
-                        Phase::Repeat {
-                            times: 3,
-                            body: vec![stream(1)],
-                            request: true,
-                        },
-                    ],
-                })
-                .collect(),
-        };
-        Workload {
-            name: "w".into(),
-            description: String::new(),
-            test: "W".into(),
-            cgroups: vec![],
-            processes: vec![process("p0"), process("p1")],
-            score: Score::Elapsed,
-            duration_ns: None,
-        }
+        let mut w = crate::runtime::tests::workload(2);
+        let mut p1 = w.processes[0].clone();
+        w.processes[0].name = "p0".into();
+        p1.name = "p1".into();
+        w.processes.push(p1);
+        w
     }
 
     /// Every process maps the one shared page, and every thread reads it
@@ -186,11 +140,11 @@ mod tests {
             let page = p.regions.iter().position(|r| r.name == SHARED_PAGE);
             assert_eq!(page, Some(2), "after the declared regions: {:?}", p.regions);
             assert!(p.regions[2].shared && p.regions[2].runtime);
-            for t in &p.threads {
+            for (i, t) in p.threads.iter().enumerate() {
                 let Phase::Repeat { body, .. } = &t.phases[3] else {
                     panic!("the loop stays fourth: {:?}", t.phases);
                 };
-                for (list, streamed) in [(&t.phases[..], 0), (&body[..], 1)] {
+                for (list, streamed) in [(&t.phases[..], i % 2), (&body[..], 1)] {
                     assert_eq!(list[0], read(2), "a read first");
                     assert_eq!(list[1].range().map(|r| r.0), Some(streamed));
                 }

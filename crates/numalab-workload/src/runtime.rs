@@ -168,11 +168,13 @@ fn touch_in_loops(ph: &mut Phase, touch: &Phase) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::Thread;
 
-    fn workload(threads: usize) -> Workload {
+    /// One process `p` with regions `a` and `b` (4 KiB each) and `threads`
+    /// threads: a first stream of region `i % 2`, then a loop over `b`.
+    pub(crate) fn workload(threads: usize) -> Workload {
         let stream = |region| Phase::Stream {
             region,
             offset: 0,
