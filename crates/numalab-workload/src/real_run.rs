@@ -34,7 +34,9 @@
 //! during a run; in a single-process workload the kernel's folio is still
 //! mapped by two mms, the model's by one, which matters only to a join
 //! across mms) and its two writes (the time origin at the start, the stop
-//! flag at the end).
+//! flag at the end). With `numalab.access_latency` the reads count as timed
+//! accesses, one per phase, where the worker times only its random phases'
+//! own accesses.
 
 use crate::model::{Distribution, Phase, Process, Region, Workload};
 use crate::PageSize;
