@@ -258,12 +258,13 @@ struct SearchHint {
     mine: u32,
 }
 
-/// What a one-class rebuild keeps from the index it replaces, so that it
-/// sorts nearly sorted lists: a rebuild comes when a writer joins or
-/// leaves (a kworker preempted it for a tick), and the others' streams have
-/// moved a tick's worth, mostly keeping their order. The lists are sorted
-/// all the same (a total order: writer indices differ), so what is kept
-/// changes the cost, never the index.
+/// What a rebuild keeps from the index it replaces, so that it sorts
+/// nearly sorted lists: a rebuild comes when a writer joins or leaves (a
+/// kworker preempted it for a tick), and the others' streams have moved a
+/// tick's worth, mostly keeping their order. The lists are sorted all the
+/// same (a total order: writer indices differ), so what is kept changes
+/// the cost, never the index. The one-class rebuild's fields come first,
+/// then the several-class rebuild's (`all*`).
 #[derive(Clone, Debug, Default)]
 struct OneClassScratch {
     /// Task ids of the old index's streams, in its stream order.
@@ -272,6 +273,13 @@ struct OneClassScratch {
     resort: Resort<(u64, usize)>,
     /// By task id: the position of its one stream (`u64::MAX`: none).
     pos_of: Vec<u64>,
+    /// The rebuild of several classes: `(offset, len, position, writer
+    /// index)` of every writer, sorted ([`RegionWriters::rebuild_classes`]).
+    all: Vec<(u64, u64, u64, usize)>,
+    /// Task ids of `all` in the last such rebuild's order.
+    all_last_ids: Vec<usize>,
+    /// Sorts `all` starting from that order.
+    all_resort: Resort<(u64, u64, u64, usize)>,
 }
 
 /// One range class: its range and where its lists are in the flat vectors.
@@ -325,62 +333,65 @@ impl RegionWriters {
     }
 
     /// Indexes `self.writers` in range classes, whatever their ranges.
+    ///
+    /// One sort of every writer by (range, position in it, writer index)
+    /// gives the classes in order and, class by class, the streams sorted
+    /// by (position, writer) and the random writers by writer: the orders
+    /// of sorting the classes' keys, then (class, position, writer) and
+    /// (class, writer) apart, as `class` follows the range's order. The
+    /// sort starts from the last rebuild's order of the writers' ids
+    /// ([`Resort`]): NUMA02's 320 one-thread ranges keep their order from
+    /// tick to tick while a writer joins or leaves.
     fn rebuild_classes(&mut self) {
-        let mut keys: Vec<(u64, u64)> = self.writers.iter().map(|w| (w.offset, w.len)).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        // (class, position, writer) sorts to each class's sorted streams,
-        // class after class; randoms likewise by (class, writer).
-        let mut streams: Vec<(usize, u64, usize)> = Vec::new();
-        self.randoms.clear();
-        let mut randoms: Vec<(usize, usize)> = Vec::new();
-        for (i, w) in self.writers.iter().enumerate() {
-            let c = keys.binary_search(&(w.offset, w.len)).unwrap_or(0);
-            match w.kind {
-                WriterKind::Stream { at } => {
-                    let rel = at.saturating_sub(w.offset).min(w.len - 1);
-                    streams.push((c, rel, i));
-                }
-                WriterKind::Random { write_fraction } if write_fraction > 0.0 => {
-                    randoms.push((c, i))
-                }
-                WriterKind::Random { .. } => {}
-            }
-        }
-        streams.sort_unstable();
-        randoms.sort_unstable();
+        let sc = &mut self.scratch;
+        let mut all = std::mem::take(&mut sc.all);
+        all.clear();
+        all.extend(self.writers.iter().enumerate().map(|(i, w)| {
+            let rel = match w.kind {
+                WriterKind::Stream { at } => at.saturating_sub(w.offset).min(w.len - 1),
+                WriterKind::Random { .. } => 0,
+            };
+            (w.offset, w.len, rel, i)
+        }));
+        let writers = &self.writers;
+        sc.all_resort
+            .sort(&mut all, &sc.all_last_ids, |&(.., i)| writers[i].id);
+        sc.all_last_ids.clear();
+        sc.all_last_ids
+            .extend(all.iter().map(|&(.., i)| writers[i].id));
         self.streams.clear();
-        self.streams
-            .extend(streams.iter().map(|&(_, pos, wi)| (pos, wi)));
         self.by_id.clear();
-        self.by_id.extend(
-            streams
-                .iter()
-                .map(|&(_, pos, wi)| (self.writers[wi].id, pos)),
-        );
-        self.randoms.extend(randoms.iter().map(|&(_, wi)| wi));
+        self.randoms.clear();
         self.classes.clear();
         self.max_end.clear();
-        let (mut si, mut ri, mut e) = (0, 0, 0);
-        for (c, &(offset, len)) in keys.iter().enumerate() {
-            let s0 = si;
-            while si < streams.len() && streams[si].0 == c {
-                si += 1;
+        let mut e = 0;
+        for class in all.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            let (offset, len) = (class[0].0, class[0].1);
+            let (s0, r0) = (self.streams.len(), self.randoms.len());
+            for &(_, _, rel, wi) in class {
+                match self.writers[wi].kind {
+                    WriterKind::Stream { .. } => {
+                        self.streams.push((rel, wi));
+                        self.by_id.push((self.writers[wi].id, rel));
+                    }
+                    WriterKind::Random { write_fraction } if write_fraction > 0.0 => {
+                        self.randoms.push(wi)
+                    }
+                    WriterKind::Random { .. } => {}
+                }
             }
-            let r0 = ri;
-            while ri < randoms.len() && randoms[ri].0 == c {
-                ri += 1;
-            }
-            self.by_id[s0..si].sort_unstable();
+            let (s1, r1) = (self.streams.len(), self.randoms.len());
+            self.by_id[s0..s1].sort_unstable();
             self.classes.push(Class {
                 offset,
                 len,
-                streams: s0..si,
-                randoms: r0..ri,
+                streams: s0..s1,
+                randoms: r0..r1,
             });
             e = e.max(offset + len);
             self.max_end.push(e);
         }
+        self.scratch.all = all;
     }
 
     /// [`RegionWriters::rebuild`] when every writer has the same range
