@@ -85,9 +85,19 @@ impl RaceStreams {
 struct VmaStreams {
     /// Groups sorted by range start.
     groups: Vec<Group>,
+    /// By task index: `(group, index in its members)` of the task's
+    /// stream, `NO_MEMBER` for a task with none. A running task streams
+    /// one range at most (it runs on one CPU, one op), so a fault finds
+    /// its own member by one look-up instead of a sort of each group's
+    /// tasks per read (NUMA01's first touch runs 160 threads in one
+    /// group).
+    member: Vec<(u32, u32)>,
     /// Longest range of any group (bytes), to bound the search back.
     max_len: u64,
 }
+
+/// [`VmaStreams::member`] of a task that streams none of its ranges.
+const NO_MEMBER: (u32, u32) = (u32::MAX, u32::MAX);
 
 /// The streams over one range `[offset, offset + len)` of a VMA.
 #[derive(Clone, Debug)]
@@ -96,10 +106,6 @@ struct Group {
     len: u64,
     /// The streams, sorted by position.
     members: Vec<Member>,
-    /// `(task, index in members)`, sorted by task: a fault finds its own
-    /// member without a pass over the group (NUMA01's first touch runs
-    /// 160 threads in one group).
-    by_task: Vec<(TaskId, usize)>,
     /// The members' CPUs, in member order.
     cpus: Vec<CpuId>,
     /// Members per node.
@@ -177,8 +183,8 @@ impl Sim {
         // The common case: a first touch in the one range `t` streams
         // with the others.
         if let (true, Some(gi)) = (first_touch, only) {
-            let g = &mut vs.groups[gi];
-            if let Some(w) = g.member_of(t) {
+            if let Some(w) = vs.member_of(gi, t) {
+                let g = &mut vs.groups[gi];
                 let race = Race {
                     cpus: &g.cpus,
                     per_node: &g.per_node,
@@ -357,7 +363,6 @@ impl Sim {
                     offset,
                     len,
                     members: vec![m],
-                    by_task: Vec::new(),
                     cpus: Vec::new(),
                     per_node: Vec::new(),
                     key: 0,
@@ -367,14 +372,18 @@ impl Sim {
                 }),
             }
         }
+        let top = groups
+            .iter()
+            .flat_map(|g| g.members.iter().map(|m| m.task.index() + 1))
+            .max()
+            .unwrap_or(0);
+        let mut member = vec![NO_MEMBER; top];
+        for (gi, g) in groups.iter().enumerate() {
+            for (w, m) in g.members.iter().enumerate() {
+                member[m.task.index()] = (gi as u32, w as u32);
+            }
+        }
         for g in &mut groups {
-            g.by_task = g
-                .members
-                .iter()
-                .enumerate()
-                .map(|(i, m)| (m.task, i))
-                .collect();
-            g.by_task.sort_unstable();
             g.cpus = g.members.iter().map(|m| m.cpu).collect();
             g.per_node = vec![0; nn];
             for &c in &g.cpus {
@@ -384,18 +393,11 @@ impl Sim {
             g.max_reach = g.members.iter().map(|m| reach(m.rate)).max().unwrap_or(0);
         }
         let max_len = groups.iter().map(|g| g.len).max().unwrap_or(0);
-        VmaStreams { groups, max_len }
-    }
-}
-
-impl Group {
-    /// Index of task `t`'s member, if it streams in this group (a task
-    /// runs on one CPU, so it is a member once at most).
-    fn member_of(&self, t: TaskId) -> Option<usize> {
-        self.by_task
-            .binary_search_by_key(&t, |e| e.0)
-            .ok()
-            .map(|k| self.by_task[k].1)
+        VmaStreams {
+            groups,
+            member,
+            max_len,
+        }
     }
 }
 
@@ -405,6 +407,15 @@ fn reach(rate: f64) -> u64 {
 }
 
 impl VmaStreams {
+    /// Index of task `t`'s member in group `gi`, if it streams in that
+    /// group.
+    fn member_of(&self, gi: usize, t: TaskId) -> Option<usize> {
+        match self.member.get(t.index()) {
+            Some(&(g, w)) if g as usize == gi => Some(w as usize),
+            _ => None,
+        }
+    }
+
     /// Indices of the groups that may overlap `[lo, hi)`: every group
     /// that does is among them ([`VmaStreams::overlaps`] tells which).
     /// Groups are sorted by start, so the ones starting before `hi` are a
