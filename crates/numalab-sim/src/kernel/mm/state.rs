@@ -34,6 +34,11 @@ pub struct MmState {
     /// Objects several mms map (`MAP_SHARED`), by the index a mapping's
     /// [`Vma::shm`](crate::kernel::mm::Vma::shm) holds.
     pub shmem: Vec<Shmem>,
+    /// Each node's min watermark and step between watermarks, worked out
+    /// on first use (kernel/numa/fault.rs): they follow from the nodes'
+    /// sizes, fixed at boot, and the NUMA fault path reads them at every
+    /// migration.
+    pub(in crate::kernel) wmarks: std::cell::OnceCell<TiVec<NodeId, (u64, u64)>>,
 }
 
 impl MmState {
@@ -54,6 +59,7 @@ impl MmState {
             locks: Locks::new(m, knobs),
             zonelists: zonelists(&m.distance),
             shmem: Vec::new(),
+            wmarks: std::cell::OnceCell::new(),
         }
     }
 

@@ -470,8 +470,17 @@ impl MmState {
     }
 
     /// The min watermark of `nid` and the step between watermarks
-    /// (`__setup_per_zone_wmarks`).
+    /// (`__setup_per_zone_wmarks`), as the kernel sets them at boot.
     fn wmark_parts(&self, nid: NodeId) -> (u64, u64) {
+        self.wmarks.get_or_init(|| {
+            NodeId::range(self.nodes.len())
+                .map(|n| self.wmark_parts_at_boot(n))
+                .collect()
+        })[nid]
+    }
+
+    /// [`MmState::wmark_parts`] worked out from the nodes' sizes.
+    fn wmark_parts_at_boot(&self, nid: NodeId) -> (u64, u64) {
         let total_pages: u64 = self.nodes.iter().map(|n| n.total_pages).sum();
         if total_pages == 0 {
             return (0, 0);
