@@ -163,14 +163,18 @@ pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
     // node there, so each distinct span is built once: a pass over every
     // CPU per CPU per level is quadratic, 5 M steps at 1024 CPUs.
     let spans: RefCell<HashMap<(Level, usize), CpuSet>> = RefCell::new(HashMap::new());
-    let span_of = |cpu: usize, level: Level| -> CpuSet {
+    let key_of = |cpu: usize, level: Level| -> usize {
         let c = &m.cpus[cpu];
-        let key = match level {
+        match level {
             Level::Smt => c.core,
             Level::Mc => c.llc,
             Level::Pkg => c.package,
             Level::Numa(_) => c.node,
-        };
+        }
+    };
+    let span_of = |cpu: usize, level: Level| -> CpuSet {
+        let c = &m.cpus[cpu];
+        let key = key_of(cpu, level);
         spans
             .borrow_mut()
             .entry((level, key))
@@ -193,6 +197,12 @@ pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
         levels.push(Level::Pkg);
     }
     levels.extend(dists.iter().map(|&d| Level::Numa(d)));
+    // A level's groups follow from its span and its child's (the CPU's
+    // own group comes first, then the others in span order), so the CPUs
+    // that share both get the same list: built once per (level, child
+    // level, span, child span) instead of once per CPU, a pass over the
+    // span and a search of the groups per CPU in it.
+    let mut groups_of: HashMap<(Level, Option<Level>, usize, usize), Vec<CpuSet>> = HashMap::new();
 
     (0..m.nr_cpus())
         .map(|cpu| {
@@ -206,7 +216,12 @@ pub fn build_sched_domains(m: &Machine) -> Vec<Vec<SchedDomain>> {
                 if span.len() <= child_span.len() {
                     continue;
                 }
-                let groups = build_groups(&out, &span, cpu, level, &span_of);
+                let child_level = out.last().map(|d: &SchedDomain| d.level);
+                let child_key = child_level.map_or(cpu, |l| key_of(cpu, l));
+                let groups = groups_of
+                    .entry((level, child_level, key_of(cpu, level), child_key))
+                    .or_insert_with(|| build_groups(&out, &span, cpu, level, &span_of))
+                    .clone();
                 out.push(sd_init(level, span.clone(), groups));
                 child_span = span;
             }
