@@ -70,7 +70,7 @@ impl<T: Ord + Copy> Resort<T> {
 /// elements, then by `sort_unstable`: linear on a list a few places out of
 /// order, and on any other list a sort plus at most `budget + v.len()`
 /// wasted shifts (the check comes after each element's insertion).
-fn insertion_sort_or_hand_over<T: Ord + Copy>(v: &mut [T], budget: usize) {
+pub(crate) fn insertion_sort_or_hand_over<T: Ord + Copy>(v: &mut [T], budget: usize) {
     let mut shifted = 0;
     for i in 1..v.len() {
         let x = v[i];

@@ -57,7 +57,7 @@
 
 use super::line::{Distance, LineModel, Place};
 use crate::kernel::CpuId;
-use crate::resort::Resort;
+use crate::resort::{insertion_sort_or_hand_over, Resort};
 use numalab_topology::Machine;
 use rustc_hash::{FxHashMap, FxHasher};
 use std::cell::RefCell;
@@ -577,7 +577,13 @@ impl RegionWriters {
                     *rel = at.saturating_sub(w.offset).min(w.len - 1);
                 }
             }
-            streams.sort_unstable();
+            // Sorted by the old positions, and a tick moves few streams
+            // past others (a wrap to the range's start moves one across):
+            // an insertion sort, handing over to a full sort past a few
+            // shifts per stream. The order is total (writer indices
+            // differ), so the result is the full sort's.
+            let budget = 4 * streams.len();
+            insertion_sort_or_hand_over(streams, budget);
             let by_id = &mut self.by_id[c.streams.clone()];
             for (e, &(pos, wi)) in by_id.iter_mut().zip(streams.iter()) {
                 *e = (self.writers[wi].id, pos);
