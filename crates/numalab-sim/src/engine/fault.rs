@@ -92,6 +92,13 @@ struct VmaStreams {
     /// tasks per read (NUMA01's first touch runs 160 threads in one
     /// group).
     member: Vec<(u32, u32)>,
+    /// Each group's range start, in group order: what the searches of
+    /// [`VmaStreams::candidates`] read, in one dense array.
+    starts: Vec<u64>,
+    /// The last [`VmaStreams::candidates`] answer: a task faults page
+    /// after page of its own range while it runs, so the next search
+    /// mostly ends where the last did (NUMA02's 320 one-thread ranges).
+    last: std::ops::Range<usize>,
     /// Longest range of any group (bytes), to bound the search back.
     max_len: u64,
 }
@@ -393,9 +400,12 @@ impl Sim {
             g.max_reach = g.members.iter().map(|m| reach(m.rate)).max().unwrap_or(0);
         }
         let max_len = groups.iter().map(|g| g.len).max().unwrap_or(0);
+        let starts = groups.iter().map(|g| g.offset).collect();
         VmaStreams {
             groups,
             member,
+            starts,
+            last: 0..0,
             max_len,
         }
     }
@@ -421,9 +431,28 @@ impl VmaStreams {
     /// Groups are sorted by start, so the ones starting before `hi` are a
     /// prefix, and within it those that can reach `lo` (start plus the
     /// longest range past it) a suffix.
-    fn candidates(&self, lo: u64, hi: u64) -> std::ops::Range<usize> {
-        let end = self.groups.partition_point(|g| g.offset < hi);
-        let start = self.groups[..end].partition_point(|g| g.offset + self.max_len <= lo);
+    ///
+    /// The last answer is checked first: each bound is the partition
+    /// point of a monotone test, so a bound whose neighbours pass and fail
+    /// the test is the one a search would find.
+    fn candidates(&mut self, lo: u64, hi: u64) -> std::ops::Range<usize> {
+        let s = &self.starts;
+        let before_hi = |i: usize| s[i] < hi;
+        let behind_lo = |i: usize| s[i] + self.max_len <= lo;
+        let (start, end) = (self.last.start, self.last.end);
+        let end_holds = end <= s.len()
+            && (end == 0 || before_hi(end - 1))
+            && (end == s.len() || !before_hi(end));
+        if end_holds
+            && start <= end
+            && (start == 0 || behind_lo(start - 1))
+            && (start == end || !behind_lo(start))
+        {
+            return start..end;
+        }
+        let end = s.partition_point(|&o| o < hi);
+        let start = s[..end].partition_point(|&o| o + self.max_len <= lo);
+        self.last = start..end;
         start..end
     }
 
@@ -466,6 +495,31 @@ mod tests {
                 want.sort_unstable();
                 rs.sort_rows(key, &mut got);
                 proptest::prop_assert_eq!(&got, &want);
+            }
+        }
+
+        /// Whatever the last answer was, candidates() gives the two
+        /// searches' answer for each page in turn, over sorted range
+        /// starts with repeats.
+        #[test]
+        fn candidates_are_the_searches_from_any_last_answer(
+            mut starts in proptest::collection::vec(0u64..64, 0..12),
+            max_len in 0u64..24,
+            pages in proptest::collection::vec(0u64..80, 1..24),
+        ) {
+            starts.sort_unstable();
+            let mut vs = VmaStreams {
+                groups: Vec::new(),
+                member: Vec::new(),
+                starts: starts.clone(),
+                last: 0..0,
+                max_len,
+            };
+            for lo in pages {
+                let hi = lo + 4;
+                let end = starts.partition_point(|&o| o < hi);
+                let start = starts[..end].partition_point(|&o| o + max_len <= lo);
+                proptest::prop_assert_eq!(vs.candidates(lo, hi), start..end);
             }
         }
     }
