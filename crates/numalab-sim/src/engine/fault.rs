@@ -506,13 +506,15 @@ mod tests {
             mut starts in proptest::collection::vec(0u64..64, 0..12),
             max_len in 0u64..24,
             pages in proptest::collection::vec(0u64..80, 1..24),
+            last in (0usize..14, 0usize..14),
         ) {
             starts.sort_unstable();
+            // Any first "last answer", in range or not, ordered or not.
             let mut vs = VmaStreams {
                 groups: Vec::new(),
                 member: Vec::new(),
                 starts: starts.clone(),
-                last: 0..0,
+                last: last.0..last.1,
                 max_len,
             };
             for lo in pages {
