@@ -19,6 +19,8 @@ pub mod progress;
 pub mod reproduce;
 pub mod reproduce_check;
 pub mod reproduce_decl;
+#[cfg(test)]
+mod reproduce_experiments;
 pub mod reproduce_runs;
 pub mod reproductions;
 pub mod runner;
