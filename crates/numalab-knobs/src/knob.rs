@@ -614,6 +614,17 @@ declare! {
         description: "1: a thread created in a process joins its creator's numa group at clone (the creator gets one if it has none), as if the shared faults that group the guest's threads had happened at once; shows what the groups the model does not form would change (docs/real.md M3); 0: groups form only from shared faults (task_numa_group), the kernel's rule",
     }
 
+    /// A group's shared faults inside its active nodes count as local.
+    NUMA_GROUP_ACTIVE_LOCAL: bool {
+        name: "numalab.numa_group_active_local",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c task_numa_fault() (6.12, and as far back as the node_isset(..., active_nodes) form of 4.x, so also the 5.7 kernel of proposal 2's posting): a shared fault of a task whose numa group spans several active nodes, with the task's node and the page's node both active (numa_is_active_node), counts as local in numa_faults_locality, \"so the scan rate can slow down when a workload has settled down\"; update_task_scan_period() then sees a local ratio of 9 of 10",
+        description: "1: the kernel's rule (a numa group's shared fault wholly inside its active nodes is local for update_task_scan_period); 0: only a fault on the task's own node is local, an ablation that shows what the rule does to the scan rate of a workload whose threads share memory across nodes (docs/reproductions.md#async-numa-scan)",
+    }
+
     /// Placement reads faults classified by the page's last cpupid.
     NUMA_FAULT_CLASSIFY: bool {
         name: "numalab.numa_fault_classify",

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::kernel::sched::TaskState;
 use crate::kernel::{CpuId, Kernel, NodeId, TaskId};
+use numalab_knobs::knob;
 
 impl Kernel {
     /// `task_numa_fault` (fair.c): task `t` on `cpu` took a hinting fault on
@@ -69,8 +70,9 @@ impl Kernel {
                 )
             });
         }
-        // A shared fault wholly inside the group's active nodes is local.
-        if private == 0 && !local {
+        // A shared fault wholly inside the group's active nodes is local
+        // (numalab.numa_group_active_local).
+        if private == 0 && !local && self.knobs.get(knob::NUMA_GROUP_ACTIVE_LOCAL) {
             if let Some(g) = self.numa_group(t) {
                 if g.active_nodes > 1
                     && numa_is_active_node(g, nn, cpu_node)
@@ -776,6 +778,40 @@ mod tests {
         k.tasks[t1].state = crate::kernel::sched::TaskState::Dead;
         k.task_numa_free(t1);
         assert_eq!(k.numa_group(t2).unwrap().nr_tasks, 1);
+    }
+
+    #[test]
+    fn a_shared_fault_inside_the_groups_active_nodes_is_local_unless_switched_off() {
+        for (sets, local) in [
+            (&[][..], true),
+            (&["numalab.numa_group_active_local=0"][..], false),
+        ] {
+            let (mut k, mm, t1) = fx::remote_task(sets);
+            let t2 = fx::add_task(&mut k, mm, fx::c(2));
+            k.numa_group_join_creator(t2, t1);
+            // The group runs on both nodes: both active.
+            let nn = k.m.nr_nodes();
+            let g = k.tasks[t1].numa.group.unwrap();
+            let grp = k.tasks[g].numa.own_group.as_mut().unwrap();
+            for nid in [fx::n(0), fx::n(1)] {
+                grp.faults[faults_idx(nn, NUMA_CPU, nid, 0)] = 50;
+            }
+            grp.max_faults_cpu = 50;
+            grp.active_nodes = 2;
+            // t1 (node 0) faults on a node-1 page t2 touched last: shared,
+            // remote by place.
+            let p2 = k.tasks[t2].pid;
+            k.task_numa_fault(
+                t1,
+                fx::c(0),
+                cpu_pid_to_cpupid(fx::c(2), p2),
+                fx::n(1),
+                1,
+                0,
+            );
+            let want = if local { [0, 1, 0] } else { [1, 0, 0] };
+            assert_eq!(k.tasks[t1].numa.faults_locality, want, "{sets:?}");
+        }
     }
 
     #[test]
