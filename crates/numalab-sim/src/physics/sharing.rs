@@ -169,6 +169,10 @@ pub struct RegionWriters {
     classes: Vec<Class>,
     /// Largest range end over classes `0..=i` (classes sorted by offset).
     max_end: Vec<u64>,
+    /// Per class `i`: the last class before it whose range ends later
+    /// (`NO_CLASS`: none), so [`RegionWriters::overlapping`] skips the
+    /// classes that end before an access in one step ([`prev_longer`]).
+    prev_longer: Vec<u32>,
     /// `(position in the range, writer index)` of every class's streams,
     /// class by class, each class's sorted.
     streams: Vec<(u64, usize)>,
@@ -293,6 +297,33 @@ struct Class {
     randoms: Range<usize>,
 }
 
+/// [`RegionWriters::prev_longer`] of a class with no class before it
+/// ending later.
+const NO_CLASS: u32 = u32::MAX;
+
+/// Fills `out` with, per class, the index of the last class before it
+/// whose range ends later (`NO_CLASS`: none): the previous greater
+/// element of the range ends, one pass over a stack.
+fn prev_longer(classes: &[Class], out: &mut Vec<u32>) {
+    out.clear();
+    let end = |i: usize| classes[i].offset + classes[i].len;
+    for i in 0..classes.len() {
+        // Walk back the chain of later-ending classes to the first that
+        // ends after class i.
+        let mut j = i.checked_sub(1);
+        while let Some(k) = j {
+            if end(k) > end(i) {
+                break;
+            }
+            j = match out[k] {
+                NO_CLASS => None,
+                p => Some(p as usize),
+            };
+        }
+        out.push(j.map_or(NO_CLASS, |k| k as u32));
+    }
+}
+
 /// A class's streams, as [`count_near`] reads them.
 struct ClassStreams<'a> {
     len: u64,
@@ -391,6 +422,7 @@ impl RegionWriters {
             e = e.max(offset + len);
             self.max_end.push(e);
         }
+        prev_longer(&self.classes, &mut self.prev_longer);
         self.scratch.all = all;
     }
 
@@ -438,6 +470,8 @@ impl RegionWriters {
         });
         self.max_end.clear();
         self.max_end.push(offset + len);
+        self.prev_longer.clear();
+        self.prev_longer.push(NO_CLASS);
         true
     }
 
@@ -626,13 +660,33 @@ impl RegionWriters {
         self.writers.is_empty()
     }
 
-    /// Indices of the classes whose range overlaps `[a, b)`.
+    /// Indices of the classes whose range overlaps `[a, b)`, from the
+    /// last down: those starting before `b`, back to the first whose
+    /// classes before it all end by `a`. A class ending by `a` is passed
+    /// with every class between it and its [`prev_longer`] (they end
+    /// earlier still): when a long class comes first (NUMA01_THREADLOCAL's
+    /// threads still streaming their whole buffer while others stream
+    /// their own slices of it), the walk does not visit every slice's
+    /// class before it at every access.
     fn overlapping(&self, a: u64, b: u64) -> impl Iterator<Item = usize> + '_ {
         let hi = self.classes.partition_point(|c| c.offset < b);
-        (0..hi)
-            .rev()
-            .take_while(move |&i| self.max_end[i] > a)
-            .filter(move |&i| self.classes[i].offset + self.classes[i].len > a)
+        let mut next = hi.checked_sub(1);
+        std::iter::from_fn(move || loop {
+            let i = next?;
+            if self.max_end[i] <= a {
+                next = None;
+                return None;
+            }
+            let c = &self.classes[i];
+            if c.offset + c.len > a {
+                next = i.checked_sub(1);
+                return Some(i);
+            }
+            next = match self.prev_longer[i] {
+                NO_CLASS => None,
+                j => Some(j as usize),
+            };
+        })
     }
 
     /// What shared lines cost access `a` on machine `m`.
@@ -1151,6 +1205,34 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The classes `overlapping` walks, and their order, are those of
+        /// a walk over every class starting before the access, back to the
+        /// first whose classes before it all end by its start: ranges of
+        /// any lengths, long ones before short ones included.
+        #[test]
+        fn overlapping_skips_only_classes_that_end_first(
+            ranges in proptest::collection::vec((0u64..64, 1u64..64), 1..40),
+            a in 0u64..130,
+            span in 1u64..40,
+        ) {
+            let m = m();
+            let ws: Vec<Writer> = ranges
+                .iter()
+                .enumerate()
+                .map(|(id, &(off, len))| stream(id, cpu_on(&m, 0, 0), off * MIB, len * MIB, off * MIB))
+                .collect();
+            let r = RegionWriters::new(&ws);
+            let (a, b) = (a * MIB, (a + span) * MIB);
+            let hi = r.classes.partition_point(|c| c.offset < b);
+            let want: Vec<usize> = (0..hi)
+                .rev()
+                .take_while(|&i| r.max_end[i] > a)
+                .filter(|&i| r.classes[i].offset + r.classes[i].len > a)
+                .collect();
+            let got: Vec<usize> = r.overlapping(a, b).collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+
         /// Writers over several ranges, streams and randoms interleaved:
         /// the index answers the same whatever order the writers come in,
         /// and rebuilding an index over another's room answers as a fresh
@@ -1239,6 +1321,7 @@ mod tests {
             proptest::prop_assert_eq!(&one.by_id, &general.by_id);
             proptest::prop_assert_eq!(&one.randoms, &general.randoms);
             proptest::prop_assert_eq!(&one.max_end, &general.max_end);
+            proptest::prop_assert_eq!(&one.prev_longer, &general.prev_longer);
             let bounds = |r: &RegionWriters| -> Vec<_> {
                 r.classes.iter().map(|c| (c.offset, c.len, c.streams.clone(), c.randoms.clone())).collect()
             };
