@@ -592,6 +592,13 @@ impl Sim {
                     }
                 }
             }
+            if !self.exec[t].rate_fresh && matches!(op, Op::Compute(_)) {
+                // What quick_rate gives a compute op (its demand's cap, the
+                // SMT share, times the empty fold of its resources' shares,
+                // 1.0), without building the demand.
+                self.exec[t].rate = self.smt_factor(cpu);
+                self.exec[t].rate_fresh = true;
+            }
             if !self.exec[t].rate_fresh {
                 let key = RateKey::of(
                     &op,
