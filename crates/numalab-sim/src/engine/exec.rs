@@ -516,7 +516,7 @@ impl Sim {
             if left <= 0.0 {
                 break Stop::Horizon;
             }
-            let op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
+            let mut op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
             if matches!(op, Op::Idle) {
                 // numalab real run's sleep loop: woken before the phase's
                 // end, it checks the clock and sleeps again.
@@ -549,9 +549,17 @@ impl Sim {
                         if self.exec[t].mm_refs.is_some() {
                             self.proc_mm_refs(t, matches!(o, Op::Compute(_)));
                         }
-                        self.exec[t].op = o;
                         self.exec[t].rate_fresh = false;
-                        continue;
+                        if left <= 0.0 {
+                            self.exec[t].op = o;
+                            continue;
+                        }
+                        // The next turn's checks would pass as this turn's
+                        // did (nothing since paid or owed kernel time, and
+                        // time is left): the op runs now, as that turn,
+                        // without a round trip through `exec[t].op`.
+                        self.steps += 1;
+                        op = o;
                     }
                     // The runner's loop is the workload's threads'; the
                     // background's (kernel threads, the runner's coordinator)
