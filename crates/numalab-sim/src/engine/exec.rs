@@ -492,6 +492,12 @@ impl Sim {
                 memo.mixes.clear();
             }
         }
+        // The op in progress is held here while the task runs and stored
+        // back when it stops. Nothing reads the running task's `exec[t].op`
+        // meanwhile (a fault looks at the other CPUs' tasks' ops; this
+        // one's was `Op::Idle` while it ran an op before too), so it no
+        // longer goes back and forth through it at every turn.
+        let mut op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
         let stop = loop {
             // Each turn is an engine step (budget.rs): a storm of tiny
             // phases shows up here, not as queue events.
@@ -516,7 +522,6 @@ impl Sim {
             if left <= 0.0 {
                 break Stop::Horizon;
             }
-            let mut op = std::mem::replace(&mut self.exec[t].op, Op::Idle);
             if matches!(op, Op::Idle) {
                 // numalab real run's sleep loop: woken before the phase's
                 // end, it checks the clock and sleeps again.
@@ -551,13 +556,12 @@ impl Sim {
                         }
                         self.exec[t].rate_fresh = false;
                         if left <= 0.0 {
-                            self.exec[t].op = o;
+                            op = o;
                             continue;
                         }
                         // The next turn's checks would pass as this turn's
                         // did (nothing since paid or owed kernel time, and
-                        // time is left): the op runs now, as that turn,
-                        // without a round trip through `exec[t].op`.
+                        // time is left): the op runs now, as that turn.
                         self.steps += 1;
                         op = o;
                     }
@@ -641,11 +645,12 @@ impl Sim {
             };
             left -= used;
             let done = matches!(op_after, Op::Idle);
-            self.exec[t].op = op_after;
+            op = op_after;
             if done {
                 self.exec[t].rate_fresh = false;
             }
         };
+        self.exec[t].op = op;
         // Kernel work charged during this span (faults) was added to debt;
         // pay what fits.
         let debt = self.k.owed[t].debt_ns;
