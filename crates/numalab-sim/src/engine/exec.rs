@@ -449,6 +449,11 @@ impl Sim {
     /// A rate for `op` outside the tick's solve: its cap scaled by how much
     /// of their demand the resources it uses could serve last tick.
     fn quick_rate(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> f64 {
+        // A CPU-only op crosses no resource: its rate is its demand's cap,
+        // the SMT share (op_demand's), without building the demand.
+        if matches!(op, Op::Compute(_) | Op::Idle) {
+            return self.smt_factor(cpu);
+        }
         let d = self.op_demand(t, cpu, op);
         let share = d
             .uses
@@ -603,13 +608,6 @@ impl Sim {
                         continue;
                     }
                 }
-            }
-            if !self.exec[t].rate_fresh && matches!(op, Op::Compute(_)) {
-                // What quick_rate gives a compute op (its demand's cap, the
-                // SMT share, times the empty fold of its resources' shares,
-                // 1.0), without building the demand.
-                self.exec[t].rate = self.smt_factor(cpu);
-                self.exec[t].rate_fresh = true;
             }
             if !self.exec[t].rate_fresh {
                 let key = RateKey::of(

@@ -72,11 +72,12 @@ impl Kernel {
         }
         // A shared fault wholly inside the group's active nodes is local
         // (numalab.numa_group_active_local).
-        if private == 0 && !local && self.knobs.get(knob::NUMA_GROUP_ACTIVE_LOCAL) {
+        if private == 0 && !local {
             if let Some(g) = self.numa_group(t) {
                 if g.active_nodes > 1
                     && numa_is_active_node(g, nn, cpu_node)
                     && numa_is_active_node(g, nn, mem_node)
+                    && self.knobs.get(knob::NUMA_GROUP_ACTIVE_LOCAL)
                 {
                     local = true;
                 }
