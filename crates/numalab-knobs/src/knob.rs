@@ -278,6 +278,17 @@ declare! {
         description: "0: a sleep phase is one sleep (a program's nanosleep; plain model runs); N: the thread wakes every N ms until the phase's end (absolute, so time spent waiting for a CPU counts), each wakeup placed by select_task_rq_fair and charged as one; validate sets 20, what numalab real run's worker does",
     }
 
+    /// How many scheduler ticks the fluid solve's rates are kept for.
+    FLUID_SOLVE_TICKS: uint(1, 64) {
+        name: "numalab.fluid_solve_ticks",
+        aliases: [],
+        default: 1,
+        unit: None,
+        location: Location::Lab,
+        source: "a numerical choice of numalab, not a kernel or hardware fact: the fluid model (engine/mod.rs solve_physics, physics::max_min_fair_with) is solved once per tick (4 ms at HZ=250) by default; the convergence and seed-spread measurements behind a coarser step are in docs/model.md (\"Fluid solve interval\", session 23)",
+        description: "1: the rates of every running task, the loaded latencies and each resource's served share are solved at every tick (exact, the default); N: at every Nth tick only, the others keep the last solve's rates (a task that changed CPU since, or starts a new op, takes its rate from the last solve's served shares, as an op started mid-tick always does). The scheduler, NUMA balancing and faults still run at every tick. A speed setting for sweeps: 4 runs the spr-4n autonumabench entries about 1.5x faster, smooth figures (elapsed, user time of NUMA01_THREADLOCAL) within 0.7 %, counts of task moves within their seed-to-seed spread",
+    }
+
     /// `sched_balance_rq` resets `balance_interval` on any imbalance found.
     BALANCE_INTERVAL_RESET: bool {
         name: "numalab.balance_interval_reset",

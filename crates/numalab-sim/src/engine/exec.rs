@@ -122,6 +122,10 @@ pub struct ThreadExec {
     pub rate: f64,
     /// True when `rate` was solved for the current op on the current CPU.
     pub rate_fresh: bool,
+    /// The CPU the last fluid solve gave `rate` on (`None` before any):
+    /// a tick without a solve (`numalab.fluid_solve_ticks`) keeps the rate
+    /// only on that CPU.
+    pub rate_cpu: Option<CpuId>,
     /// Its access latencies (proposal 2, engine/latency.rs).
     pub lat: super::latency::TaskLatency,
     /// Rates and node mixes it already worked out this tick on this CPU.
@@ -161,6 +165,7 @@ impl ThreadExec {
             bytes_by_node: vec![0.0; nr_nodes],
             rate: 0.0,
             rate_fresh: false,
+            rate_cpu: None,
             lat: Default::default(),
             memo: TaskMemo::default(),
             fast_body: None,

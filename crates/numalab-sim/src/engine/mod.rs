@@ -32,6 +32,7 @@ mod numa;
 pub mod record;
 mod series;
 mod sharing;
+mod solve_interval;
 mod stall;
 
 use crate::kernel::ids::TiVec;
@@ -107,6 +108,11 @@ pub struct RunStats {
     pub steps: u64,
     /// The budget the run had ([`Sim::budget`]).
     pub budget: StepBudget,
+    /// Fluid solves done: one a tick, or one every
+    /// `numalab.fluid_solve_ticks` ticks.
+    pub fluid_solves: u64,
+    /// Ticks run.
+    pub ticks: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -202,6 +208,11 @@ pub struct Sim {
     /// `numalab.sleep_slice_ms` in ns: 0, or the slice a `sleep` phase is
     /// slept in (engine/exec.rs, `ThreadExec::nap_until`).
     sleep_slice_ns: u64,
+    /// `numalab.fluid_solve_ticks`: the fluid model is solved at every
+    /// this many ticks (1: every tick, exact).
+    fluid_solve_ticks: u64,
+    /// Fluid solves done ([`RunStats::fluid_solves`]).
+    fluid_solves: u64,
     /// The last tick's demands (the vector kept for its room).
     demands: Vec<crate::physics::Demand>,
     /// The resource list of a demand that loads none (compute), shared.
@@ -327,6 +338,8 @@ impl Sim {
             host_cuts: None,
             fast_forward: false,
             sleep_slice_ns: 0,
+            fluid_solve_ticks: 1,
+            fluid_solves: 0,
             ff_body: Vec::new(),
             sharing,
             fair: FairScratch::default(),
@@ -351,6 +364,7 @@ impl Sim {
         }
         sim.fast_forward = sim.k.knobs.get(knob::REQUEST_FAST_FORWARD);
         sim.sleep_slice_ns = sim.k.knobs.get(knob::SLEEP_SLICE_MS) * 1_000_000;
+        sim.fluid_solve_ticks = sim.k.knobs.get(knob::FLUID_SOLVE_TICKS).max(1);
         sim.pending_stop = vec![None; sim.k.m.nr_cpus()].into();
         sim.create_processes()?;
         sim.start_background();
@@ -576,6 +590,8 @@ impl Sim {
         let stats = RunStats {
             steps: self.steps,
             budget: self.budget.clone(),
+            fluid_solves: self.fluid_solves,
+            ticks: self.ticks,
         };
         let trace = self.k.trace.take().map(|t| t.events).unwrap_or_default();
         Ok((self.finish(end), trace, stats))
@@ -713,7 +729,12 @@ impl Sim {
             self.close_stalls();
         }
         self.sample(now);
-        self.solve_physics();
+        if self.solve_due() {
+            self.fluid_solves += 1;
+            self.solve_physics();
+        } else {
+            self.keep_last_solve();
+        }
         self.next_tick = now + self.k.tick_ns;
         for cpu in CpuId::range(ncpu) {
             if self.k.sched.rq[cpu].curr.is_some() {
@@ -762,6 +783,7 @@ impl Sim {
         for (i, &t) in who.iter().enumerate() {
             self.exec[t].rate = rates[i];
             self.exec[t].rate_fresh = true;
+            self.exec[t].rate_cpu = Some(self.k.tasks[t].cpu);
         }
         self.demands = demands;
         for r in 0..cap.len() {
