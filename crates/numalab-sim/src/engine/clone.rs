@@ -146,9 +146,11 @@ impl Sim {
         }
         let children = std::mem::take(&mut c.children);
         self.exec[t].creating = None;
+        // The creator's mmap_write_unlock wakes them from its CPU
+        // (rwsem_wake -> try_to_wake_up, no WF_SYNC).
         for ch in children {
             self.exec[ch].waits_for_creator = false;
-            self.wakeup(ch)?;
+            self.try_to_wake_up(ch, Some((t, cpu)))?;
         }
         Ok(())
     }

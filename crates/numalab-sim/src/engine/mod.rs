@@ -932,10 +932,24 @@ impl Sim {
     }
 
     fn wakeup(&mut self, t: TaskId) -> Result<(), SimError> {
+        self.try_to_wake_up(t, None)
+    }
+
+    /// `try_to_wake_up`: task `t` wakes, placed by `select_task_rq_fair`
+    /// from the CPU it slept on, or, when `waker` (a task and the CPU it
+    /// runs on) woke it, weighed against the waker's CPU (wake_affine.rs).
+    pub(crate) fn try_to_wake_up(
+        &mut self,
+        t: TaskId,
+        waker: Option<(TaskId, CpuId)>,
+    ) -> Result<(), SimError> {
         if self.k.tasks[t].state != TaskState::Sleeping {
             return Ok(());
         }
-        let cpu = self.k.select_task_rq_wake(t);
+        let cpu = match waker {
+            Some((w, this_cpu)) => self.k.select_task_rq_wakeup(t, w, this_cpu, false),
+            None => self.k.select_task_rq_wake(t),
+        };
         if self.k.sched.rq[cpu].is_idle() {
             // update_rq_avg_idle
             let rq = &mut self.k.sched.rq[cpu];

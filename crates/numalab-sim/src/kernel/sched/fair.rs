@@ -13,7 +13,10 @@
 //! (balance.rs `sg_stats`); the wakeup scan is limited by the LLC's
 //! utilisation (SIS_UTIL).
 //!
-//! Left out: wake_affine between waker and wakee CPUs, util_est, idle-state
+//! Wakeups by another task first weigh the waker's CPU against the previous
+//! one (`wake_affine`, wake_affine.rs).
+//!
+//! Left out: util_est, idle-state
 //! exit latencies, `recent_used_cpu`, the task's own contribution removed
 //! from its current CPU's load (`cpu_load_without`). (The NUMA preferred-node
 //! shortcut of `find_idlest_group` is modeled; the state is numa/'s.)
@@ -21,7 +24,7 @@
 use super::topology::SdFlags;
 use super::Sched;
 use crate::kernel::ids::CpuSetExt;
-use crate::kernel::{CpuId, Kernel, TaskId};
+use crate::kernel::{AllowedCpus, CpuId, Kernel, TaskId};
 use numalab_topology::CpuSet;
 
 /// `NUMA_IMBALANCE_MIN`: imbalances this small are ignored while the
@@ -188,26 +191,50 @@ impl Kernel {
     }
 
     /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
-    /// `select_idle_sibling`): the previous CPU if idle; else, in its LLC,
-    /// an idle core (SMT machines: `select_idle_core`, no scan limit), else
-    /// an idle CPU among the next `nr_idle_scan` (`select_idle_cpu` with
-    /// SIS_UTIL; with `numalab.pelt=0` the whole LLC), else the previous
-    /// CPU.
+    /// `select_idle_sibling`) that no other task woke (a timer's wakeup,
+    /// taken on the CPU the task slept on): the previous CPU if idle; else,
+    /// in its LLC, an idle core (SMT machines: `select_idle_core`, no scan
+    /// limit), else an idle CPU among the next `nr_idle_scan`
+    /// (`select_idle_cpu` with SIS_UTIL; with `numalab.pelt=0` the whole
+    /// LLC), else the previous CPU. A wakeup by another task is
+    /// `select_task_rq_wakeup` (wake_affine.rs).
     pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
-        let allowed = self.task_allowed_cpus(t);
         let prev = self.tasks[t].cpu;
+        let allowed = self.task_allowed_cpus(t);
         if !allowed.has(prev) {
             return self.select_task_rq_fork(t, prev);
         }
-        if self.sched.rq[prev].is_idle() {
+        self.select_idle_sibling(&allowed, prev, prev)
+    }
+
+    /// `select_idle_sibling(p, prev, target)`: `target` if idle; `prev` if
+    /// it shares `target`'s LLC and is idle; else, in `target`'s LLC, an
+    /// idle core (SMT machines), else an idle CPU among the next
+    /// `nr_idle_scan` after `target`, else `target`; among the CPUs
+    /// `allowed` (the waking task's).
+    pub(super) fn select_idle_sibling(
+        &self,
+        allowed: &AllowedCpus<'_>,
+        prev: CpuId,
+        target: CpuId,
+    ) -> CpuId {
+        if self.sched.rq[target].is_idle() {
+            return target;
+        }
+        let target_llc = self.cpu_info(target).llc;
+        if prev != target
+            && self.cpu_info(prev).llc == target_llc
+            && self.sched.rq[prev].is_idle()
+            && allowed.has(prev)
+        {
             return prev;
         }
-        let llc = &self.sched.topo.llc_cpus[self.cpu_info(prev).llc];
+        let llc = &self.sched.topo.llc_cpus[target_llc];
         if llc.len() <= 1 {
-            return prev;
+            return target;
         }
         // for_each_cpu_wrap(cpu, llc, target + 1)
-        let at = llc.iter().position(|&c| c == prev).unwrap_or(0);
+        let at = llc.iter().position(|&c| c == target).unwrap_or(0);
         let order = llc.iter().cycle().skip(at + 1).take(llc.len() - 1).copied();
         let smt = llc.iter().any(|&c| self.cpu_smt_mask(c).len() > 1);
         if smt {
@@ -225,10 +252,10 @@ impl Kernel {
                 }
                 idle_cpu.get_or_insert(c);
             }
-            return idle_cpu.unwrap_or(prev);
+            return idle_cpu.unwrap_or(target);
         }
         let mut nr = if self.sched.pelt_enabled() {
-            let pct = self.sched.topo.sd[prev]
+            let pct = self.sched.topo.sd[target]
                 .iter()
                 .find(|d| d.flags.has(SdFlags::SHARE_LLC))
                 .map_or(117, |d| d.imbalance_pct as i64);
@@ -237,7 +264,7 @@ impl Kernel {
             i64::MAX
         };
         if nr == 1 {
-            return prev;
+            return target;
         }
         for c in order {
             nr -= 1;
@@ -248,7 +275,7 @@ impl Kernel {
                 return c;
             }
         }
-        prev
+        target
     }
 }
 

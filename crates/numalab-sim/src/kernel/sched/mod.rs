@@ -28,6 +28,7 @@ pub mod serialize;
 pub mod task_state;
 pub mod topology;
 pub mod vcpu;
+pub mod wake_affine;
 
 pub use task_state::TaskState;
 
@@ -265,6 +266,9 @@ pub struct Task {
     /// list (enqueued or picked), ns: the balancer takes tasks from the
     /// tail, least recently run first.
     pub lru_stamp: u64,
+    /// Whom it woke and how often it changed wakee (fair.c
+    /// `record_wakee`, wake_affine.rs).
+    pub wakee: wake_affine::WakeeFlips,
 }
 
 impl Task {
@@ -296,6 +300,7 @@ impl Task {
             pelt_cpu: None,
             kthread: false,
             lru_stamp: 0,
+            wakee: wake_affine::WakeeFlips::default(),
         }
     }
 }
