@@ -23,6 +23,7 @@
 //! bandwidth) is estimated or left at zero; docs/real.md lists each field.
 
 pub mod access;
+mod barrier;
 pub mod cgroup;
 pub mod check;
 pub mod coordinator_cpu;

@@ -351,6 +351,7 @@ fn run_process(ctx: &ChildCtx<'_>, reporter: &Arc<Reporter>) -> Result<(), Strin
             handles: Vec::new(),
         }),
         all_exited: Condvar::new(),
+        barriers: crate::barrier::Barriers::new(&ctx.process.threads),
     });
     // The threads that start at once: every one but the first is created
     // now, while the main thread has no NUMA state of its own to pass on;
@@ -467,6 +468,8 @@ struct Proc {
     state: Mutex<ProcState>,
     /// Signalled when a thread exits.
     all_exited: Condvar,
+    /// Its threads' barriers.
+    barriers: crate::barrier::Barriers,
 }
 
 struct ProcState {
@@ -529,9 +532,10 @@ fn run_one(proc: &Arc<Proc>, i: usize) {
     let t = &proc.threads[i];
     let env = proc.env(i);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_thread(&env, t, &proc.maps, &proc.reporter)
+        run_thread(&env, t, &proc.maps, &proc.barriers, &proc.reporter)
     }))
     .unwrap_or_else(|_| Err(format!("thread '{}' panicked", t.name)));
+    proc.barriers.party_exits(&t.phases);
     let rep = r.unwrap_or_else(|e| proc.fatal(&e));
     let line = serde_json::to_string(&rep).unwrap_or_else(|e| proc.fatal(&e.to_string()));
     proc.reporter.send(&format!("X {line}"));
@@ -584,6 +588,7 @@ fn run_thread(
     env: &ThreadEnv,
     t: &numalab_workload::model::Thread,
     maps: &[RegionMap],
+    barriers: &crate::barrier::Barriers,
     reporter: &Reporter,
 ) -> Result<ThreadReport, String> {
     if let Some(a) = &t.affinity {
@@ -605,6 +610,7 @@ fn run_thread(
     let mut ex = Exec {
         env,
         maps,
+        barriers,
         rng: thread_rng(env.seed, env.proc_idx, env.idx),
         requests: 0,
         by_node: vec![0; env.nr_nodes],
@@ -663,6 +669,7 @@ enum Flow {
 struct Exec<'a> {
     env: &'a ThreadEnv,
     maps: &'a [RegionMap],
+    barriers: &'a crate::barrier::Barriers,
     rng: Pcg64,
     requests: u64,
     by_node: Vec<u64>,
@@ -851,6 +858,13 @@ impl Exec<'_> {
                         return Ok(Flow::Stop);
                     }
                     std::thread::sleep(Duration::from_nanos((end - now).min(20_000_000)));
+                }
+            }
+            Phase::Barrier { name } => {
+                let stopped = || self.stopped();
+                match self.barriers.wait(name, &stopped) {
+                    crate::barrier::Wait::Passed => Ok(Flow::Go),
+                    crate::barrier::Wait::Stopped => Ok(Flow::Stop),
                 }
             }
             Phase::SetMempolicy(p) => {

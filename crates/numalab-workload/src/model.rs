@@ -234,6 +234,14 @@ pub enum Phase {
         /// Nanoseconds asleep.
         ns: u64,
     },
+    /// `pthread_barrier_wait` on the process's barrier `name`: its parties
+    /// are the process's threads whose phases name it (a thread that exits
+    /// stops being one); each waits off its CPU until the last arrives,
+    /// which wakes the others from its CPU and goes on with them.
+    Barrier {
+        /// The barrier's name, shared by its parties.
+        name: String,
+    },
     /// `set_mempolicy`; `None` is MPOL_DEFAULT.
     SetMempolicy(Option<PolicySpec>),
     /// `sched_setaffinity`; `None` is all CPUs.
@@ -315,6 +323,20 @@ impl Phase {
                 Phase::walk(body, f);
             }
         }
+    }
+
+    /// The names of the barriers `phases` wait on, each once, in order of
+    /// first mention.
+    pub fn barriers(phases: &[Phase]) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        Phase::walk(phases, &mut |p| {
+            if let Phase::Barrier { name } = p {
+                if !names.contains(&name.as_str()) {
+                    names.push(name);
+                }
+            }
+        });
+        names
     }
 
     /// [`Phase::walk`], to change the phases in place.

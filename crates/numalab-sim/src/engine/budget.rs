@@ -227,6 +227,9 @@ impl Cost {
                         }
                         Phase::Compute { ns } => *ns as f64 / self.smt,
                         Phase::Sleep { ns } => *ns as f64,
+                        // Waiting on the others, whose work the sum over
+                        // threads already holds.
+                        Phase::Barrier { .. } => 0.0,
                         Phase::SetMempolicy(_)
                         | Phase::SetAffinity(_)
                         | Phase::SetNumaBalancing(_)

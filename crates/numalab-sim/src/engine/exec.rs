@@ -89,6 +89,8 @@ pub enum Stop {
     Block,
     /// It creates thread `j` of its process (engine/clone.rs).
     Clone(usize),
+    /// It reaches barrier `b` of its process (engine/barrier.rs).
+    Barrier(usize),
 }
 
 /// One frame of the phase cursor.
@@ -184,6 +186,8 @@ enum Next {
     Sleep(u64),
     SetMempolicy(Option<numalab_workload::PolicySpec>),
     SetAffinity(Option<numalab_topology::CpuSet>),
+    /// A barrier, by its index in the process's (engine/barrier.rs).
+    Barrier(usize),
     /// numalab's per-task control or a cgroup file write (proposal 4):
     /// kernel state only, done at once (engine/control.rs).
     Control(Phase),
@@ -293,6 +297,13 @@ impl Sim {
                 }
                 Phase::Compute { ns } => Next::Op(Op::Compute(*ns as f64)),
                 Phase::Sleep { ns } => Next::Sleep(*ns),
+                Phase::Barrier { name } => {
+                    let pi = self.exec[t].proc;
+                    match self.procs[pi].barrier_index(name) {
+                        Some(b) => Next::Barrier(b),
+                        None => unreachable!("barrier {name} of process {pi} not collected"),
+                    }
+                }
                 Phase::SetMempolicy(p) => Next::SetMempolicy(p.clone()),
                 Phase::SetAffinity(s) => Next::SetAffinity(s.clone()),
                 ph @ (Phase::SetNumaBalancing(_) | Phase::CgroupWrite { .. }) => {
@@ -594,6 +605,7 @@ impl Sim {
                         break Stop::Sleep(ns);
                     }
                     Next::Exit => break Stop::Exit,
+                    Next::Barrier(b) => break Stop::Barrier(b),
                     Next::SetMempolicy(p) => {
                         self.set_mempolicy(t, p.as_ref())?;
                         self.forget_memos(t);

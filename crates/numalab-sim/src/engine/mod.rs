@@ -18,6 +18,7 @@
 
 mod async_scan;
 mod background;
+mod barrier;
 pub mod budget;
 mod cgroup_files;
 mod clone;
@@ -139,6 +140,8 @@ pub struct ProcInfo {
     pub home_cpu: CpuId,
     /// Time its last thread exited.
     pub exit_ns: Option<u64>,
+    /// Its threads' barriers (engine/barrier.rs).
+    pub barriers: Vec<barrier::BarrierState>,
 }
 
 /// A running simulation.
@@ -422,6 +425,7 @@ impl Sim {
                 tasks: vec![None; p.threads.len()],
                 home_cpu: home,
                 exit_ns: None,
+                barriers: barrier::BarrierState::of_process(p),
             });
             let tgid = pid;
             pid += p.threads.len() as u64 + 1;
@@ -885,6 +889,14 @@ impl Sim {
                 self.k.dequeue_task(t);
                 self.k.tasks[t].state = TaskState::Sleeping;
             }
+            Stop::Barrier(b) => {
+                if self.barrier_arrive(t, cpu, b)? {
+                    // The last party goes on: plan the rest of its tick.
+                    return self.plan(cpu);
+                }
+                self.k.dequeue_task(t);
+                self.k.tasks[t].state = TaskState::Sleeping;
+            }
             Stop::Clone(j) => {
                 self.clone_thread(t, cpu, j)?;
                 // The creator runs on: plan the rest of its tick.
@@ -975,6 +987,7 @@ impl Sim {
         self.k.tasks[t].state = TaskState::Dead;
         self.k.tasks[t].exit_ns = Some(self.k.now);
         self.live -= 1;
+        self.barrier_party_exits(t)?;
         let mm = self.k.tasks[t].mm;
         self.k.mem.mms[mm].users -= 1;
         let (pi, ti) = (self.exec[t].proc, self.exec[t].thread);

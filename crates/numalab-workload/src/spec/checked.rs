@@ -82,6 +82,8 @@ pub enum PhaseSpec {
     Compute(Num),
     /// `{ sleep = TIME }`.
     Sleep(Num),
+    /// `{ barrier = "NAME" }`.
+    Barrier(String),
     /// `{ set_mempolicy = POLICY }`.
     SetMempolicy(PolicyValue),
     /// `{ set_affinity = SET }`.

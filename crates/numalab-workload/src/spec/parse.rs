@@ -267,6 +267,7 @@ pub(crate) struct RawPhase {
     pub(crate) random: Option<String>,
     pub(crate) compute: Option<Num>,
     pub(crate) sleep: Option<Num>,
+    pub(crate) barrier: Option<String>,
     pub(crate) set_mempolicy: Option<RawPolicy>,
     #[serde(default, deserialize_with = "opt_text")]
     pub(crate) set_affinity: Option<String>,
@@ -296,6 +297,7 @@ pub(crate) const VERBS: &[&str] = &[
     "random",
     "compute",
     "sleep",
+    "barrier",
     "set_mempolicy",
     "set_affinity",
     "set_numa_balancing",
@@ -312,6 +314,7 @@ impl RawPhase {
             self.random.is_some(),
             self.compute.is_some(),
             self.sleep.is_some(),
+            self.barrier.is_some(),
             self.set_mempolicy.is_some(),
             self.set_affinity.is_some(),
             self.set_numa_balancing.is_some(),

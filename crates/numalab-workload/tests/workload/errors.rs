@@ -482,6 +482,16 @@ fn phase_structure_errors() {
         "needs `body`",
     );
     parse_err(
+        &spec("", "{ barrier = \"\" }"),
+        &format!("{P0}.barrier"),
+        "not a barrier name",
+    );
+    parse_err(
+        &spec("", "{ barrier = \"gc\", passes = 2 }"),
+        &format!("{P0}.passes"),
+        "does not apply to a `barrier` phase",
+    );
+    parse_err(
         &spec("", "{ for = \"1k\", range = [0, 1], body = [] }"),
         &format!("{P0}.for"),
         "not a variable name",

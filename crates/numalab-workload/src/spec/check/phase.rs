@@ -281,6 +281,16 @@ impl Checker<'_> {
                     PhaseSpec::Sleep(t)
                 }
             }
+            "barrier" => {
+                let name = ph.barrier.take().unwrap_or_default();
+                if !expr::is_identifier(&name) {
+                    return Err(self.err(
+                        &vf,
+                        format!("'{name}' is not a barrier name (letters, digits and _, not starting with a digit)"),
+                    ));
+                }
+                PhaseSpec::Barrier(name)
+            }
             "set_mempolicy" => {
                 let p = ph.set_mempolicy.take().map(|p| self.policy(p, &vf));
                 PhaseSpec::SetMempolicy(p.unwrap_or(Ok(PolicyValue::Default))?)

@@ -181,6 +181,9 @@ impl Resolver<'_> {
                     let ns = self.count_in("sleep", t, env, Kind::Time, &format!("{f}.sleep"))?;
                     out.push(Phase::Sleep { ns });
                 }
+                PhaseSpec::Barrier(name) => {
+                    out.push(Phase::Barrier { name: name.clone() });
+                }
                 PhaseSpec::SetMempolicy(pv) => {
                     let p = self.policy(pv, env, &format!("{f}.set_mempolicy"))?;
                     out.push(Phase::SetMempolicy(p));
