@@ -6,7 +6,7 @@
 //! pholasek/autonuma-benchmark sources (`numa01.c`, `numa02.c`,
 //! `preproc.awk`, `Makefile`); an OLTP-like service (docs/workloads.md);
 //! `mixed-cgroups`, a gaining and a losing workload in two cgroups for
-//! proposal 4's `per-cgroup-mixed`; `specjbb` and `specjbb-multi`,
+//! proposal 4's `per-cgroup-mixed`; `specjbb`, `specjbb-stw` and `specjbb-multi`,
 //! SPECjbb2005-like JVMs for proposal 1 (with `[params]`); `pmbench` and
 //! `pmbench-busy` for proposal 2; and the interleave presets of proposal 3.
 //! Each preset is a TOML file in `crates/numalab-workload/presets/`,
@@ -65,6 +65,7 @@ const PRESETS: &[(&str, &str)] = &[
         "specjbb-multi",
         include_str!("../presets/specjbb-multi.toml"),
     ),
+    ("specjbb-stw", include_str!("../presets/specjbb-stw.toml")),
     (
         "mixed-cgroups",
         include_str!("../presets/mixed-cgroups.toml"),

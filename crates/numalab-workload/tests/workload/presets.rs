@@ -67,6 +67,7 @@ const ALL: &[&str] = &[
     "oltp",
     "specjbb",
     "specjbb-multi",
+    "specjbb-stw",
     "mixed-cgroups",
     "numa01-threadlocal-interleave",
     "numa01-threadlocal-interleave-plain",
