@@ -140,6 +140,14 @@ pub const SCENARIOS: &[Scenario] = &[
         ..PLAIN
     },
     Scenario {
+        name: "barrier-steps",
+        text: include_str!("../validate/barrier-steps.toml"),
+        check: false,
+        on_request: false,
+        guest: "guest-2n2c",
+        ..PLAIN
+    },
+    Scenario {
         name: "low-memory",
         text: include_str!("../validate/low-memory.toml"),
         check: false,

@@ -256,7 +256,7 @@ fn the_model_stays_within_the_kernels_band_or_a_declared_miss_over_the_saved_boo
         assert!(line.ends_with("within"), "{line}");
     }
     // The second guest shape, its own scenarios and boots.
-    gate(
+    let out = gate(
         "guest-2n2c",
         &["--machine", "guest-2n2c"],
         &[
@@ -266,8 +266,13 @@ fn the_model_stays_within_the_kernels_band_or_a_declared_miss_over_the_saved_boo
             "low-memory",
             "numa01-like",
             "unpinned-thp",
+            "barrier-steps",
         ],
     );
+    // Threads woken by another at a barrier move between CPUs as often as
+    // the kernel's (select_task_rq_fair with a waker, docs/real.md).
+    let line = row(&out, "barrier-steps", "nr_migrations per thread");
+    assert!(line.ends_with("within"), "{line}");
 }
 
 #[test]
