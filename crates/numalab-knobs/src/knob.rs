@@ -286,7 +286,7 @@ declare! {
         unit: None,
         location: Location::Lab,
         source: "kernel/sched/fair.c select_task_rq_fair() with WF_TTWU: record_wakee, wake_wide (sd_llc_size), the lowest SD_WAKE_AFFINE domain holding prev (kept on NUMA domains up to RECLAIM_DISTANCE 30, kernel/sched/topology.c sd_init), wake_affine -> wake_affine_idle, wake_affine_weight (WA_IDLE, WA_WEIGHT, WA_BIAS on), then select_idle_sibling(p, prev, target); 6.12",
-        description: "1: a task woken by another (a thread creator releasing the threads it made, numalab.serial_clone) may be pulled towards the waker's CPU, across nodes too, when prev is busy and heavier; 0: every wakeup is placed from the wakee's previous CPU, as a timer's (the model before this switch)",
+        description: "1: a task woken by another (the last arrival at a workload `barrier`, a thread creator releasing the threads it made under numalab.serial_clone) may be pulled towards the waker's CPU, across nodes too, when prev is busy and heavier; 0: every wakeup is placed from the wakee's previous CPU, as a timer's (the model before this switch)",
     }
 
     /// How many scheduler ticks the fluid solve's rates are kept for.

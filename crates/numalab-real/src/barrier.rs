@@ -46,23 +46,17 @@ impl Barriers {
     /// The barriers `threads` name, each with every thread naming it as a
     /// party.
     pub fn new(threads: &[Thread]) -> Barriers {
-        let mut list: Vec<(String, Mutex<Round>, Condvar)> = Vec::new();
-        for th in threads {
-            for name in Phase::barriers(&th.phases) {
-                match list.iter_mut().find(|(n, _, _)| n == name) {
-                    Some((_, r, _)) => r.get_mut().unwrap_or_else(|e| e.into_inner()).parties += 1,
-                    None => list.push((
-                        name.to_string(),
-                        Mutex::new(Round {
-                            parties: 1,
-                            arrived: 0,
-                            round: 0,
-                        }),
-                        Condvar::new(),
-                    )),
-                }
-            }
-        }
+        let list = numalab_workload::barrier_parties(threads)
+            .into_iter()
+            .map(|(name, parties)| {
+                let round = Round {
+                    parties,
+                    arrived: 0,
+                    round: 0,
+                };
+                (name.to_string(), Mutex::new(round), Condvar::new())
+            })
+            .collect();
         Barriers { list }
     }
 

@@ -399,6 +399,22 @@ pub struct Thread {
     pub phases: Vec<Phase>,
 }
 
+/// The barriers `threads` wait on, each with its parties: the threads
+/// whose phases name it, in order of first mention (the model's
+/// engine/barrier.rs and numalab real run's barrier.rs count them alike).
+pub fn barrier_parties(threads: &[Thread]) -> Vec<(&str, usize)> {
+    let mut out: Vec<(&str, usize)> = Vec::new();
+    for th in threads {
+        for name in Phase::barriers(&th.phases) {
+            match out.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, parties)) => *parties += 1,
+                None => out.push((name, 1)),
+            }
+        }
+    }
+    out
+}
+
 /// One process (one address space).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Process {

@@ -32,20 +32,14 @@ impl BarrierState {
     /// The barriers of process `p`, each with every thread that names it
     /// as a party.
     pub fn of_process(p: &Process) -> Vec<BarrierState> {
-        let mut out: Vec<BarrierState> = Vec::new();
-        for th in &p.threads {
-            for name in Phase::barriers(&th.phases) {
-                match out.iter_mut().find(|b| b.name == name) {
-                    Some(b) => b.parties += 1,
-                    None => out.push(BarrierState {
-                        name: name.to_string(),
-                        parties: 1,
-                        waiting: Vec::new(),
-                    }),
-                }
-            }
-        }
-        out
+        numalab_workload::barrier_parties(&p.threads)
+            .into_iter()
+            .map(|(name, parties)| BarrierState {
+                name: name.to_string(),
+                parties,
+                waiting: Vec::new(),
+            })
+            .collect()
     }
 }
 
@@ -114,7 +108,6 @@ impl Sim {
         let sleepers = std::mem::take(&mut self.procs[pi].barriers[b].waiting);
         for w in sleepers {
             debug_assert_eq!(self.k.tasks[w].state, TaskState::Sleeping);
-            self.k.charge_sys(waker, crate::physics::costs::WAKEUP_NS);
             self.try_to_wake_up(w, Some((waker, cpu)))?;
         }
         Ok(())

@@ -652,7 +652,7 @@ impl Sim {
                         self.cpu_stop(cpu)?;
                     }
                 }
-                Ev::Wakeup { task } => self.wakeup(task)?,
+                Ev::Wakeup { task } => self.try_to_wake_up(task, None)?,
                 Ev::KernelDone { cpu } => {
                     if !self.k.sched.rq[cpu].queue.is_empty() {
                         self.schedule(cpu)?;
@@ -890,12 +890,13 @@ impl Sim {
                 self.k.tasks[t].state = TaskState::Sleeping;
             }
             Stop::Barrier(b) => {
-                if self.barrier_arrive(t, cpu, b)? {
+                if !self.barrier_arrive(t, cpu, b)? {
+                    self.k.dequeue_task(t);
+                    self.k.tasks[t].state = TaskState::Sleeping;
+                } else if self.k.sched.rq[cpu].curr == Some(t) {
                     // The last party goes on: plan the rest of its tick.
                     return self.plan(cpu);
                 }
-                self.k.dequeue_task(t);
-                self.k.tasks[t].state = TaskState::Sleeping;
             }
             Stop::Clone(j) => {
                 self.clone_thread(t, cpu, j)?;
@@ -943,10 +944,6 @@ impl Sim {
         Ok(())
     }
 
-    fn wakeup(&mut self, t: TaskId) -> Result<(), SimError> {
-        self.try_to_wake_up(t, None)
-    }
-
     /// `try_to_wake_up`: task `t` wakes, placed by `select_task_rq_fair`
     /// from the CPU it slept on, or, when `waker` (a task and the CPU it
     /// runs on) woke it, weighed against the waker's CPU (wake_affine.rs).
@@ -959,7 +956,7 @@ impl Sim {
             return Ok(());
         }
         let cpu = match waker {
-            Some((w, this_cpu)) => self.k.select_task_rq_wakeup(t, w, this_cpu, false),
+            Some((w, this_cpu)) => self.k.select_task_rq_wakeup(t, w, this_cpu),
             None => self.k.select_task_rq_wake(t),
         };
         if self.k.sched.rq[cpu].is_idle() {
@@ -976,7 +973,10 @@ impl Sim {
             };
         }
         self.k.enqueue_task(t, cpu);
-        self.k.charge_sys(t, crate::physics::costs::WAKEUP_NS);
+        // try_to_wake_up runs in the waker's context: a task that woke
+        // another pays it; a timer's wakeup is charged to the wakee.
+        let payer = waker.map_or(t, |(w, _)| w);
+        self.k.charge_sys(payer, crate::physics::costs::WAKEUP_NS);
         self.schedule(cpu)
     }
 

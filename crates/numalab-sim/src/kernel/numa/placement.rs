@@ -733,36 +733,15 @@ mod tests {
         let t2 = fx::add_task(&mut k, mm, fx::c(2));
         let (p1, p2) = (k.tasks[t1].pid, k.tasks[t2].pid);
         // t1 faults on a page t2 (on CPU 2) touched last: shared.
-        k.task_numa_fault(
-            t1,
-            fx::c(0),
-            cpu_pid_to_cpupid(fx::c(2), p2),
-            fx::n(1),
-            1,
-            0,
-        );
+        fx::fault_on_page_of(&mut k, t1, t2, fx::n(1));
         assert_eq!(k.task_numa_group_id(t1), p1, "own group made on first need");
         assert_eq!(k.task_numa_group_id(t2), 0);
         // t2 faults on t1's page: both groups have one task; t2's is the
         // "higher address", so t2 stays.
-        k.task_numa_fault(
-            t2,
-            fx::c(2),
-            cpu_pid_to_cpupid(fx::c(0), p1),
-            fx::n(1),
-            1,
-            0,
-        );
+        fx::fault_on_page_of(&mut k, t2, t1, fx::n(1));
         assert_eq!(k.task_numa_group_id(t2), p2);
         // t1 again: it joins t2's group.
-        k.task_numa_fault(
-            t1,
-            fx::c(0),
-            cpu_pid_to_cpupid(fx::c(2), p2),
-            fx::n(1),
-            1,
-            0,
-        );
+        fx::fault_on_page_of(&mut k, t1, t2, fx::n(1));
         assert_eq!(k.task_numa_group_id(t1), p2);
         assert_eq!(k.numa_group(t1).unwrap().nr_tasks, 2);
         assert!(
@@ -801,15 +780,7 @@ mod tests {
             grp.active_nodes = 2;
             // t1 (node 0) faults on a node-1 page t2 touched last: shared,
             // remote by place.
-            let p2 = k.tasks[t2].pid;
-            k.task_numa_fault(
-                t1,
-                fx::c(0),
-                cpu_pid_to_cpupid(fx::c(2), p2),
-                fx::n(1),
-                1,
-                0,
-            );
+            fx::fault_on_page_of(&mut k, t1, t2, fx::n(1));
             let want = if local { [0, 1, 0] } else { [1, 0, 0] };
             assert_eq!(k.tasks[t1].numa.faults_locality, want, "{sets:?}");
         }
@@ -879,14 +850,7 @@ mod tests {
         // t2 must be grouped for a join to be considered.
         k.task_numa_fault(t2, fx::c(2), cpu_pid_to_cpupid(fx::c(0), 5), fx::n(0), 1, 0);
         assert!(k.numa_group(t2).is_some());
-        k.task_numa_fault(
-            t1,
-            fx::c(0),
-            cpu_pid_to_cpupid(fx::c(2), p2),
-            fx::n(1),
-            1,
-            0,
-        );
+        fx::fault_on_page_of(&mut k, t1, t2, fx::n(1));
         let nn = k.m.nr_nodes();
         assert_eq!(
             k.tasks[t1].numa.faults[faults_idx(nn, NUMA_MEMBUF, fx::n(1), 1)],

@@ -232,15 +232,7 @@ mod tests {
         ] {
             let (mut k, mm, t1) = setup(sets);
             let t2 = fx::add_task(&mut k, mm, fx::c(2));
-            let p2 = k.tasks[t2].pid;
-            k.task_numa_fault(
-                t1,
-                fx::c(0),
-                cpu_pid_to_cpupid(fx::c(2), p2),
-                fx::n(1),
-                1,
-                0,
-            );
+            fx::fault_on_page_of(&mut k, t1, t2, fx::n(1));
             assert_eq!(k.numa_group(t1).is_some(), grouped, "{sets:?}");
             let nn = k.m.nr_nodes();
             let private = k.tasks[t1].numa.faults[faults_idx(nn, NUMA_MEMBUF, fx::n(1), 1)];

@@ -82,6 +82,15 @@ pub(crate) mod fx {
         t
     }
 
+    /// Task `t` takes one hinting fault, on its CPU, on a page of node `nid`
+    /// that task `by` touched last from its CPU (a shared fault when `by`
+    /// is another task).
+    pub fn fault_on_page_of(k: &mut Kernel, t: TaskId, by: TaskId, nid: NodeId) {
+        let last = crate::kernel::numa::cpu_pid_to_cpupid(k.tasks[by].cpu, k.tasks[by].pid);
+        let cpu = k.tasks[t].cpu;
+        k.task_numa_fault(t, cpu, last, nid, 1, 0);
+    }
+
     /// Marks page `idx` of the first VMA PROT_NONE, as a scan would.
     pub fn mark(k: &mut Kernel, mm: MmId, idx: usize) {
         k.mem.mms[mm].vmas[V0].set_protnone(idx, true);

@@ -13,8 +13,8 @@
 //! (balance.rs `sg_stats`); the wakeup scan is limited by the LLC's
 //! utilisation (SIS_UTIL).
 //!
-//! Wakeups by another task first weigh the waker's CPU against the previous
-//! one (`wake_affine`, wake_affine.rs).
+//! The wakeups' entry points, and `wake_affine` for a wakeup by another
+//! task, are in wake_affine.rs; `select_idle_sibling` is here.
 //!
 //! Left out: util_est, idle-state
 //! exit latencies, `recent_used_cpu`, the task's own contribution removed
@@ -188,23 +188,6 @@ impl Kernel {
             // Not used in the slow wakeup path.
             _ => None,
         }
-    }
-
-    /// Placement of a waking task (`select_task_rq_fair` with WF_TTWU →
-    /// `select_idle_sibling`) that no other task woke (a timer's wakeup,
-    /// taken on the CPU the task slept on): the previous CPU if idle; else,
-    /// in its LLC, an idle core (SMT machines: `select_idle_core`, no scan
-    /// limit), else an idle CPU among the next `nr_idle_scan`
-    /// (`select_idle_cpu` with SIS_UTIL; with `numalab.pelt=0` the whole
-    /// LLC), else the previous CPU. A wakeup by another task is
-    /// `select_task_rq_wakeup` (wake_affine.rs).
-    pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
-        let prev = self.tasks[t].cpu;
-        let allowed = self.task_allowed_cpus(t);
-        if !allowed.has(prev) {
-            return self.select_task_rq_fork(t, prev);
-        }
-        self.select_idle_sibling(&allowed, prev, prev)
     }
 
     /// `select_idle_sibling(p, prev, target)`: `target` if idle; `prev` if

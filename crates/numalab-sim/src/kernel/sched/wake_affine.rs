@@ -10,14 +10,18 @@
 //! flips between many wakees (`wake_wide`) leaves the wakee near its
 //! previous CPU. Lab switch `numalab.wake_affine` (on: the kernel's).
 //!
-//! Left out: energy-aware placement (no energy model), WF_CURRENT_CPU,
-//! `recent_used_cpu`, and the `record_wakee` of a timer's or an interrupt's
-//! wakeup (it bumps whatever task the interrupt found running; the model's
-//! timer wakeups have no waker, fair.rs `select_task_rq_wake`).
+//! A wakeup no task made (a timer's, taken on the CPU the task slept on)
+//! is placed from the previous CPU alone (`select_task_rq_wake`).
+//!
+//! Left out: WF_SYNC (no wakeup in the model is synchronous: the barrier's
+//! and a thread creator's wakers go on running), energy-aware placement
+//! (no energy model), WF_CURRENT_CPU, `recent_used_cpu`, and the
+//! `record_wakee` of a timer's or an interrupt's wakeup (it bumps whatever
+//! task the interrupt found running).
 
 use super::topology::SdFlags;
 use crate::kernel::ids::CpuSetExt;
-use crate::kernel::{CpuId, Kernel, TaskId};
+use crate::kernel::{AllowedCpus, CpuId, Kernel, TaskId};
 
 /// A task's wakee-flip record (`wakee_flips`, `wakee_flip_decay_ts`,
 /// `last_wakee` of task_struct).
@@ -33,43 +37,67 @@ pub struct WakeeFlips {
 }
 
 impl Kernel {
+    /// Placement of a waking task that no other task woke
+    /// (`select_task_rq_fair` with WF_TTWU → `select_idle_sibling`, fair.rs):
+    /// the previous CPU if idle; else, in its LLC, an idle core (SMT
+    /// machines), else an idle CPU among the next `nr_idle_scan`, else the
+    /// previous CPU.
+    pub fn select_task_rq_wake(&self, t: TaskId) -> CpuId {
+        self.place_wakee(t, None)
+    }
+
     /// Where task `t`, woken by `waker` running on `this_cpu`, goes
-    /// (`select_task_rq_fair`, WF_TTWU, `sync` for WF_SYNC). With
-    /// `numalab.wake_affine=0`, or when the waker runs on the wakee's
-    /// previous CPU, it is placed as a wakeup without a waker.
-    pub fn select_task_rq_wakeup(
-        &mut self,
-        t: TaskId,
-        waker: TaskId,
-        this_cpu: CpuId,
-        sync: bool,
-    ) -> CpuId {
+    /// (`select_task_rq_fair`, WF_TTWU): `record_wakee`, then the waker's
+    /// CPU weighed against prev (`wake_affine`) unless the waker goes wide,
+    /// then `select_idle_sibling` around the CPU chosen. With
+    /// `numalab.wake_affine=0` it is placed as a wakeup without a waker.
+    pub fn select_task_rq_wakeup(&mut self, t: TaskId, waker: TaskId, this_cpu: CpuId) -> CpuId {
         if !self.knobs.get(numalab_knobs::knob::WAKE_AFFINE) {
             return self.select_task_rq_wake(t);
         }
         self.record_wakee(waker, t);
+        self.place_wakee(t, Some((waker, this_cpu)))
+    }
+
+    /// The placement both wakeups share: a previous CPU the task may no
+    /// longer use sends it to fork placement; otherwise the target is prev,
+    /// or what `wake_affine` makes of the waker's CPU, and
+    /// `select_idle_sibling` searches around it.
+    fn place_wakee(&self, t: TaskId, waker: Option<(TaskId, CpuId)>) -> CpuId {
         let prev = self.tasks[t].cpu;
         let allowed = self.task_allowed_cpus(t);
         if !allowed.has(prev) {
             return self.select_task_rq_fork(t, prev);
         }
-        let want_affine = !self.wake_wide(waker, t, this_cpu) && allowed.has(this_cpu);
-        let mut target = prev;
-        if want_affine {
-            // for_each_domain(this_cpu): the lowest SD_WAKE_AFFINE domain
-            // that holds prev decides; SD_BALANCE_WAKE is set on none, so
-            // the fast path follows.
-            let sd = self.sched.topo.sd[this_cpu]
-                .iter()
-                .find(|d| d.flags.has(SdFlags::WAKE_AFFINE) && d.span.has(prev));
-            if let Some(sd) = sd {
-                if this_cpu != prev {
-                    let pct = sd.imbalance_pct as i64;
-                    target = self.wake_affine(pct, t, waker, this_cpu, prev, sync);
-                }
-            }
-        }
+        let target = match waker {
+            Some((w, this_cpu)) => self.affine_target(&allowed, t, w, this_cpu, prev),
+            None => prev,
+        };
         self.select_idle_sibling(&allowed, prev, target)
+    }
+
+    /// `want_affine` and the domain walk: a waker that goes wide, or runs
+    /// where the wakee may not, leaves prev; else the lowest SD_WAKE_AFFINE
+    /// domain of the waker's CPU that holds prev decides (SD_BALANCE_WAKE
+    /// is set on none, so the fast path follows).
+    fn affine_target(
+        &self,
+        allowed: &AllowedCpus<'_>,
+        t: TaskId,
+        waker: TaskId,
+        this_cpu: CpuId,
+        prev: CpuId,
+    ) -> CpuId {
+        if this_cpu == prev || self.wake_wide(waker, t, this_cpu) || !allowed.has(this_cpu) {
+            return prev;
+        }
+        let sd = self.sched.topo.sd[this_cpu]
+            .iter()
+            .find(|d| d.flags.has(SdFlags::WAKE_AFFINE) && d.span.has(prev));
+        match sd {
+            Some(sd) => self.wake_affine(sd.imbalance_pct as i64, t, this_cpu, prev),
+            None => prev,
+        }
     }
 
     /// `record_wakee`: the waker's flips are halved once a second, and
@@ -99,20 +127,13 @@ impl Kernel {
         !(slave < factor || master < slave * factor)
     }
 
-    /// `wake_affine`: `this_cpu` if `wake_affine_idle` or, failing an
-    /// answer there, `wake_affine_weight` chooses it, else `prev`.
-    fn wake_affine(
-        &self,
-        imbalance_pct: i64,
-        p: TaskId,
-        waker: TaskId,
-        this_cpu: CpuId,
-        prev: CpuId,
-        sync: bool,
-    ) -> CpuId {
+    /// `wake_affine` (WA_IDLE, WA_WEIGHT): `this_cpu` if `wake_affine_idle`
+    /// or, failing an answer there, `wake_affine_weight` chooses it, else
+    /// `prev`.
+    fn wake_affine(&self, imbalance_pct: i64, p: TaskId, this_cpu: CpuId, prev: CpuId) -> CpuId {
         let target = self
-            .wake_affine_idle(this_cpu, prev, sync)
-            .or_else(|| self.wake_affine_weight(imbalance_pct, p, waker, this_cpu, prev, sync));
+            .wake_affine_idle(this_cpu, prev)
+            .or_else(|| self.wake_affine_weight(imbalance_pct, p, this_cpu, prev));
         if target == Some(this_cpu) {
             this_cpu
         } else {
@@ -120,54 +141,34 @@ impl Kernel {
         }
     }
 
-    /// `wake_affine_idle`: an idle waker's CPU (an interrupt's wakeup)
-    /// sharing prev's LLC gives prev if it is idle too, else itself; a sync
-    /// waker alone on its CPU gives its CPU; an idle prev gives prev.
-    fn wake_affine_idle(&self, this_cpu: CpuId, prev: CpuId, sync: bool) -> Option<CpuId> {
+    /// `wake_affine_idle` without WF_SYNC: an idle waker's CPU (an
+    /// interrupt's wakeup) sharing prev's LLC gives prev if it is idle too,
+    /// else itself; an idle prev gives prev.
+    fn wake_affine_idle(&self, this_cpu: CpuId, prev: CpuId) -> Option<CpuId> {
         let idle = |c: CpuId| self.sched.rq[c].is_idle();
         let share_cache = self.cpu_info(this_cpu).llc == self.cpu_info(prev).llc;
         if idle(this_cpu) && share_cache {
             return Some(if idle(prev) { prev } else { this_cpu });
         }
-        if sync && self.sched.rq[this_cpu].nr_running() == 1 {
-            return Some(this_cpu);
-        }
-        if idle(prev) {
-            return Some(prev);
-        }
-        None
+        idle(prev).then_some(prev)
     }
 
-    /// `wake_affine_weight` (WA_BIAS on): the waker's CPU if its load with
-    /// the wakee added (less the waker's own if sync) is below prev's
-    /// without it, prev's weighed up by half the domain's imbalance_pct.
+    /// `wake_affine_weight` without WF_SYNC, WA_BIAS on: the waker's CPU if
+    /// its load with the wakee added is below prev's without it, prev's
+    /// weighed up by half the domain's imbalance_pct.
     fn wake_affine_weight(
         &self,
         imbalance_pct: i64,
         p: TaskId,
-        waker: TaskId,
         this_cpu: CpuId,
         prev: CpuId,
-        sync: bool,
     ) -> Option<CpuId> {
-        let mut this_eff = self.sched.cpu_load(this_cpu);
-        if sync {
-            let current = self.task_h_load(waker);
-            if current > this_eff {
-                return Some(this_cpu);
-            }
-            this_eff -= current;
-        }
         let task_load = self.task_h_load(p);
-        this_eff += task_load;
-        this_eff *= 100;
-        this_eff *= self.sched.capacity_of(prev);
-        let mut prev_eff = self.sched.cpu_load(prev) - task_load;
-        prev_eff *= 100 + (imbalance_pct - 100) / 2;
-        prev_eff *= self.sched.capacity_of(this_cpu);
-        if sync {
-            prev_eff += 1;
-        }
+        let this_eff =
+            (self.sched.cpu_load(this_cpu) + task_load) * 100 * self.sched.capacity_of(prev);
+        let prev_eff = (self.sched.cpu_load(prev) - task_load)
+            * (100 + (imbalance_pct - 100) / 2)
+            * self.sched.capacity_of(this_cpu);
         (this_eff < prev_eff).then_some(this_cpu)
     }
 }
@@ -236,25 +237,26 @@ mod tests {
     fn a_busy_prev_cpu_loses_the_wakee_to_a_lighter_wakers_cpu() {
         let (mut k, mm) = boot(&[]);
         let (this, prev) = (fx::c(0), fx::c(2));
-        let waker = fx::add_task(&mut k, mm, this);
+        // The waker runs on `this`.
+        fx::add_task(&mut k, mm, this);
         let p = sleeper(&mut k, mm, prev);
         let other = fx::add_task(&mut k, mm, prev);
         assert_eq!(k.sched.rq[prev].curr, Some(other));
-        assert_eq!(k.wake_affine_idle(this, prev, false), None, "neither idle");
+        assert_eq!(k.wake_affine_idle(this, prev), None, "neither idle");
         // Loads as PELT would have them: the waker's CPU one task's, prev's
         // two (the runner's and the sleeper's blocked load).
         k.tasks[p].avg.load_avg = 1000.0;
         k.sched.rq[this].avg.load_avg = 1000.0;
         k.sched.rq[prev].avg.load_avg = 2000.0;
         // 100 x (1000 + 1000) < 108 x (2000 - 1000)? No: prev keeps it.
-        assert_eq!(k.wake_affine(117, p, waker, this, prev, false), prev);
+        assert_eq!(k.wake_affine(117, p, this, prev), prev);
         // prev three tasks' load: 100 x 2000 < 108 x 2000, pulled.
         k.sched.rq[prev].avg.load_avg = 3000.0;
-        assert_eq!(k.wake_affine(117, p, waker, this, prev, false), this);
+        assert_eq!(k.wake_affine(117, p, this, prev), this);
         // An idle prev keeps its sleeper whatever the loads.
         k.dequeue_task(other);
         k.tasks[other].state = TaskState::Sleeping;
-        assert_eq!(k.wake_affine(117, p, waker, this, prev, false), prev);
+        assert_eq!(k.wake_affine(117, p, this, prev), prev);
     }
 
     #[test]
@@ -269,7 +271,7 @@ mod tests {
             k.tasks[p].avg.load_avg = 1000.0;
             k.sched.rq[fx::c(0)].avg.load_avg = 1000.0;
             k.sched.rq[fx::c(2)].avg.load_avg = 3000.0;
-            let cpu = k.select_task_rq_wakeup(p, waker, fx::c(0), false);
+            let cpu = k.select_task_rq_wakeup(p, waker, fx::c(0));
             // Pulled: CPU 1, the idle one in the waker's LLC; else CPU 2,
             // prev (node 1 has no idle CPU).
             let want = if pulled { fx::c(1) } else { fx::c(2) };
