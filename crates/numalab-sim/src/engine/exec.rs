@@ -837,7 +837,7 @@ impl Sim {
             for _ in 0..k {
                 let x = dist_inverse(&dist, self.rng.gen::<f64>());
                 let q = (from + (x * npages) as usize).min(to - 1);
-                if v.pages[q].special() && !faults.contains(&q) {
+                if v.is_special(q) && !faults.contains(&q) {
                     faults.push(q);
                 }
             }

@@ -282,6 +282,16 @@ impl Vma {
         }
     }
 
+    /// True when page `idx` is special (not present, or marked for a
+    /// hinting fault): the same answer as `pages[idx].special()`, read from
+    /// the bitmap. A random access samples a page anywhere in a region of
+    /// millions; its bit lies in an array 64 times smaller than the pages',
+    /// which stays in cache where the page's own state is a miss.
+    #[inline]
+    pub fn is_special(&self, idx: usize) -> bool {
+        self.special_bits[idx / 64] >> (idx % 64) & 1 == 1
+    }
+
     /// Asks the CPU to bring page `p`'s state into cache ahead of a fault
     /// on it. Random faults land anywhere in a region of millions of pages
     /// (pmbench's 16 GiB), and the load of each page's state was a cache
