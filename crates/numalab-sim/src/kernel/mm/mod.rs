@@ -631,6 +631,25 @@ mod tests {
             proptest::prop_assert_eq!(select_bit(w, k), v.trailing_zeros());
         }
 
+        /// The bitmap answer of `is_special` is the page's own, after any
+        /// mix of faults in, hinting marks and their clearing.
+        #[test]
+        fn is_special_reads_the_pages_state(
+            steps in proptest::collection::vec((0usize..300, 0u8..3), 0..400),
+        ) {
+            let mut v = Vma::new("a", 0, 300 * 4096, false, None, 2);
+            for &(p, what) in &steps {
+                match what {
+                    0 => v.set_page_node(p, NodeId::new(p % 2)),
+                    1 => v.set_protnone(p, true),
+                    _ => v.set_protnone(p, false),
+                }
+            }
+            for p in 0..300 {
+                proptest::prop_assert_eq!(v.is_special(p), v.pages[p].special());
+            }
+        }
+
         #[test]
         fn nth_special_is_the_kth_special_page(
             present in proptest::collection::vec(proptest::bool::ANY, 700),
