@@ -834,8 +834,9 @@ impl Sim {
             // (the walk visits every page of every chunk holding a special
             // page: millions per op on a large scanned region).
             let k = poisson(&mut self.rng, n);
+            let inverse = DistInverse::new(&dist);
             for _ in 0..k {
-                let x = dist_inverse(&dist, self.rng.gen::<f64>());
+                let x = inverse.at(self.rng.gen::<f64>());
                 let q = (from + (x * npages) as usize).min(to - 1);
                 if v.is_special(q) && !faults.contains(&q) {
                     faults.push(q);
@@ -1391,33 +1392,66 @@ fn poisson(rng: &mut impl Rng, mean: f64) -> u64 {
 /// The position (fraction of the range) below which a share `u` of the
 /// accesses fall: the inverse of `x -> dist_mass(dist, 0, x)`.
 pub fn dist_inverse(dist: &Distribution, u: f64) -> f64 {
-    let u = u.clamp(0.0, 1.0);
-    let x = match dist {
-        Distribution::Uniform => u,
-        Distribution::Hot {
-            fraction,
-            probability,
-        } => {
-            let f = fraction.clamp(1e-9, 1.0);
-            let p = *probability;
-            if f >= 1.0 {
-                u
-            } else if u < p {
-                u / p * f
-            } else {
-                f + (u - p) / (1.0 - p).max(1e-12) * (1.0 - f)
+    DistInverse::new(dist).at(u)
+}
+
+/// [`dist_inverse`] for one distribution, its constants worked out once: a
+/// random op places each of its accesses with it, and Zipf's normalising
+/// power is the same for all of them. The same operations in the same
+/// order, so the same positions bit for bit.
+#[derive(Clone, Copy, Debug)]
+enum DistInverse {
+    Uniform,
+    Hot { f: f64, p: f64 },
+    /// Zipf with s = 1: `1001^u`.
+    ZipfOne,
+    /// Zipf with s != 1: `c = 1001^(1-s) - 1` and `1 / (1-s)`.
+    Zipf { c: f64, inv_e: f64 },
+}
+
+impl DistInverse {
+    fn new(dist: &Distribution) -> DistInverse {
+        match dist {
+            Distribution::Uniform => DistInverse::Uniform,
+            Distribution::Hot {
+                fraction,
+                probability,
+            } => DistInverse::Hot {
+                f: fraction.clamp(1e-9, 1.0),
+                p: *probability,
+            },
+            Distribution::Zipf { s } => {
+                if (*s - 1.0).abs() < 1e-9 {
+                    DistInverse::ZipfOne
+                } else {
+                    let e = 1.0 - s;
+                    DistInverse::Zipf {
+                        c: 1001f64.powf(e) - 1.0,
+                        inv_e: 1.0 / e,
+                    }
+                }
             }
         }
-        Distribution::Zipf { s } => {
-            if (*s - 1.0).abs() < 1e-9 {
-                (1001f64.powf(u) - 1.0) / 1000.0
-            } else {
-                let e = 1.0 - s;
-                ((u * (1001f64.powf(e) - 1.0) + 1.0).powf(1.0 / e) - 1.0) / 1000.0
+    }
+
+    fn at(self, u: f64) -> f64 {
+        let u = u.clamp(0.0, 1.0);
+        let x = match self {
+            DistInverse::Uniform => u,
+            DistInverse::Hot { f, p } => {
+                if f >= 1.0 {
+                    u
+                } else if u < p {
+                    u / p * f
+                } else {
+                    f + (u - p) / (1.0 - p).max(1e-12) * (1.0 - f)
+                }
             }
-        }
-    };
-    x.clamp(0.0, 1.0)
+            DistInverse::ZipfOne => (1001f64.powf(u) - 1.0) / 1000.0,
+            DistInverse::Zipf { c, inv_e } => ((u * c + 1.0).powf(inv_e) - 1.0) / 1000.0,
+        };
+        x.clamp(0.0, 1.0)
+    }
 }
 
 /// Page indices `[from, to)` covering bytes `[offset, offset + len)` of a
