@@ -198,6 +198,18 @@ declare! {
         description: "1: a cache-line transfer costs more the more requests for the line are outstanding (home-agent and snoop queueing); 0: every transfer at its unloaded core-to-core latency",
     }
 
+    /// How much a contended line's transfer grows per outstanding request:
+    /// a sensitivity experiment on the extrapolated value.
+    LINE_QUEUE_GROWTH_PPM: uint(0, 1_000_000) {
+        name: "numalab.line_queue_growth_ppm",
+        aliases: [],
+        default: 20_000,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/costs.rs LINE_QUEUE_GROWTH (0.02 per request): 16 threads doing CAS on one line on one Skylake-SP die (wtarreau/atomic-tests, Xeon W-2145), EXTRAPOLATED to other dies, packages and beyond 16 contenders; no multi-socket measurement",
+        description: "millionths of a transfer's unloaded latency added per additional outstanding request for the line (with numalab.line_queueing=1): 20000 is the default's 0.02; other values are experiments (docs/reproductions.md, numa-balance-serialize)",
+    }
+
     /// The unloaded cost of moving a contended line between cores of
     /// different packages: a sensitivity experiment on the measured value.
     C2C_REMOTE_PACKAGE_NS: uint(1, 10_000) {

@@ -1402,11 +1402,17 @@ pub fn dist_inverse(dist: &Distribution, u: f64) -> f64 {
 #[derive(Clone, Copy, Debug)]
 enum DistInverse {
     Uniform,
-    Hot { f: f64, p: f64 },
+    Hot {
+        f: f64,
+        p: f64,
+    },
     /// Zipf with s = 1: `1001^u`.
     ZipfOne,
     /// Zipf with s != 1: `c = 1001^(1-s) - 1` and `1 / (1-s)`.
-    Zipf { c: f64, inv_e: f64 },
+    Zipf {
+        c: f64,
+        inv_e: f64,
+    },
 }
 
 impl DistInverse {

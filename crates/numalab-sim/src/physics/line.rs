@@ -198,11 +198,17 @@ impl LineModel {
         }
     }
 
-    /// The model the knobs select (`numalab.line_queueing`).
+    /// The model the knobs select (`numalab.line_queueing`, and its growth
+    /// per request from `numalab.line_queue_growth_ppm`).
     pub fn from_knobs(knobs: &Knobs) -> LineModel {
+        let growth = if knobs.get(knob::LINE_QUEUEING) {
+            knobs.get(knob::LINE_QUEUE_GROWTH_PPM) as f64 / 1e6
+        } else {
+            0.0
+        };
         LineModel {
+            growth,
             remote_package_ns: knobs.get(knob::C2C_REMOTE_PACKAGE_NS) as f64,
-            ..LineModel::new(knobs.get(knob::LINE_QUEUEING))
         }
     }
 
@@ -679,6 +685,25 @@ mod tests {
         assert!(l.windows(2).all(|w| w[0] < w[1]), "{l:?}");
         assert_eq!(l[0], costs::C2C_SAME_CORE_NS);
         assert_eq!(l[3], costs::C2C_REMOTE_PACKAGE_NS);
+    }
+
+    #[test]
+    fn growth_knob_defaults_to_the_constant_and_scales_the_queueing() {
+        let m = gnr();
+        let default = LineModel::from_knobs(&Knobs::default());
+        assert_eq!(default, LineModel::new(true));
+        let mut k = Knobs::default();
+        k.set("numalab.line_queue_growth_ppm=5000").unwrap();
+        let quarter = LineModel::from_knobs(&k);
+        assert_eq!(quarter.growth, 0.005);
+        let extra = |lm: LineModel| {
+            lm.transfer_ns(&m, Some(c(0)), c(120), 65.0)
+                - lm.transfer_ns(&m, Some(c(0)), c(120), 1.0)
+        };
+        let ratio = extra(quarter) / extra(default);
+        assert!((ratio - 0.25).abs() < 1e-9, "{ratio}");
+        k.set("numalab.line_queueing=0").unwrap();
+        assert_eq!(LineModel::from_knobs(&k).growth, 0.0);
     }
 
     #[test]
