@@ -114,6 +114,7 @@ fn reproduce_json(
         progress: false,
         plots: None,
         sets: Vec::new(),
+        workloads: Vec::new(),
     };
     let outcomes = bad(py.detach(|| reproduce::outcomes(&name, &opts)))?;
     let mut text: String = outcomes.iter().map(|o| o.text.as_str()).collect();

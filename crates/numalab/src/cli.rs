@@ -213,6 +213,12 @@ enum Cmd {
         /// judged under an ablation of the model; the header names it.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
+        /// One of the reproduction's workload presets replaced by a
+        /// workload file whose `name` is the same (repeatable): the
+        /// published figures judged under another workload, with the
+        /// reproduction's parameters; the header names it.
+        #[arg(long = "workload", value_name = "NAME=FILE")]
+        workload: Vec<String>,
     },
     /// Write one self-contained HTML page (DIR/index.html) of Run/RunSet
     /// files and reproductions: the compare tables, verdicts, figures,
@@ -678,6 +684,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
             plots,
             html,
             set,
+            workload,
         } => {
             let jobs = parallel::jobs(jobs)?;
             let opts = reproduce::Options {
@@ -688,6 +695,7 @@ pub fn dispatch(cli: Cli) -> Result<(), Failure> {
                 progress: true,
                 plots,
                 sets: set,
+                workloads: workload,
             };
             parallel::install(jobs, || {
                 crate::report_reproduce::reproduce(&name, &opts, check, html.as_deref())

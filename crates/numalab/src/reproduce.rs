@@ -39,6 +39,10 @@ pub struct Options {
     /// Knobs set in every configuration after its own (`--set`): an
     /// ablation of the model, named in the header.
     pub sets: Vec<String>,
+    /// `NAME=FILE` (`--workload`): the reproduction's workload preset NAME
+    /// replaced by the workload file FILE, whose `name` is NAME, keeping
+    /// the parameters the reproduction gives it; named in the header.
+    pub workloads: Vec<String>,
 }
 
 /// A reproduction's printed report and its verdict tally.
@@ -234,12 +238,12 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
         .iter()
         .zip(&prepared)
         .flat_map(|(r, p)| {
-            p.jobs.iter().map(move |&(c, w, i)| RunSpec {
+            p.jobs.iter().map(move |(c, w, i)| RunSpec {
                 machine: r.machine,
-                workload: w,
+                workload: w.as_str(),
                 cgroup: r.cgroup,
-                knobs: &p.knobs[c],
-                seed: opts.seed.wrapping_add(u64::from(i)),
+                knobs: &p.knobs[*c],
+                seed: opts.seed.wrapping_add(u64::from(*i)),
             })
         })
         .collect();
@@ -299,7 +303,9 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
 struct Prepared<'a> {
     machine: numalab_topology::Machine,
     knobs: Vec<numalab_sim::Knobs>,
-    jobs: Vec<(usize, &'a str, u32)>,
+    jobs: Vec<(usize, String, u32)>,
+    /// Ties the jobs to the reproduction they came from.
+    _r: std::marker::PhantomData<&'a Reproduction>,
 }
 
 /// Loads reproduction `r`'s machine and parses its configurations' knobs.
@@ -318,11 +324,95 @@ fn prepare<'a>(r: &'a Reproduction, opts: &Options) -> Result<Prepared<'a>, Stri
             runner::knobs(&all)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let replaced = workload_replacements(r, &opts.workloads)?;
+    let jobs = jobs(r, opts)
+        .into_iter()
+        .map(|(c, w, i)| (c, replace_workload(w, &replaced), i))
+        .collect();
     Ok(Prepared {
         machine,
         knobs,
-        jobs: jobs(r, opts),
+        jobs,
+        _r: std::marker::PhantomData,
     })
+}
+
+/// What the header says about `--set` and `--workload`: the model or the
+/// workload changed from the reproduction's own.
+fn ablations(opts: &Options) -> String {
+    let mut s = String::new();
+    if !opts.sets.is_empty() {
+        s += &format!(", with --set {}", opts.sets.join(" --set "));
+    }
+    for w in &opts.workloads {
+        s += &format!(", with --workload {w}");
+    }
+    s
+}
+
+/// The `--workload NAME=FILE` pairs, checked against reproduction `r`:
+/// NAME is one of its workload presets and FILE a workload file named NAME
+/// (its runs are then told apart by NAME, as the figures read them).
+fn workload_replacements<'o>(
+    r: &Reproduction,
+    pairs: &'o [String],
+) -> Result<Vec<(&'o str, &'o str)>, String> {
+    pairs
+        .iter()
+        .map(|p| {
+            let (name, file) = p
+                .split_once('=')
+                .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+                .ok_or_else(|| format!("--workload {p}: expected NAME=FILE"))?;
+            let used = r
+                .workloads
+                .iter()
+                .filter_map(|w| for_config_any(w, r.configs))
+                .any(|w| base_name(w) == name);
+            if !used {
+                return Err(format!(
+                    "--workload {p}: reproduction {} has no workload preset {name}",
+                    r.name
+                ));
+            }
+            if !std::path::Path::new(file).is_file() {
+                return Err(format!("--workload {p}: no file {file}"));
+            }
+            let spec = numalab_workload::presets::load(file)
+                .map_err(|e| format!("--workload {p}: {e}"))?;
+            if spec.name != name {
+                return Err(format!(
+                    "--workload {p}: {file} is the workload {}, not {name}: a replacement keeps the name the figures read",
+                    spec.name
+                ));
+            }
+            Ok((name, file))
+        })
+        .collect()
+}
+
+/// A reproduction's workload string with no configuration label.
+fn for_config_any<'w>(w: &'w str, configs: &[Config]) -> Option<&'w str> {
+    match w.split_once(':') {
+        Some((l, name)) if configs.iter().any(|c| c.label == l) => Some(name),
+        _ => Some(w),
+    }
+}
+
+/// A workload string's preset name, without its `:parameters`.
+fn base_name(w: &str) -> &str {
+    w.split_once(':').map_or(w, |(b, _)| b)
+}
+
+/// Workload string `w` with its preset replaced by a file of `replaced`,
+/// its parameters kept (`FILE:params`, which the workload loader reads as
+/// the file with those parameters).
+fn replace_workload(w: &str, replaced: &[(&str, &str)]) -> String {
+    let base = base_name(w);
+    match replaced.iter().find(|(n, _)| *n == base) {
+        Some((_, file)) => format!("{file}{}", &w[base.len()..]),
+        None => w.to_string(),
+    }
 }
 
 /// Every run of reproduction `r`: (configuration index, workload,
@@ -386,11 +476,7 @@ fn outcome(
         m.name,
         opts.scale,
         opts.seed,
-        if opts.sets.is_empty() {
-            String::new()
-        } else {
-            format!(", with --set {}", opts.sets.join(" --set "))
-        },
+        ablations(opts),
         numalab_report::compare_table(&sets),
         table,
         latency_tables(r.latency_cgroup, &sets)

@@ -467,6 +467,53 @@ fn reproduce_output_does_not_depend_on_the_number_of_jobs() {
     fails_with(&a, &["-j", "at least 1"]);
 }
 
+/// `--workload NAME=FILE` runs the reproduction with the file in place of
+/// the preset: the same workload as a file gives the same figures, and the
+/// header names the replacement; a file of another name, or a NAME the
+/// reproduction does not run, is refused with one error.
+#[test]
+fn reproduce_workload_replaces_a_preset_by_a_file_of_its_name() {
+    let preset = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../numalab-workload/presets/numa01-threadlocal.toml"
+    );
+    let text = std::fs::read_to_string(preset).unwrap();
+    let same = tmp("numa01-threadlocal-copy.toml", &text);
+    let stdout = |extra: &[&str]| {
+        let mut a = SMALL_REPRODUCTION.to_vec();
+        a.extend(extra);
+        let o = numalab(&a);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let plain = stdout(&[]);
+    let arg = format!("numa01-threadlocal={same}");
+    let replaced = stdout(&["--workload", &arg]);
+    assert!(
+        replaced.contains(&format!("with --workload {arg}")),
+        "{replaced}"
+    );
+    let tables = |s: &str| s.lines().skip(3).collect::<Vec<_>>().join("\n");
+    assert_eq!(tables(&plain), tables(&replaced));
+    let other = tmp(
+        "renamed.toml",
+        &text.replacen("name = \"numa01-threadlocal\"", "name = \"renamed\"", 1),
+    );
+    let mut a = SMALL_REPRODUCTION.to_vec();
+    let arg = format!("numa01-threadlocal={other}");
+    a.extend(["--workload", &arg]);
+    fails_with(&a, &["--workload", "renamed", "not numa01-threadlocal"]);
+    let mut a = SMALL_REPRODUCTION.to_vec();
+    let arg = format!("specjbb={same}");
+    a.extend(["--workload", &arg]);
+    fails_with(&a, &["--workload", "no workload preset specjbb"]);
+}
+
 /// At a scale where NUMA balancing never acts, the figures that measure
 /// it are "not modeled at this scale": neither judged nor failed, the 0/0
 /// of a counter ratio included, and counted apart in the summary.
