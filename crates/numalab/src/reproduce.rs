@@ -375,8 +375,14 @@ fn workload_replacements<'o>(
                     r.name
                 ));
             }
-            if !std::path::Path::new(file).is_file() {
-                return Err(format!("--workload {p}: no file {file}"));
+            // FILE, or FILE:PARAMS (parameters of the file's own, set
+            // before the reproduction's).
+            let path = match file.split_once(':') {
+                Some((f, _)) if !std::path::Path::new(file).is_file() => f,
+                _ => file,
+            };
+            if !std::path::Path::new(path).is_file() {
+                return Err(format!("--workload {p}: no file {path}"));
             }
             let spec = numalab_workload::presets::load(file)
                 .map_err(|e| format!("--workload {p}: {e}"))?;
@@ -405,13 +411,17 @@ fn base_name(w: &str) -> &str {
 }
 
 /// Workload string `w` with its preset replaced by a file of `replaced`,
-/// its parameters kept (`FILE:params`, which the workload loader reads as
-/// the file with those parameters).
+/// its parameters kept after the file's own (`FILE:own,params`, which the
+/// workload loader reads as the file with those parameters).
 fn replace_workload(w: &str, replaced: &[(&str, &str)]) -> String {
     let base = base_name(w);
-    match replaced.iter().find(|(n, _)| *n == base) {
-        Some((_, file)) => format!("{file}{}", &w[base.len()..]),
-        None => w.to_string(),
+    let Some((_, file)) = replaced.iter().find(|(n, _)| *n == base) else {
+        return w.to_string();
+    };
+    match (file.contains(':'), w.split_once(':')) {
+        (true, Some((_, params))) => format!("{file},{params}"),
+        (false, Some((_, params))) => format!("{file}:{params}"),
+        (_, None) => file.to_string(),
     }
 }
 

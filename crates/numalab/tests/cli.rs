@@ -500,6 +500,11 @@ fn reproduce_workload_replaces_a_preset_by_a_file_of_its_name() {
     );
     let tables = |s: &str| s.lines().skip(3).collect::<Vec<_>>().join("\n");
     assert_eq!(tables(&plain), tables(&replaced));
+    // FILE:PARAMS: the file's own parameters, before the reproduction's.
+    let arg = format!("numa01-threadlocal={same}:size=3GiB");
+    assert_eq!(tables(&plain), tables(&stdout(&["--workload", &arg])));
+    let arg = format!("numa01-threadlocal={same}:size=1GiB");
+    assert_ne!(tables(&plain), tables(&stdout(&["--workload", &arg])));
     let other = tmp(
         "renamed.toml",
         &text.replacen("name = \"numa01-threadlocal\"", "name = \"renamed\"", 1),
