@@ -230,6 +230,21 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
     if opts.iterations == Some(0) {
         return Err("--iterations must be at least 1".to_string());
     }
+    // A --workload NAME must be run by a chosen reproduction (with `all`,
+    // by at least one; the others run as they are).
+    for p in &opts.workloads {
+        let (name, _) = workload_pair(p)?;
+        if !chosen.iter().any(|r| runs_workload(r, name)) {
+            return Err(if chosen.len() == 1 {
+                format!(
+                    "--workload {p}: reproduction {} has no workload preset {name}",
+                    chosen[0].name
+                )
+            } else {
+                format!("--workload {p}: no reproduction runs a workload preset {name}")
+            });
+        }
+    }
     let prepared = chosen
         .iter()
         .map(|r| prepare(r, opts))
@@ -324,7 +339,7 @@ fn prepare<'a>(r: &'a Reproduction, opts: &Options) -> Result<Prepared<'a>, Stri
             runner::knobs(&all)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let replaced = workload_replacements(r, &opts.workloads)?;
+    let replaced = workload_replacements(&opts.workloads)?;
     let jobs = jobs(r, opts)
         .into_iter()
         .map(|(c, w, i)| (c, replace_workload(w, &replaced), i))
@@ -337,44 +352,29 @@ fn prepare<'a>(r: &'a Reproduction, opts: &Options) -> Result<Prepared<'a>, Stri
     })
 }
 
-/// What the header says about `--set` and `--workload`: the model or the
-/// workload changed from the reproduction's own.
-fn ablations(opts: &Options) -> String {
+/// What reproduction `r`'s header says about `--set` and `--workload`:
+/// the model or a workload it runs changed from its own.
+fn ablations(r: &Reproduction, opts: &Options) -> String {
     let mut s = String::new();
     if !opts.sets.is_empty() {
         s += &format!(", with --set {}", opts.sets.join(" --set "));
     }
     for w in &opts.workloads {
-        s += &format!(", with --workload {w}");
+        if workload_pair(w).is_ok_and(|(name, _)| runs_workload(r, name)) {
+            s += &format!(", with --workload {w}");
+        }
     }
     s
 }
 
-/// The `--workload NAME=FILE` pairs, checked against reproduction `r`:
-/// NAME is one of its workload presets and FILE a workload file named NAME
-/// (its runs are then told apart by NAME, as the figures read them).
-fn workload_replacements<'o>(
-    r: &Reproduction,
-    pairs: &'o [String],
-) -> Result<Vec<(&'o str, &'o str)>, String> {
+/// The `--workload NAME=FILE` pairs, each FILE checked to be a workload
+/// file named NAME (its runs are then told apart by NAME, as the figures
+/// read them); a reproduction that does not run NAME runs as it is.
+fn workload_replacements(pairs: &[String]) -> Result<Vec<(&str, &str)>, String> {
     pairs
         .iter()
         .map(|p| {
-            let (name, file) = p
-                .split_once('=')
-                .filter(|(n, f)| !n.is_empty() && !f.is_empty())
-                .ok_or_else(|| format!("--workload {p}: expected NAME=FILE"))?;
-            let used = r
-                .workloads
-                .iter()
-                .filter_map(|w| for_config_any(w, r.configs))
-                .any(|w| base_name(w) == name);
-            if !used {
-                return Err(format!(
-                    "--workload {p}: reproduction {} has no workload preset {name}",
-                    r.name
-                ));
-            }
+            let (name, file) = workload_pair(p)?;
             // FILE, or FILE:PARAMS (parameters of the file's own, set
             // before the reproduction's).
             let path = match file.split_once(':') {
@@ -395,6 +395,21 @@ fn workload_replacements<'o>(
             Ok((name, file))
         })
         .collect()
+}
+
+/// `--workload`'s `NAME=FILE`, split.
+fn workload_pair(p: &str) -> Result<(&str, &str), String> {
+    p.split_once('=')
+        .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+        .ok_or_else(|| format!("--workload {p}: expected NAME=FILE"))
+}
+
+/// Whether reproduction `r` runs workload preset `name`.
+fn runs_workload(r: &Reproduction, name: &str) -> bool {
+    r.workloads
+        .iter()
+        .filter_map(|w| for_config_any(w, r.configs))
+        .any(|w| base_name(w) == name)
 }
 
 /// A reproduction's workload string with no configuration label.
@@ -486,7 +501,7 @@ fn outcome(
         m.name,
         opts.scale,
         opts.seed,
-        ablations(opts),
+        ablations(r, opts),
         numalab_report::compare_table(&sets),
         table,
         latency_tables(r.latency_cgroup, &sets)

@@ -517,6 +517,12 @@ fn reproduce_workload_replaces_a_preset_by_a_file_of_its_name() {
     let arg = format!("specjbb={same}");
     a.extend(["--workload", &arg]);
     fails_with(&a, &["--workload", "no workload preset specjbb"]);
+    // With `all`, a NAME that no reproduction runs (refused before any run).
+    let arg = format!("nosuch={same}");
+    fails_with(
+        &["reproduce", "all", "--workload", &arg],
+        &["--workload", "no reproduction runs", "nosuch"],
+    );
 }
 
 /// At a scale where NUMA balancing never acts, the figures that measure
