@@ -315,16 +315,14 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
 
 /// A reproduction ready to run: its machine, each configuration's knobs
 /// (its own, then `--set`'s) and its runs ([`jobs`]).
-struct Prepared<'a> {
+struct Prepared {
     machine: numalab_topology::Machine,
     knobs: Vec<numalab_sim::Knobs>,
     jobs: Vec<(usize, String, u32)>,
-    /// Ties the jobs to the reproduction they came from.
-    _r: std::marker::PhantomData<&'a Reproduction>,
 }
 
 /// Loads reproduction `r`'s machine and parses its configurations' knobs.
-fn prepare<'a>(r: &'a Reproduction, opts: &Options) -> Result<Prepared<'a>, String> {
+fn prepare(r: &Reproduction, opts: &Options) -> Result<Prepared, String> {
     let machine = runner::load_machine(r.machine)?;
     let knobs = r
         .configs
@@ -348,7 +346,6 @@ fn prepare<'a>(r: &'a Reproduction, opts: &Options) -> Result<Prepared<'a>, Stri
         machine,
         knobs,
         jobs,
-        _r: std::marker::PhantomData,
     })
 }
 
@@ -408,15 +405,15 @@ fn workload_pair(p: &str) -> Result<(&str, &str), String> {
 fn runs_workload(r: &Reproduction, name: &str) -> bool {
     r.workloads
         .iter()
-        .filter_map(|w| for_config_any(w, r.configs))
+        .map(|w| without_label(w, r.configs))
         .any(|w| base_name(w) == name)
 }
 
 /// A reproduction's workload string with no configuration label.
-fn for_config_any<'w>(w: &'w str, configs: &[Config]) -> Option<&'w str> {
+fn without_label<'w>(w: &'w str, configs: &[Config]) -> &'w str {
     match w.split_once(':') {
-        Some((l, name)) if configs.iter().any(|c| c.label == l) => Some(name),
-        _ => Some(w),
+        Some((l, name)) if configs.iter().any(|c| c.label == l) => name,
+        _ => w,
     }
 }
 
