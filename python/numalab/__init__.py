@@ -302,11 +302,27 @@ class Reproduction:
 
 
 def reproduce(
-    name: str, scale: float = 1.0, iterations: Optional[int] = None, seed: int = 1
+    name: str,
+    scale: float = 1.0,
+    iterations: Optional[int] = None,
+    seed: int = 1,
+    sets: Sequence[str] = (),
+    workloads: Sequence[str] = (),
 ) -> Reproduction:
     """Runs a published experiment (``numalab reproduce NAME``), or every
-    one for ``"all"``; ``iterations`` defaults to the reproduction's own."""
-    return Reproduction(json.loads(_numalab.reproduce_json(name, scale, iterations, seed)))
+    one for ``"all"``; ``iterations`` defaults to the reproduction's own.
+    ``sets`` are ``--set KEY=VALUE`` (a knob in every configuration after
+    its own), ``workloads`` are ``--workload NAME=FILE`` (a workload preset
+    replaced by a file of the same name), as on the command line."""
+    if isinstance(sets, str) or isinstance(workloads, str):
+        raise TypeError("sets and workloads are lists of strings, not one string")
+    return Reproduction(
+        json.loads(
+            _numalab.reproduce_json(
+                name, scale, iterations, seed, [str(s) for s in sets], [str(w) for w in workloads]
+            )
+        )
+    )
 
 
 def reproductions() -> List[Dict[str, Any]]:

@@ -91,15 +91,18 @@ fn compare_runs(
 
 /// Runs reproduction `name` (or `all`); returns JSON with each outcome's
 /// text, tally, figure rows and configurations' RunSets, and the text
-/// `numalab reproduce` prints.
+/// `numalab reproduce` prints. `sets` and `workloads` are the command's
+/// `--set KEY=VALUE` and `--workload NAME=FILE`.
 #[pyfunction]
-#[pyo3(signature = (name, scale, iterations, seed))]
+#[pyo3(signature = (name, scale, iterations, seed, sets=Vec::new(), workloads=Vec::new()))]
 fn reproduce_json(
     py: Python<'_>,
     name: String,
     scale: f64,
     iterations: Option<u32>,
     seed: u64,
+    sets: Vec<String>,
+    workloads: Vec<String>,
 ) -> PyResult<String> {
     if !(scale > 0.0 && scale <= 1.0) {
         return Err(PyValueError::new_err(format!(
@@ -113,8 +116,8 @@ fn reproduce_json(
         json_dir: None,
         progress: false,
         plots: None,
-        sets: Vec::new(),
-        workloads: Vec::new(),
+        sets,
+        workloads,
     };
     let outcomes = bad(py.detach(|| reproduce::outcomes(&name, &opts)))?;
     let mut text: String = outcomes.iter().map(|o| o.text.as_str()).collect();

@@ -5,6 +5,7 @@ knob changing the counters, the CLI's messages), not published numbers."""
 
 import json
 import math
+import os
 
 import pandas as pd
 import pytest
@@ -145,6 +146,35 @@ def test_compare(on, off):
         numalab.compare([on, far], force=True)
     with pytest.raises(ValueError, match="labels"):
         numalab.compare([on, off], labels=["a"])
+
+
+def test_reproduce_takes_sets_and_workloads_as_the_command_does(tmp_path):
+    base = dict(scale=0.02, iterations=1)
+    plain = numalab.reproduce("numa-balancing-threadlocal", **base)
+    s = numalab.reproduce(
+        "numa-balancing-threadlocal", sets=["numalab.line_queue_growth_ppm=5000"], **base
+    )
+    assert "with --set numalab.line_queue_growth_ppm=5000" in s.text.splitlines()[2]
+    # The convoy's line costs less: the system time changes.
+    sys_of = lambda r: r.runs[("numa-balancing-threadlocal", "balancing-off")][0].record["sys_s"]
+    assert sys_of(s) != sys_of(plain)
+    preset = os.path.join(
+        os.path.dirname(__file__), "..", "..", "crates", "numalab-workload", "presets",
+        "numa01-threadlocal.toml",
+    )
+    copy = tmp_path / "copy.toml"
+    copy.write_text(open(preset).read())
+    w = numalab.reproduce(
+        "numa-balancing-threadlocal", workloads=[f"numa01-threadlocal={copy}"], **base
+    )
+    assert "with --workload" in w.text.splitlines()[2]
+    assert w.text.splitlines()[3:] == plain.text.splitlines()[3:]
+    with pytest.raises(ValueError, match="no workload preset specjbb"):
+        numalab.reproduce("numa-balancing-threadlocal", workloads=[f"specjbb={copy}"], **base)
+    with pytest.raises(ValueError, match="no_such_knob"):
+        numalab.reproduce("numa-balancing-threadlocal", sets=["numalab.no_such_knob=1"], **base)
+    with pytest.raises(TypeError):
+        numalab.reproduce("numa-balancing-threadlocal", sets="numalab.line_queueing=0", **base)
 
 
 def test_reproduce_rows_and_text():
