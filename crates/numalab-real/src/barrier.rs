@@ -128,13 +128,16 @@ mod tests {
         Phase::Barrier { name: "gc".into() }
     }
 
+    /// A thread that waits at barrier `gc` of `b`, never asked to stop.
+    fn waiter(b: &Arc<Barriers>) -> std::thread::JoinHandle<Wait> {
+        let b = Arc::clone(b);
+        std::thread::spawn(move || b.wait("gc", &|| false))
+    }
+
     #[test]
     fn threads_leave_a_barrier_only_when_all_have_arrived() {
         let b = Arc::new(Barriers::new(&[thread(vec![gc()]), thread(vec![gc()])]));
-        let first = {
-            let b = Arc::clone(&b);
-            std::thread::spawn(move || b.wait("gc", &|| false))
-        };
+        let first = waiter(&b);
         std::thread::sleep(Duration::from_millis(50));
         assert!(!first.is_finished(), "one of two arrived: it waits");
         assert_eq!(b.wait("gc", &|| false), Wait::Passed);
@@ -144,10 +147,7 @@ mod tests {
     #[test]
     fn an_exiting_party_releases_the_waiters_and_a_stop_ends_a_wait() {
         let b = Arc::new(Barriers::new(&[thread(vec![gc()]), thread(vec![gc()])]));
-        let first = {
-            let b = Arc::clone(&b);
-            std::thread::spawn(move || b.wait("gc", &|| false))
-        };
+        let first = waiter(&b);
         std::thread::sleep(Duration::from_millis(30));
         b.party_exits(&[gc()]);
         assert_eq!(first.join().unwrap(), Wait::Passed);

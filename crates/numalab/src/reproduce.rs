@@ -405,16 +405,7 @@ fn workload_pair(p: &str) -> Result<(&str, &str), String> {
 fn runs_workload(r: &Reproduction, name: &str) -> bool {
     r.workloads
         .iter()
-        .map(|w| without_label(w, r.configs))
-        .any(|w| base_name(w) == name)
-}
-
-/// A reproduction's workload string with no configuration label.
-fn without_label<'w>(w: &'w str, configs: &[Config]) -> &'w str {
-    match w.split_once(':') {
-        Some((l, name)) if configs.iter().any(|c| c.label == l) => name,
-        _ => w,
-    }
+        .any(|w| base_name(split_label(w, r.configs).1) == name)
 }
 
 /// A workload string's preset name, without its `:parameters`.
@@ -581,9 +572,16 @@ fn tally_line<T: std::fmt::Display>(name: &str, cells: [T; 9], width: usize) -> 
 /// labels is part of the workload (`specjbb:warehouses=6`: a preset with
 /// parameters), which runs under every configuration.
 fn for_config<'a>(w: &'a str, label: &str, configs: &[Config]) -> Option<&'a str> {
+    let (l, name) = split_label(w, configs);
+    l.is_none_or(|l| l == label).then_some(name)
+}
+
+/// A reproduction's workload string split into its configuration label,
+/// if it starts with one (`label:preset...`), and the rest.
+fn split_label<'a>(w: &'a str, configs: &[Config]) -> (Option<&'a str>, &'a str) {
     match w.split_once(':') {
-        Some((l, name)) if configs.iter().any(|c| c.label == l) => (l == label).then_some(name),
-        _ => Some(w),
+        Some((l, name)) if configs.iter().any(|c| c.label == l) => (Some(l), name),
+        _ => (None, w),
     }
 }
 

@@ -444,20 +444,24 @@ const SMALL_REPRODUCTION: &[&str] = &[
     "2",
 ];
 
+/// The stdout of [`SMALL_REPRODUCTION`] with `extra` arguments, which
+/// must succeed.
+fn small_reproduction(extra: &[&str]) -> String {
+    let mut a = SMALL_REPRODUCTION.to_vec();
+    a.extend(extra);
+    let o = numalab(&a);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
 #[test]
 fn reproduce_output_does_not_depend_on_the_number_of_jobs() {
-    let run = |j: &str| {
-        let mut a = SMALL_REPRODUCTION.to_vec();
-        a.extend(["-j", j]);
-        let o = numalab(&a);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    };
+    let run = |j: &str| small_reproduction(&["-j", j]);
     let one = run("1");
     assert!(one.contains("verdict"), "{one}");
     assert!(one.contains("tolerances:"), "{one}");
@@ -479,18 +483,7 @@ fn reproduce_workload_replaces_a_preset_by_a_file_of_its_name() {
     );
     let text = std::fs::read_to_string(preset).unwrap();
     let same = tmp("numa01-threadlocal-copy.toml", &text);
-    let stdout = |extra: &[&str]| {
-        let mut a = SMALL_REPRODUCTION.to_vec();
-        a.extend(extra);
-        let o = numalab(&a);
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    };
+    let stdout = small_reproduction;
     let plain = stdout(&[]);
     let arg = format!("numa01-threadlocal={same}");
     let replaced = stdout(&["--workload", &arg]);
