@@ -203,11 +203,11 @@ declare! {
     LINE_QUEUE_GROWTH_PPM: uint(0, 1_000_000) {
         name: "numalab.line_queue_growth_ppm",
         aliases: [],
-        default: 20_000,
+        default: 30_000,
         unit: None,
         location: Location::Lab,
-        source: "numalab physics/costs.rs LINE_QUEUE_GROWTH (0.02 per request): 16 threads doing CAS on one line on one Skylake-SP die (wtarreau/atomic-tests, Xeon W-2145), EXTRAPOLATED to other dies, packages and beyond 16 contenders; no multi-socket measurement",
-        description: "millionths of a transfer's unloaded latency added per additional outstanding request for the line (with numalab.line_queueing=1): 20000 is the default's 0.02; other values are experiments (docs/reproductions.md, numa-balance-serialize)",
+        source: "numalab physics/costs.rs LINE_QUEUE_GROWTH (0.03 per request): 16 threads doing CAS on one line on one Skylake-SP die (wtarreau/atomic-tests, Xeon W-2145), each hand-over at its measured unloaded latency; EXTRAPOLATED to other dies, packages and beyond 16 contenders (the same files for a 2-CCX Ryzen give 0.11 across LLCs); no multi-socket measurement",
+        description: "millionths of a transfer's unloaded latency added per additional outstanding request for the line (with numalab.line_queueing=1): 30000 is the default's 0.03; other values are experiments (docs/reproductions.md, numa-balance-serialize)",
     }
 
     /// The unloaded cost of moving a contended line between cores of

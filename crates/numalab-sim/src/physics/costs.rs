@@ -154,18 +154,26 @@ pub const C2C_REMOTE_PACKAGE_NS: f64 = 115.0;
 /// the requests that wait are snooped, retried and tracked meanwhile, and
 /// that traffic slows every transfer (physics/line.rs).
 /// Source: (m3) wtarreau/atomic-tests, results on an Intel Xeon W-2145
-/// (Skylake-SP die, 8 cores / 16 threads, one LLC): core-to-core CAS
-/// latency 39-44 ns, about 41 ns (results/lat-xeon.txt, op 2), while 16
-/// threads doing CAS on one line complete 18.5 M successful CAS/s, 53-54 ns
-/// each (results/cas-lat-xeon.txt; 60 ns in the variant with relaxation):
-/// one transfer costs 1.3x the two-thread figure with 16 contenders, i.e.
-/// (54/41 - 1)/15 = 0.021 per additional request. David, Guerraoui,
-/// Trigonakis (SOSP 2013, Figure 4) report the same direction on
-/// multi-socket Opteron and Xeon: the throughput of atomic operations on one
-/// location falls as threads are added across sockets. EXTRAPOLATED: the
-/// same relative growth is applied to cross-die and cross-package transfers
-/// and beyond 16 contenders (no multi-socket figure with units was found).
-pub const LINE_QUEUE_GROWTH: f64 = 0.02;
+/// (Skylake-SP die, 8 cores / 16 threads, one LLC). 16 threads doing CAS
+/// on one line complete 18.5 M successful CAS/s, 53 ns each
+/// (results/cas-lat-xeon.txt, first run), and the same file gives, for
+/// every thread, which thread took the line from it next (its `t:` rows:
+/// 2.2 % itself again, 8.3 % its SMT sibling, the rest other cores). At the
+/// unloaded core-to-core CAS latencies of results/lat-xeon.txt (op 2:
+/// 4 ns to the sibling, 38-44 ns to another core) those hand-overs average
+/// 36.6 ns, so a transfer costs 53 / 36.6 = 1.45x its unloaded latency
+/// with 16 contenders: (1.45 - 1) / 15 = 0.030 per additional request.
+/// (Until 2026-11-28 the constant was 0.02, from 54 / 41 ns, which took
+/// every hand-over as one between cores.) David, Guerraoui, Trigonakis
+/// (SOSP 2013, Figure 4) report the same direction on multi-socket Opteron
+/// and Xeon. EXTRAPOLATED: the same relative growth is applied to
+/// cross-die and cross-package transfers and beyond 16 contenders. The one
+/// cross-LLC measurement found, the same files for a Ryzen 7 2700X (two
+/// 4-core CCXs: 8, 23-26 and 67-71 ns unloaded; 127 ns a CAS with 16
+/// threads), gives 0.11 by the same reading: growth across LLCs is larger,
+/// not smaller (docs/reproductions.md, numa-balance-serialize, for what
+/// either does at hundreds of requests).
+pub const LINE_QUEUE_GROWTH: f64 = 0.03;
 
 /// Spread of the moment each CPU's SCHED_SOFTIRQ starts after the common
 /// tick (ns): the tick handler before it (`update_process_times`,

@@ -694,14 +694,15 @@ mod tests {
         assert_eq!(default, LineModel::new(true));
         let mut k = Knobs::default();
         k.set("numalab.line_queue_growth_ppm=5000").unwrap();
-        let quarter = LineModel::from_knobs(&k);
-        assert_eq!(quarter.growth, 0.005);
+        let lower = LineModel::from_knobs(&k);
+        assert_eq!(lower.growth, 0.005);
         let extra = |lm: LineModel| {
             lm.transfer_ns(&m, Some(c(0)), c(120), 65.0)
                 - lm.transfer_ns(&m, Some(c(0)), c(120), 1.0)
         };
-        let ratio = extra(quarter) / extra(default);
-        assert!((ratio - 0.25).abs() < 1e-9, "{ratio}");
+        let ratio = extra(lower) / extra(default);
+        let want = 0.005 / costs::LINE_QUEUE_GROWTH;
+        assert!((ratio - want).abs() < 1e-9, "{ratio} against {want}");
         k.set("numalab.line_queueing=0").unwrap();
         assert_eq!(LineModel::from_knobs(&k).growth, 0.0);
     }
