@@ -210,6 +210,18 @@ declare! {
         description: "millionths of a transfer's unloaded latency added per additional outstanding request for the line (with numalab.line_queueing=1): 30000 is the default's 0.03; other values are experiments (docs/reproductions.md, numa-balance-serialize)",
     }
 
+    /// Where a contended line's transfer stops growing with its queue: an
+    /// experiment on the extrapolated form beyond the measured 16 contenders.
+    LINE_QUEUE_GROWTH_CAP: uint(0, 1_000_000) {
+        name: "numalab.line_queue_growth_cap",
+        aliases: [],
+        default: 0,
+        unit: None,
+        location: Location::Lab,
+        source: "numalab physics/line.rs load_factor; the growth (physics/costs.rs LINE_QUEUE_GROWTH) is measured up to 15 waiting requests (16 threads doing CAS on one line, wtarreau/atomic-tests) and its form beyond is not: a home agent tracks a bounded number of requests, how many for one line is not published",
+        description: "waiting requests past which a contended line's transfer stops growing (numalab.line_queue_growth_ppm each, with numalab.line_queueing=1); 0: no cap, the growth stays linear however long the queue (the default); 15 keeps to the measured range; other values are experiments (docs/reproductions.md, numa-balance-serialize)",
+    }
+
     /// The unloaded cost of moving a contended line between cores of
     /// different packages: a sensitivity experiment on the measured value.
     C2C_REMOTE_PACKAGE_NS: uint(1, 10_000) {

@@ -178,6 +178,10 @@ pub struct LineModel {
     /// Relative growth of a transfer per additional outstanding request
     /// (0 when `numalab.line_queueing` is off).
     pub growth: f64,
+    /// Outstanding requests beyond the one served past which a transfer
+    /// stops growing (`numalab.line_queue_growth_cap`; infinite by
+    /// default: the growth is linear however long the queue).
+    pub growth_cap: f64,
     /// Unloaded transfer between cores of different packages (ns):
     /// [`costs::C2C_REMOTE_PACKAGE_NS`] unless `numalab.c2c_remote_package_ns`
     /// sets another (a sensitivity experiment, docs/model.md).
@@ -194,20 +198,27 @@ impl LineModel {
             } else {
                 0.0
             },
+            growth_cap: f64::INFINITY,
             remote_package_ns: costs::C2C_REMOTE_PACKAGE_NS,
         }
     }
 
     /// The model the knobs select (`numalab.line_queueing`, and its growth
-    /// per request from `numalab.line_queue_growth_ppm`).
+    /// per request from `numalab.line_queue_growth_ppm`, bounded by
+    /// `numalab.line_queue_growth_cap`).
     pub fn from_knobs(knobs: &Knobs) -> LineModel {
         let growth = if knobs.get(knob::LINE_QUEUEING) {
             knobs.get(knob::LINE_QUEUE_GROWTH_PPM) as f64 / 1e6
         } else {
             0.0
         };
+        let growth_cap = match knobs.get(knob::LINE_QUEUE_GROWTH_CAP) {
+            0 => f64::INFINITY,
+            cap => cap as f64,
+        };
         LineModel {
             growth,
+            growth_cap,
             remote_package_ns: knobs.get(knob::C2C_REMOTE_PACKAGE_NS) as f64,
         }
     }
@@ -250,9 +261,10 @@ impl LineModel {
 
     /// Factor on a transfer's latency with `outstanding` requests for the
     /// line, the one being served included (`>= 1`; fractional for the
-    /// fluid view's mean queue).
+    /// fluid view's mean queue). Past [`LineModel::growth_cap`] waiting
+    /// requests it stays where it is.
     pub fn load_factor(&self, outstanding: f64) -> f64 {
-        1.0 + self.growth * (outstanding - 1.0).max(0.0)
+        1.0 + self.growth * (outstanding - 1.0).max(0.0).min(self.growth_cap)
     }
 
     /// One transfer from `from` (last owner, if any) to `to` with
@@ -705,6 +717,22 @@ mod tests {
         assert!((ratio - want).abs() < 1e-9, "{ratio} against {want}");
         k.set("numalab.line_queueing=0").unwrap();
         assert_eq!(LineModel::from_knobs(&k).growth, 0.0);
+    }
+
+    #[test]
+    fn a_growth_cap_stops_the_transfer_growing_past_that_many_waiters() {
+        let m = gnr();
+        let mut k = Knobs::default();
+        k.set("numalab.line_queue_growth_cap=15").unwrap();
+        let capped = LineModel::from_knobs(&k);
+        let linear = LineModel::from_knobs(&Knobs::default());
+        let at = |lm: LineModel, n: f64| lm.transfer_ns(&m, Some(c(0)), c(120), n);
+        // Up to 16 outstanding (15 waiting) the two agree; past it the
+        // capped transfer stays at its 16-request cost.
+        assert_eq!(at(capped, 16.0), at(linear, 16.0));
+        assert_eq!(at(capped, 950.0), at(capped, 16.0));
+        assert!(at(linear, 950.0) > 10.0 * at(capped, 950.0));
+        assert_eq!(linear.growth_cap, f64::INFINITY);
     }
 
     #[test]
