@@ -34,6 +34,7 @@ use crate::validate::{
 use crate::vm_kernel::Stock;
 use numalab_record::lab;
 use numalab_record::RunRecord;
+use numalab_sim::kernel::mm::{HPAGE_PMD_NR, PAGE_SHIFT};
 use numalab_topology::Machine;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -165,17 +166,14 @@ pub const SHARE_AGREEMENT: f64 = 0.25;
 /// regions migrate moves tens of percent of them.
 pub const MIGRATION_NOISE: f64 = 0.01;
 
-/// Base pages in one THP (2 MiB / 4 KiB), to put `thp_migration_success`
-/// in pages.
-const THP_BASE_PAGES: f64 = 512.0;
-
-/// The pages the workload declares (every process's regions, 4 KiB units).
+/// The pages the workload declares (every process's regions, in base
+/// pages).
 fn declared_pages(w: &numalab_workload::model::Workload) -> f64 {
     w.processes
         .iter()
         .flat_map(|p| &p.regions)
         .filter(|r| !r.runtime)
-        .map(|r| r.bytes as f64 / 4096.0)
+        .map(|r| (r.bytes >> PAGE_SHIFT) as f64)
         .sum()
 }
 
@@ -209,7 +207,8 @@ pub fn disagreements(
     let floor = declared_pages(w) * MIGRATION_NOISE;
     let nonzero = |r: &RunRecord, what: &str| match what {
         "memcg:numa_pages_migrated" => memcg(r, "numa_pages_migrated").unwrap_or(0.0) > floor,
-        _ => r.vm(what) as f64 * THP_BASE_PAGES > floor,
+        // thp_migration_success counts huge pages: in base pages.
+        _ => (r.vm(what) * HPAGE_PMD_NR) as f64 > floor,
     };
     for what in ["memcg:numa_pages_migrated", "thp_migration_success"] {
         let (a, b) = (nonzero(mr, what), nonzero(kr, what));
