@@ -245,9 +245,11 @@ pub fn outcomes(name: &str, opts: &Options) -> Result<Vec<Outcome>, String> {
             });
         }
     }
+    // Each --workload file is read once, for every reproduction.
+    let replaced = workload_replacements(&opts.workloads)?;
     let prepared = chosen
         .iter()
-        .map(|r| prepare(r, opts))
+        .map(|r| prepare(r, opts, &replaced))
         .collect::<Result<Vec<_>, String>>()?;
     let specs: Vec<RunSpec> = chosen
         .iter()
@@ -321,8 +323,13 @@ struct Prepared {
     jobs: Vec<(usize, String, u32)>,
 }
 
-/// Loads reproduction `r`'s machine and parses its configurations' knobs.
-fn prepare(r: &Reproduction, opts: &Options) -> Result<Prepared, String> {
+/// Loads reproduction `r`'s machine, parses its configurations' knobs and
+/// lists its runs, with the workloads `replaced` by `--workload` files.
+fn prepare(
+    r: &Reproduction,
+    opts: &Options,
+    replaced: &[(&str, &str)],
+) -> Result<Prepared, String> {
     let machine = runner::load_machine(r.machine)?;
     let knobs = r
         .configs
@@ -337,10 +344,9 @@ fn prepare(r: &Reproduction, opts: &Options) -> Result<Prepared, String> {
             runner::knobs(&all)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let replaced = workload_replacements(&opts.workloads)?;
     let jobs = jobs(r, opts)
         .into_iter()
-        .map(|(c, w, i)| (c, replace_workload(w, &replaced), i))
+        .map(|(c, w, i)| (c, replace_workload(w, replaced), i))
         .collect();
     Ok(Prepared {
         machine,

@@ -1390,12 +1390,8 @@ fn poisson(rng: &mut impl Rng, mean: f64) -> u64 {
 }
 
 /// The position (fraction of the range) below which a share `u` of the
-/// accesses fall: the inverse of `x -> dist_mass(dist, 0, x)`.
-pub fn dist_inverse(dist: &Distribution, u: f64) -> f64 {
-    DistInverse::new(dist).at(u)
-}
-
-/// [`dist_inverse`] for one distribution, its constants worked out once: a
+/// accesses fall, the inverse of `x -> dist_mass(dist, 0, x)`, for one
+/// distribution, its constants worked out once: a
 /// random op places each of its accesses with it, and Zipf's normalising
 /// power is the same for all of them. The same operations in the same
 /// order, so the same positions bit for bit.
@@ -1547,7 +1543,7 @@ mod tests {
         ] {
             for i in 0..=20 {
                 let u = i as f64 / 20.0;
-                let x = dist_inverse(&d, u);
+                let x = DistInverse::new(&d).at(u);
                 assert!((dist_mass(&d, 0.0, x) - u).abs() < 1e-6, "{d:?} {u} {x}");
             }
         }
