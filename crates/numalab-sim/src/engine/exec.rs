@@ -317,7 +317,9 @@ impl Sim {
     /// yet present counted where a first touch from `cpu` would put them.
     /// Also returns the range's pages not yet present: with none, the mix
     /// is the range's alone (no policy or CPU enters it).
-    pub(crate) fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> (NodeVec, f64) {
+    /// Also returns whether the pages are those of the VMA's current page
+    /// version (false: a mix [`Sim::range_pages_current`] computed earlier this tick).
+    fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> (NodeVec, f64, bool) {
         let nn = self.k.m.nr_nodes();
         let (vma, offset, len) = match op {
             Op::Stream {
@@ -326,10 +328,10 @@ impl Sim {
             | Op::Random {
                 vma, offset, len, ..
             } => (*vma, *offset, *len),
-            _ => return (NodeVec::from_elem(0.0, nn), 0.0),
+            _ => return (NodeVec::from_elem(0.0, nn), 0.0, true),
         };
         let mm = self.k.tasks[t].mm;
-        let (mut mix, absent) = self.range_pages(mm, vma, offset, len);
+        let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
         debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
             let pol = self.k.vma_policy(t, vma);
@@ -353,7 +355,7 @@ impl Sim {
         if total > 0.0 {
             mix.iter_mut().for_each(|x| *x /= total);
         }
-        (mix, absent)
+        (mix, absent, current)
     }
 
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
@@ -380,15 +382,8 @@ impl Sim {
                 let (lat, uses) = match key.and_then(|k| self.solve_ranges.get(&k)) {
                     Some((lat, uses)) => (*lat, uses.clone()),
                     None => {
-                        let (mix, absent) = self.op_mix(t, cpu, op);
-                        let lat: f64 = mix
-                            .iter()
-                            .enumerate()
-                            .map(|(n, f)| f * self.fluid.latency[cn.index()][n])
-                            .sum::<f64>()
-                            .max(1.0);
-                        let uses = self.op_traffic(t, cn, &mix, write, stores);
-                        if let Some(k) = key.filter(|_| absent == 0.0) {
+                        let (lat, uses, settled) = self.placed_demand(t, cpu, op, write, stores);
+                        if let Some(k) = key.filter(|_| settled) {
                             self.solve_ranges.insert(k, (lat, uses.clone()));
                         }
                         (lat, uses)
@@ -410,6 +405,60 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// The parts of memory op `op`'s demand on `cpu` that follow from where
+    /// its range's pages are: the latency sum before shared lines (this
+    /// tick's latencies), the traffic list, and whether every page of the
+    /// range is present (then no policy or CPU placed any of it). A range
+    /// with all its pages present has its node mix and traffic list kept in
+    /// task `t`'s memo ([`DemandMemo`]) from tick to tick while the VMA's
+    /// page version holds, so a task asking again only sums the latencies.
+    fn placed_demand(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        op: &Op,
+        write: f64,
+        stores: Stores,
+    ) -> (f64, Rc<[(crate::physics::ResId, f64)]>, bool) {
+        let cn = self.k.cpu_node(cpu);
+        let key = DemandKey::of(op, cn, write, stores, |vma| {
+            self.k.mem.mms[self.k.tasks[t].mm].vmas[vma].version
+        });
+        let tick = self.tick_start;
+        let memo = &self.exec[t].memo.demands;
+        // One entry per range and node: an older page version never comes
+        // back, so a new one takes its place.
+        let found = key.and_then(|k| memo.iter().position(|e| e.key.same_place(&k)));
+        if let Some(e) = found
+            .map(|i| &memo[i])
+            .filter(|e| Some(e.key) == key && e.holds(tick))
+        {
+            let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
+            return (lat, e.uses.clone(), true);
+        }
+        let (mix, absent, current) = self.op_mix(t, cpu, op);
+        let uses = self.op_traffic(t, cn, &mix, write, stores);
+        let lat = latency_sum(&mix, &self.fluid.latency[cn.index()]);
+        let settled = absent == 0.0;
+        if let Some(key) = key.filter(|_| settled) {
+            let e = DemandMemo {
+                key,
+                mix,
+                uses: uses.clone(),
+                current,
+                tick,
+            };
+            let memo = &mut self.exec[t].memo.demands;
+            match found {
+                Some(i) => memo[i] = e,
+                None => {
+                    memo_put(memo, e);
+                }
+            }
+        }
+        (lat, uses, settled)
     }
 
     /// The resources an op's bytes load, share `mix` of them on each node,
@@ -1014,17 +1063,12 @@ impl Sim {
         }
     }
 
-    /// Pages per node of a VMA range (whole chunks) and pages not present.
-    /// Cached per range: recomputed when the VMA's pages changed, but at
-    /// most once per tick, so inside one tick a range's mix may be up to one
-    /// tick stale (the same bound as the eager run-to-tick engine).
-    fn range_pages(&mut self, mm: MmId, vma: VmaId, offset: u64, len: u64) -> (NodeVec, f64) {
-        let (pages, absent, _) = self.range_pages_current(mm, vma, offset, len);
-        (pages, absent)
-    }
-
-    /// [`Sim::range_pages`], and whether they are those of the VMA's
-    /// current page version (false: one computed earlier this tick).
+    /// Pages per node of a VMA range (whole chunks), pages not present, and
+    /// whether they are those of the VMA's current page version (false: a
+    /// mix computed earlier this tick). Cached per range: recomputed when
+    /// the VMA's pages changed, but at most once per tick, so inside one
+    /// tick a range's mix may be up to one tick stale (the same bound as
+    /// the eager run-to-tick engine).
     fn range_pages_current(
         &mut self,
         mm: MmId,
@@ -1138,6 +1182,99 @@ pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
     rates: Vec<(RateKey, f64)>,
     mixes: Vec<MixMemo>,
+    /// Node mixes and traffic lists of its ops' ranges, kept across ticks
+    /// and CPUs (the CPU's node is in the key).
+    demands: Vec<DemandMemo>,
+}
+
+/// What [`Sim::placed_demand`] keeps of a range whose pages are all
+/// present: its node mix (normalised) and traffic list from a CPU of node
+/// `cn`. Neither depends on the tick's solve, a policy or the CPU beyond
+/// its node, only on the pages, which the VMA's page version stands for:
+/// an entry made from the pages of the version it names (`current`) holds
+/// at any later tick while that version does; one made from a mix
+/// [`Sim::range_pages_current`] computed earlier in the tick (a page moved since)
+/// holds for the rest of that tick only, as that mix does.
+#[derive(Clone, Debug)]
+struct DemandMemo {
+    key: DemandKey,
+    mix: NodeVec,
+    uses: Rc<[(crate::physics::ResId, f64)]>,
+    current: bool,
+    /// Tick start it was made at.
+    tick: u64,
+}
+
+impl DemandMemo {
+    /// Whether the entry still gives what building it would, at the tick
+    /// that started at `tick`.
+    fn holds(&self, tick: u64) -> bool {
+        self.current || self.tick == tick
+    }
+}
+
+/// A memory op's range, its VMA's page version, the node of the CPU it runs
+/// on, its write share's bits and its kind of stores: the inputs of a
+/// [`DemandMemo`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DemandKey {
+    vma: VmaId,
+    offset: u64,
+    len: u64,
+    version: u64,
+    cn: NodeId,
+    write: u64,
+    stores: Stores,
+}
+
+impl DemandKey {
+    /// Whether `other` is the same range from the same node with the same
+    /// stores, whatever the page versions.
+    fn same_place(&self, other: &DemandKey) -> bool {
+        DemandKey {
+            version: other.version,
+            ..*self
+        } == *other
+    }
+
+    /// The key of memory op `op` (`None` for a CPU-only op) on a CPU of
+    /// node `cn`, its VMA's page version from `version`.
+    fn of(
+        op: &Op,
+        cn: NodeId,
+        write: f64,
+        stores: Stores,
+        version: impl Fn(VmaId) -> u64,
+    ) -> Option<DemandKey> {
+        let (vma, offset, len) = match *op {
+            Op::Stream {
+                vma, offset, len, ..
+            }
+            | Op::Random {
+                vma, offset, len, ..
+            } => (vma, offset, len),
+            _ => return None,
+        };
+        Some(DemandKey {
+            vma,
+            offset,
+            len,
+            version: version(vma),
+            cn,
+            write: write.to_bits(),
+            stores,
+        })
+    }
+}
+
+/// The latency of an access to a range with node mix `mix` from a CPU
+/// whose row of the latency matrix (ns) is `row`, at least 1 ns.
+fn latency_sum(mix: &[f64], row: &[f64]) -> f64 {
+    mix.iter()
+        .zip(row)
+        .map(|(f, l)| f * l)
+        .sum::<f64>()
+        .max(1.0)
 }
 
 /// Puts `x` at the back of memo list `v`, dropping the oldest entry once
@@ -1153,10 +1290,10 @@ fn memo_put<T>(v: &mut Vec<T>, x: T) -> usize {
 
 /// (VMA, offset, length, page version) -> pages per node, their sum, and
 /// whether they are those of that version. A VMA's version only grows, so
-/// a mix of the version a range has is what `range_pages` gives for it at
+/// a mix of the version a range has is what `range_pages_current` gives for it at
 /// any later tick while the version stays (an entry it computed in a tick
 /// has at least the version the tick started with): such entries are kept
-/// from tick to tick on the same CPU. A mix `range_pages` gave one tick
+/// from tick to tick on the same CPU. A mix `range_pages_current` gave one tick
 /// stale (a page moved since it was computed this tick) holds only for
 /// the rest of that tick.
 type MixMemo = ((VmaId, u64, u64, u64), NodeVec, f64, bool);
@@ -1597,6 +1734,52 @@ mod tests {
         // The key alone never decides: a forged equal key with other
         // inputs still fails.
         assert!(!e.holds(key, n1, &[0.5, 0.5, 0.0], 1.0, Stores::FullLine));
+    }
+
+    #[test]
+    fn a_demand_memo_holds_while_its_pages_version_does() {
+        let op = |vma: usize, offset: u64| Op::Random {
+            vma: VmaId::new(vma),
+            offset,
+            len: 4096,
+            left: 10.0,
+            dist: Distribution::Uniform,
+            mlp: 2.0,
+            write: 0.5,
+        };
+        let key = |op: &Op, cn: usize, version: u64| {
+            DemandKey::of(op, NodeId::new(cn), 0.5, Stores::WriteAllocate, |_| version)
+        };
+        let k = key(&op(1, 0), 0, 7).unwrap();
+        assert!(DemandKey::of(
+            &Op::Compute(1.0),
+            NodeId::new(0),
+            0.0,
+            Stores::FullLine,
+            |_| 0
+        )
+        .is_none());
+        // The same place whatever the version; another range, node or store
+        // kind is another place.
+        assert!(k.same_place(&key(&op(1, 0), 0, 8).unwrap()));
+        assert!(!k.same_place(&key(&op(2, 0), 0, 7).unwrap()));
+        assert!(!k.same_place(&key(&op(1, 4096), 0, 7).unwrap()));
+        assert!(!k.same_place(&key(&op(1, 0), 1, 7).unwrap()));
+        let full = DemandKey::of(&op(1, 0), NodeId::new(0), 0.5, Stores::FullLine, |_| 7);
+        assert!(!k.same_place(&full.unwrap()));
+        let entry = |current: bool| DemandMemo {
+            key: k,
+            mix: NodeVec::from_slice(&[1.0, 0.0]),
+            uses: Rc::from([]),
+            current,
+            tick: 4_000_000,
+        };
+        // Made from the pages of its version: good at any later tick.
+        assert!(entry(true).holds(4_000_000));
+        assert!(entry(true).holds(8_000_000));
+        // Made from a mix computed earlier in its tick: that tick only.
+        assert!(entry(false).holds(4_000_000));
+        assert!(!entry(false).holds(8_000_000));
     }
 
     #[test]
