@@ -10,6 +10,7 @@
 //! `resort` (sorting a list sorted before) is a helper any layer uses.
 
 pub mod engine;
+mod gallop;
 pub mod kernel;
 pub mod physics;
 mod resort;

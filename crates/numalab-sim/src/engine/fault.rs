@@ -29,6 +29,7 @@
 
 use super::exec::Op;
 use super::Sim;
+use crate::gallop::partition_point_from;
 use crate::kernel::locking::ptl::cpu_set_key;
 use crate::kernel::mm::fault::Race;
 use crate::kernel::scratch;
@@ -140,6 +141,9 @@ struct Member {
     /// Loser costs of the faults this member won (it does not owe them).
     won_cpu: f64,
     won_sleep: f64,
+    /// Where the racer search of its last hinting fault in this group
+    /// ended (an index into the members), the next one's first guess.
+    search_from: u32,
 }
 
 impl Sim {
@@ -213,7 +217,10 @@ impl Sim {
         }
         // Otherwise: the racers one by one.
         let mut racers: SmallVec<[(TaskId, CpuId); INLINE_RACERS]> = SmallVec::new();
-        for gi in candidates.filter(|&i| vs.overlaps(i, lo)) {
+        for gi in candidates {
+            if !vs.overlaps(gi, lo) {
+                continue;
+            }
             let g = &vs.groups[gi];
             if first_touch {
                 racers.extend(
@@ -225,9 +232,14 @@ impl Sim {
             } else {
                 // Before the page by at most one fault's streaming; members
                 // further back than the group's longest reach cannot be.
-                let from = g
-                    .members
-                    .partition_point(|m| m.pos.saturating_add(g.max_reach) < lo);
+                // A member's faults come page after page while positions
+                // hold for the tick, so its last answer is where the
+                // search starts (the same answer from any start).
+                let own = vs.member_of(gi, t);
+                let guess = own.map_or(0, |w| g.members[w].search_from as usize);
+                let from = partition_point_from(&g.members, guess, |m| {
+                    m.pos.saturating_add(g.max_reach) < lo
+                });
                 for m in &g.members[from..] {
                     if m.pos >= hi {
                         break;
@@ -235,6 +247,9 @@ impl Sim {
                     if m.task != t && m.pos + reach(m.rate) >= lo {
                         racers.push((m.task, m.cpu));
                     }
+                }
+                if let Some(w) = own {
+                    vs.groups[gi].members[w].search_from = from as u32;
                 }
             }
         }
@@ -363,6 +378,7 @@ impl Sim {
                 cpu,
                 won_cpu: 0.0,
                 won_sleep: 0.0,
+                search_from: 0,
             };
             match groups.last_mut() {
                 Some(g) if g.offset == offset && g.len == len => g.members.push(m),
