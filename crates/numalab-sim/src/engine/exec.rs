@@ -73,6 +73,22 @@ pub enum Op {
     Compute(f64),
 }
 
+impl Op {
+    /// The VMA range a memory op covers: its VMA, first byte offset and
+    /// length; `None` for compute and idle.
+    pub(crate) fn range(&self) -> Option<(VmaId, u64, u64)> {
+        match *self {
+            Op::Stream {
+                vma, offset, len, ..
+            }
+            | Op::Random {
+                vma, offset, len, ..
+            } => Some((vma, offset, len)),
+            Op::Compute(_) | Op::Idle => None,
+        }
+    }
+}
+
 /// Why a task stopped before its time was up.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stop {
@@ -321,14 +337,8 @@ impl Sim {
     /// version (false: a mix [`Sim::range_pages_current`] computed earlier this tick).
     fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> (NodeVec, f64, bool) {
         let nn = self.k.m.nr_nodes();
-        let (vma, offset, len) = match op {
-            Op::Stream {
-                vma, offset, len, ..
-            }
-            | Op::Random {
-                vma, offset, len, ..
-            } => (*vma, *offset, *len),
-            _ => return (NodeVec::from_elem(0.0, nn), 0.0, true),
+        let Some((vma, offset, len)) = op.range() else {
+            return (NodeVec::from_elem(0.0, nn), 0.0, true);
         };
         let mm = self.k.tasks[t].mm;
         let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
@@ -1251,15 +1261,7 @@ impl DemandKey {
         stores: Stores,
         version: impl Fn(VmaId) -> u64,
     ) -> Option<DemandKey> {
-        let (vma, offset, len) = match *op {
-            Op::Stream {
-                vma, offset, len, ..
-            }
-            | Op::Random {
-                vma, offset, len, ..
-            } => (vma, offset, len),
-            _ => return None,
-        };
+        let (vma, offset, len) = op.range()?;
         Some(DemandKey {
             vma,
             offset,
@@ -1458,15 +1460,7 @@ pub(crate) struct SolveKey {
 impl SolveKey {
     /// The key of memory op `op` of a task of `mm` on a CPU of node `cn`.
     fn of(mm: MmId, op: &Op, cn: NodeId, write: f64, stores: Stores) -> SolveKey {
-        let (vma, offset, len) = match *op {
-            Op::Stream {
-                vma, offset, len, ..
-            }
-            | Op::Random {
-                vma, offset, len, ..
-            } => (vma, offset, len),
-            _ => (VmaId::new(0), 0, 0),
-        };
+        let (vma, offset, len) = op.range().unwrap_or((VmaId::new(0), 0, 0));
         SolveKey {
             mm,
             vma,
