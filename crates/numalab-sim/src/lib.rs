@@ -7,7 +7,8 @@
 //! kernel    mm, sched, NUMA balancing, cgroups, knobs, counters
 //! physics   fluid memory model, costs of kernel work
 //! ```
-//! `resort` (sorting a list sorted before) is a helper any layer uses.
+//! `resort` (sorting a list sorted before) and `gallop` (searching a sorted
+//! list from the last answer) are helpers any layer uses.
 
 pub mod engine;
 mod gallop;
