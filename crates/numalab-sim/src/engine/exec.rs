@@ -438,17 +438,18 @@ impl Sim {
         stores: Stores,
     ) -> (f64, Rc<[(crate::physics::ResId, f64)]>, bool) {
         let cn = self.k.cpu_node(cpu);
-        let key = DemandKey::of(op, cn, write, stores, |vma| {
-            self.k.mem.mms[self.k.tasks[t].mm].vmas[vma].version
+        let place = DemandPlace::of(op, cn, write, stores);
+        let version = place.map_or(0, |p| {
+            self.k.mem.mms[self.k.tasks[t].mm].vmas[p.vma].version
         });
         let tick = self.tick_start;
         let memo = &self.exec[t].memo.demands;
-        // One entry per range and node: an older page version never comes
-        // back, so a new one takes its place.
-        let found = key.and_then(|k| memo.iter().position(|e| e.key.same_place(&k)));
+        // One entry per place: an older page version never comes back, so
+        // a new one takes its place.
+        let found = place.and_then(|p| memo.iter().position(|e| e.place == p));
         if let Some(e) = found
             .map(|i| &memo[i])
-            .filter(|e| Some(e.key) == key && e.holds(tick))
+            .filter(|e| e.version == version && e.holds(tick))
         {
             let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
             return (lat, e.uses.clone(), true);
@@ -457,9 +458,10 @@ impl Sim {
         let uses = self.op_traffic(t, cn, &mix, write, stores);
         let lat = latency_sum(&mix, &self.fluid.latency[cn.index()]);
         let settled = absent == 0.0;
-        if let Some(key) = key.filter(|_| settled) {
+        if let Some(place) = place.filter(|_| settled) {
             let e = DemandMemo {
-                key,
+                place,
+                version,
                 mix,
                 uses: uses.clone(),
                 current,
@@ -1212,7 +1214,9 @@ pub(crate) struct TaskMemo {
 /// holds for the rest of that tick only, as that mix does.
 #[derive(Clone, Debug)]
 struct DemandMemo {
-    key: DemandKey,
+    place: DemandPlace,
+    /// The VMA's page version the mix was made at.
+    version: u64,
     mix: NodeVec,
     uses: Rc<[(crate::physics::ResId, f64)]>,
     current: bool,
@@ -1228,45 +1232,28 @@ impl DemandMemo {
     }
 }
 
-/// A memory op's range, its VMA's page version, the node of the CPU it runs
-/// on, its write share's bits and its kind of stores: the inputs of a
-/// [`DemandMemo`].
+/// A memory op's range, the node of the CPU it runs on, its write share's
+/// bits and its kind of stores: with the VMA's page version, the inputs of
+/// a [`DemandMemo`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct DemandKey {
+struct DemandPlace {
     vma: VmaId,
     offset: u64,
     len: u64,
-    version: u64,
     cn: NodeId,
     write: u64,
     stores: Stores,
 }
 
-impl DemandKey {
-    /// Whether `other` is the same range from the same node with the same
-    /// stores, whatever the page versions.
-    fn same_place(&self, other: &DemandKey) -> bool {
-        DemandKey {
-            version: other.version,
-            ..*self
-        } == *other
-    }
-
-    /// The key of memory op `op` (`None` for a CPU-only op) on a CPU of
-    /// node `cn`, its VMA's page version from `version`.
-    fn of(
-        op: &Op,
-        cn: NodeId,
-        write: f64,
-        stores: Stores,
-        version: impl Fn(VmaId) -> u64,
-    ) -> Option<DemandKey> {
+impl DemandPlace {
+    /// The place of memory op `op` (`None` for a CPU-only op) on a CPU of
+    /// node `cn`.
+    fn of(op: &Op, cn: NodeId, write: f64, stores: Stores) -> Option<DemandPlace> {
         let (vma, offset, len) = op.range()?;
-        Some(DemandKey {
+        Some(DemandPlace {
             vma,
             offset,
             len,
-            version: version(vma),
             cn,
             write: write.to_bits(),
             stores,
@@ -1757,28 +1744,20 @@ mod tests {
             mlp: 2.0,
             write: 0.5,
         };
-        let key = |op: &Op, cn: usize, version: u64| {
-            DemandKey::of(op, NodeId::new(cn), 0.5, Stores::WriteAllocate, |_| version)
-        };
-        let k = key(&op(1, 0), 0, 7).unwrap();
-        assert!(DemandKey::of(
-            &Op::Compute(1.0),
-            NodeId::new(0),
-            0.0,
-            Stores::FullLine,
-            |_| 0
-        )
-        .is_none());
-        // The same place whatever the version; another range, node or store
-        // kind is another place.
-        assert!(k.same_place(&key(&op(1, 0), 0, 8).unwrap()));
-        assert!(!k.same_place(&key(&op(2, 0), 0, 7).unwrap()));
-        assert!(!k.same_place(&key(&op(1, 4096), 0, 7).unwrap()));
-        assert!(!k.same_place(&key(&op(1, 0), 1, 7).unwrap()));
-        let full = DemandKey::of(&op(1, 0), NodeId::new(0), 0.5, Stores::FullLine, |_| 7);
-        assert!(!k.same_place(&full.unwrap()));
+        let place =
+            |op: &Op, cn: usize, stores: Stores| DemandPlace::of(op, NodeId::new(cn), 0.5, stores);
+        let p = place(&op(1, 0), 0, Stores::WriteAllocate).unwrap();
+        assert!(place(&Op::Compute(1.0), 0, Stores::FullLine).is_none());
+        // The same op from the same node is the same place; another range,
+        // node or store kind is another place.
+        assert_eq!(Some(p), place(&op(1, 0), 0, Stores::WriteAllocate));
+        assert_ne!(Some(p), place(&op(2, 0), 0, Stores::WriteAllocate));
+        assert_ne!(Some(p), place(&op(1, 4096), 0, Stores::WriteAllocate));
+        assert_ne!(Some(p), place(&op(1, 0), 1, Stores::WriteAllocate));
+        assert_ne!(Some(p), place(&op(1, 0), 0, Stores::FullLine));
         let entry = |current: bool| DemandMemo {
-            key: k,
+            place: p,
+            version: 7,
             mix: NodeVec::from_slice(&[1.0, 0.0]),
             uses: Rc::from([]),
             current,
