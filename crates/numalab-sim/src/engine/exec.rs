@@ -344,21 +344,14 @@ impl Sim {
         let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
         debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
-            let pol = self.k.vma_policy(t, vma);
-            let local = self.k.cpu_node(cpu);
-            match pol.mode {
-                MpolMode::Interleave => {
-                    let k = pol.nodes.len().max(1) as f64;
-                    for n in pol.nodes.iter() {
+            match self.absent_to(t, vma, self.k.cpu_node(cpu)) {
+                AbsentTo::Interleave(nodes) => {
+                    let k = nodes.len().max(1) as f64;
+                    for n in nodes.iter() {
                         mix[n] += absent / k;
                     }
                 }
-                MpolMode::Bind | MpolMode::Preferred | MpolMode::PreferredMany
-                    if !pol.nodes.has(local) =>
-                {
-                    mix[pol.nodes.first().unwrap_or(local.index())] += absent;
-                }
-                _ => mix[local.index()] += absent,
+                AbsentTo::Node(n) => mix[n.index()] += absent,
             }
         }
         let total: f64 = mix.iter().sum();
@@ -371,6 +364,23 @@ impl Sim {
                 .for_each(|x| *x /= total);
         }
         (mix, absent, current)
+    }
+
+    /// Where a first touch by task `t` from a CPU of node `cn` puts the
+    /// pages of VMA `vma` not yet present, as [`Sim::op_mix`] counts them:
+    /// spread over an interleave policy's nodes, on the first node of a
+    /// bind or preferred policy that leaves `cn` out, else on `cn`.
+    fn absent_to(&self, t: TaskId, vma: VmaId, cn: NodeId) -> AbsentTo {
+        let pol = self.k.vma_policy(t, vma);
+        match pol.mode {
+            MpolMode::Interleave => AbsentTo::Interleave(pol.nodes),
+            MpolMode::Bind | MpolMode::Preferred | MpolMode::PreferredMany
+                if !pol.nodes.has(cn) =>
+            {
+                AbsentTo::Node(NodeId::new(pol.nodes.first().unwrap_or(cn.index())))
+            }
+            _ => AbsentTo::Node(cn),
+        }
     }
 
     /// The demand of task `t` running `op` on `cpu`: its rate cap and the
@@ -391,19 +401,7 @@ impl Sim {
                     Op::Random { write, .. } => (*write, Stores::WriteAllocate),
                     _ => (0.0, Stores::WriteAllocate),
                 };
-                let key = self
-                    .solving
-                    .then(|| SolveKey::of(self.k.tasks[t].mm, op, cn, write, stores));
-                let (lat, uses) = match key.and_then(|k| self.solve_ranges.get(&k)) {
-                    Some((lat, uses)) => (*lat, uses.clone()),
-                    None => {
-                        let (lat, uses, settled) = self.placed_demand(t, cpu, op, write, stores);
-                        if let Some(k) = key.filter(|_| settled) {
-                            self.solve_ranges.insert(k, (lat, uses.clone()));
-                        }
-                        (lat, uses)
-                    }
-                };
+                let (lat, uses) = self.solved_demand(t, cpu, op, cn, write, stores);
                 // Issue 9 item 3 (numalab.shared_line_transfers): lines other
                 // cores hold Modified come by a cache-to-cache transfer.
                 let lat = self.shared_line_latency(t, cpu, op, lat);
@@ -420,6 +418,38 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// The latency sum and traffic list of memory op `op` on `cpu` (of node
+    /// `cn`): [`Sim::placed_demand`]'s, shared during a solve by every task
+    /// asking with the same [`SolveKey`], which holds where the asking
+    /// task's policy puts the range's pages not yet present ([`AbsentTo`]):
+    /// NUMA01's 160 threads first-touching one buffer under one policy ask
+    /// it once per node, not once each.
+    fn solved_demand(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        op: &Op,
+        cn: NodeId,
+        write: f64,
+        stores: Stores,
+    ) -> (f64, Rc<[(crate::physics::ResId, f64)]>) {
+        let key = match op.range() {
+            Some((vma, _, _)) if self.solving && self.share_solves => {
+                let to = self.absent_to(t, vma, cn);
+                Some(SolveKey::of(self.k.tasks[t].mm, op, cn, write, stores, to))
+            }
+            _ => None,
+        };
+        if let Some((lat, uses)) = key.and_then(|k| self.solve_ranges.get(&k)) {
+            return (*lat, uses.clone());
+        }
+        let (lat, uses, _) = self.placed_demand(t, cpu, op, write, stores);
+        if let Some(k) = key {
+            self.solve_ranges.insert(k, (lat, uses.clone()));
+        }
+        (lat, uses)
     }
 
     /// The parts of memory op `op`'s demand on `cpu` that follow from where
@@ -1427,12 +1457,14 @@ pub(crate) struct MixEntry {
 }
 
 /// What the memory latency and the traffic list of an op's demand follow
-/// from during one solve (engine/mod.rs `solve_physics`), when its range
-/// has every page present: the range, the node of the CPU, the write share
-/// and the kind of stores. Pages do not move while the solve runs, so every
-/// task with these inputs gets the same mix, the same latency sum and the
-/// same list (pmbench's 64 tasks ask it of one range from two nodes); the
-/// mix then follows the pages alone, with no policy or CPU in it.
+/// from during one solve (engine/mod.rs `solve_physics`): the range, the
+/// node of the CPU, the write share, the kind of stores, and where a first
+/// touch by the asking task puts the range's pages not yet present (the
+/// one input that is the task's; none when every page is present). Pages
+/// do not move while the solve runs, so every task with these inputs gets
+/// the same mix, the same latency sum and the same list (pmbench's 64
+/// tasks ask it of one range from two nodes, NUMA01's 160 first-touch
+/// writers of one buffer from four).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SolveKey {
     mm: MmId,
@@ -1442,11 +1474,13 @@ pub(crate) struct SolveKey {
     cn: NodeId,
     write: u64,
     stores: Stores,
+    absent: AbsentTo,
 }
 
 impl SolveKey {
-    /// The key of memory op `op` of a task of `mm` on a CPU of node `cn`.
-    fn of(mm: MmId, op: &Op, cn: NodeId, write: f64, stores: Stores) -> SolveKey {
+    /// The key of memory op `op` of a task of `mm` on a CPU of node `cn`
+    /// whose first touches go `absent`.
+    fn of(mm: MmId, op: &Op, cn: NodeId, write: f64, stores: Stores, absent: AbsentTo) -> SolveKey {
         let (vma, offset, len) = op.range().unwrap_or((VmaId::new(0), 0, 0));
         SolveKey {
             mm,
@@ -1456,8 +1490,19 @@ impl SolveKey {
             cn,
             write: write.to_bits(),
             stores,
+            absent,
         }
     }
+}
+
+/// Where the pages of a range that are not yet present go when the asking
+/// task touches them ([`Sim::absent_to`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum AbsentTo {
+    /// All on this node.
+    Node(NodeId),
+    /// Spread evenly over these nodes.
+    Interleave(numalab_topology::NodeMask),
 }
 
 /// The solve's shared demand parts by [`SolveKey`]: the latency sum before
@@ -1769,6 +1814,38 @@ mod tests {
         // Made from a mix computed earlier in its tick: that tick only.
         assert!(entry(false).holds(4_000_000));
         assert!(!entry(false).holds(8_000_000));
+    }
+
+    /// Three threads on node 0's CPUs first-touch and stream one buffer,
+    /// each under another policy (bind to node 0, bind to node 1,
+    /// interleave): the same range from the same node, whose absent pages
+    /// go three ways. Sharing the solve's demands among them must give the
+    /// run each computing its own gives, byte for byte.
+    #[test]
+    fn tasks_sharing_a_solves_demands_change_nothing() {
+        let run = |share: bool| {
+            let m = numalab_topology::presets::load("tiny-2n").unwrap();
+            let thread = |name: &str, policy: &str| {
+                format!(
+                    "[[process.thread]]\nname = \"{name}\"\naffinity = \"nodes:0 .. 1\"\n\
+                     policy = {policy}\nphases = [{{ stream = \"buf\", passes = 3 }}]\n"
+                )
+            };
+            let text = format!(
+                "[[process]]\nname = \"p\"\n[[process.region]]\nname = \"buf\"\nsize = \"64MiB\"\n{}{}{}",
+                thread("local", "{ mode = \"bind\", nodes = \"0 .. 1\" }"),
+                thread("remote", "{ mode = \"bind\", nodes = \"1 .. 2\" }"),
+                thread("spread", "{ mode = \"interleave\", nodes = \"0 .. 2\" }"),
+            );
+            let spec = numalab_workload::parse(&text, "t.toml").unwrap();
+            let w = numalab_workload::resolve(&spec, &m, 1, 1.0).unwrap();
+            let mut sim =
+                Sim::new(m, w, crate::Knobs::default(), crate::RunOptions::default()).unwrap();
+            sim.share_solves = share;
+            let rec = sim.run(&mut |_| {}).unwrap();
+            serde_json::to_string(&rec).unwrap()
+        };
+        assert_eq!(run(true), run(false));
     }
 
     #[test]

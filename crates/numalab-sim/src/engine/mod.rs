@@ -232,6 +232,9 @@ pub struct Sim {
     solving: bool,
     /// What the demands of this solve share (exec.rs `SolveKey`).
     solve_ranges: exec::SolveRanges,
+    /// Whether tasks share those parts (always, but in a test that checks
+    /// the sharing changes nothing).
+    share_solves: bool,
 }
 
 impl Sim {
@@ -347,6 +350,7 @@ impl Sim {
             sharing,
             fair: FairScratch::default(),
             solving: false,
+            share_solves: true,
             solve_ranges: Default::default(),
             demands: Vec::new(),
             no_uses: std::rc::Rc::from([]),
