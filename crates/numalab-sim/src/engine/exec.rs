@@ -28,9 +28,12 @@ use rand::Rng;
 use std::rc::Rc;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
-/// 8 nodes (every preset but `xl-16n-*`): they are built per op and per
-/// tick, so they stay off the allocator, and small enough to copy cheaply.
-pub(crate) type NodeVec = smallvec::SmallVec<[f64; 8]>;
+/// 16 nodes (every preset, xl-8s-1024's 16 included): they are built per op
+/// and per tick, so they stay off the allocator. At 8 inline, xl-8s-1024's
+/// NUMA01_THREADLOCAL made 2.4 M allocations at --scale 0.1 for them and
+/// ran 2.7 % slower; 4-node runs copy the larger vector for 0.1-0.6 % more
+/// instructions.
+pub(crate) type NodeVec = smallvec::SmallVec<[f64; 16]>;
 
 /// The operation a task is in the middle of.
 #[derive(Clone, Debug)]
