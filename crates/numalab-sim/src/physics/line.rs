@@ -591,15 +591,29 @@ const GRAM_MAX_CLASSES: usize = 8;
 impl Groups {
     /// The groups of the requesters with a class (`class_of[i]`).
     fn new(m: &Machine, reqs: &[Requester], class_of: &[Option<usize>], classes: usize) -> Groups {
-        let mut slots = vec![[usize::MAX; 3]; m.cpus.len()];
+        // Each core's, LLC's and package's row, by id: sized by the largest
+        // id among the requesters, not the machine's CPUs (filling a slot
+        // per CPU of xl-8s-1024 for every race was a tenth of this solve).
+        let ids = |r: &Requester| {
+            let info = &m.cpus[r.cpu.index()];
+            [info.core, info.llc, info.package]
+        };
+        let mut top = [0usize; 3];
+        for (r, c) in reqs.iter().zip(class_of) {
+            if c.is_some() {
+                for (t, id) in top.iter_mut().zip(ids(r)) {
+                    *t = (*t).max(id + 1);
+                }
+            }
+        }
+        let mut slots: [Vec<usize>; 3] = top.map(|n| vec![usize::MAX; n]);
         let mut counts: [Vec<f64>; 3] = Default::default();
         let mut members = vec![0.0; classes];
         for (r, c) in reqs.iter().zip(class_of) {
             let Some(c) = *c else { continue };
             members[c] += 1.0;
-            let info = &m.cpus[r.cpu.index()];
-            for (kind, id) in [info.core, info.llc, info.package].into_iter().enumerate() {
-                let slot = &mut slots[id][kind];
+            for (kind, id) in ids(r).into_iter().enumerate() {
+                let slot = &mut slots[kind][id];
                 if *slot == usize::MAX {
                     *slot = counts[kind].len() / classes;
                     counts[kind].resize(counts[kind].len() + classes, 0.0);
