@@ -347,15 +347,8 @@ impl Sim {
         let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
         debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
-            match self.absent_to(t, vma, self.k.cpu_node(cpu)) {
-                AbsentTo::Interleave(nodes) => {
-                    let k = nodes.len().max(1) as f64;
-                    for n in nodes.iter() {
-                        mix[n] += absent / k;
-                    }
-                }
-                AbsentTo::Node(n) => mix[n.index()] += absent,
-            }
+            self.absent_to(t, vma, self.k.cpu_node(cpu))
+                .place(&mut mix, absent);
         }
         let total: f64 = mix.iter().sum();
         if total > 0.0 {
@@ -1070,7 +1063,9 @@ impl Sim {
             Some(i) => i,
             None => {
                 let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
-                mix[local.index()] += absent;
+                if absent > 0.0 {
+                    self.absent_to(t, vma, local).place(&mut mix, absent);
+                }
                 let total: f64 = mix.iter().sum();
                 let memo = &mut self.exec[t].memo;
                 // One entry per range: an older version never comes back.
@@ -1508,6 +1503,21 @@ pub(crate) enum AbsentTo {
     Interleave(numalab_topology::NodeMask),
 }
 
+impl AbsentTo {
+    /// Adds `absent` pages to the per-node counts `mix` where they go.
+    fn place(self, mix: &mut [f64], absent: f64) {
+        match self {
+            AbsentTo::Interleave(nodes) => {
+                let k = nodes.len().max(1) as f64;
+                for n in nodes.iter() {
+                    mix[n] += absent / k;
+                }
+            }
+            AbsentTo::Node(n) => mix[n.index()] += absent,
+        }
+    }
+}
+
 /// The solve's shared demand parts by [`SolveKey`]: the latency sum before
 /// shared lines, and the traffic list.
 pub(crate) type SolveRanges =
@@ -1849,6 +1859,24 @@ mod tests {
             serde_json::to_string(&rec).unwrap()
         };
         assert_eq!(run(true), run(false));
+    }
+
+    /// A thread on node 0 first-touching a buffer bound to node 1 writes
+    /// node 1's memory from its first byte: its bytes are accounted there,
+    /// where the pages go, not on its CPU's node.
+    #[test]
+    fn a_bound_first_touch_accounts_its_bytes_where_the_policy_puts_the_pages() {
+        let m = numalab_topology::presets::load("tiny-2n").unwrap();
+        let text = "[[process]]\nname = \"p\"\n[[process.region]]\nname = \"buf\"\nsize = \"64MiB\"\n\
+                    [[process.thread]]\nname = \"t\"\naffinity = \"nodes:0 .. 1\"\n\
+                    policy = { mode = \"bind\", nodes = \"1 .. 2\" }\nphases = [{ stream = \"buf\" }]\n";
+        let spec = numalab_workload::parse(text, "t.toml").unwrap();
+        let w = numalab_workload::resolve(&spec, &m, 1, 1.0).unwrap();
+        let sim = Sim::new(m, w, crate::Knobs::default(), crate::RunOptions::default()).unwrap();
+        let rec = sim.run(&mut |_| {}).unwrap();
+        let bytes = &rec.tasks[0].bytes_by_node;
+        assert!(bytes[1] >= 64 << 20, "{bytes:?}");
+        assert_eq!(bytes[0], 0, "{bytes:?}");
     }
 
     #[test]
