@@ -417,11 +417,15 @@ impl Sim {
     }
 
     /// The latency sum and traffic list of memory op `op` on `cpu` (of node
-    /// `cn`): [`Sim::placed_demand`]'s, shared during a solve by every task
-    /// asking with the same [`SolveKey`], which holds where the asking
-    /// task's policy puts the range's pages not yet present ([`AbsentTo`]):
-    /// NUMA01's 160 threads first-touching one buffer under one policy ask
-    /// it once per node, not once each.
+    /// `cn`), before shared lines. First from task `t`'s memo
+    /// ([`DemandMemo`]: a range with every page present keeps its node mix
+    /// and traffic list from tick to tick while the VMA's page version
+    /// holds, so a task asking again only sums this tick's latencies);
+    /// else, during a solve, from another task that asked with the same
+    /// [`SolveKey`], which holds where the asking task's policy puts the
+    /// range's pages not yet present ([`AbsentTo`]: NUMA01's 160 threads
+    /// first-touching one buffer under one policy ask it once per node);
+    /// else worked out from the pages.
     fn solved_demand(
         &mut self,
         t: TaskId,
@@ -431,6 +435,21 @@ impl Sim {
         write: f64,
         stores: Stores,
     ) -> (f64, Rc<[(crate::physics::ResId, f64)]>) {
+        let place = DemandPlace::of(op, cn, write, stores);
+        let version = place.map_or(0, |p| {
+            self.k.mem.mms[self.k.tasks[t].mm].vmas[p.vma].version
+        });
+        let memo = &self.exec[t].memo.demands;
+        // One entry per place: an older page version never comes back, so
+        // a new one takes its place.
+        let found = place.and_then(|p| memo.iter().position(|e| e.place == p));
+        if let Some(e) = found
+            .map(|i| &memo[i])
+            .filter(|e| e.version == version && e.holds(self.tick_start))
+        {
+            let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
+            return (lat, e.uses.clone());
+        }
         let key = match op.range() {
             Some((vma, _, _)) if self.solving && self.share_solves => {
                 let to = self.absent_to(t, vma, cn);
@@ -441,57 +460,22 @@ impl Sim {
         if let Some((lat, uses)) = key.and_then(|k| self.solve_ranges.get(&k)) {
             return (*lat, uses.clone());
         }
-        let (lat, uses, _) = self.placed_demand(t, cpu, op, write, stores);
-        if let Some(k) = key {
-            self.solve_ranges.insert(k, (lat, uses.clone()));
-        }
-        (lat, uses)
-    }
-
-    /// The parts of memory op `op`'s demand on `cpu` that follow from where
-    /// its range's pages are: the latency sum before shared lines (this
-    /// tick's latencies), the traffic list, and whether every page of the
-    /// range is present (then no policy or CPU placed any of it). A range
-    /// with all its pages present has its node mix and traffic list kept in
-    /// task `t`'s memo ([`DemandMemo`]) from tick to tick while the VMA's
-    /// page version holds, so a task asking again only sums the latencies.
-    fn placed_demand(
-        &mut self,
-        t: TaskId,
-        cpu: CpuId,
-        op: &Op,
-        write: f64,
-        stores: Stores,
-    ) -> (f64, Rc<[(crate::physics::ResId, f64)]>, bool) {
-        let cn = self.k.cpu_node(cpu);
-        let place = DemandPlace::of(op, cn, write, stores);
-        let version = place.map_or(0, |p| {
-            self.k.mem.mms[self.k.tasks[t].mm].vmas[p.vma].version
-        });
-        let tick = self.tick_start;
-        let memo = &self.exec[t].memo.demands;
-        // One entry per place: an older page version never comes back, so
-        // a new one takes its place.
-        let found = place.and_then(|p| memo.iter().position(|e| e.place == p));
-        if let Some(e) = found
-            .map(|i| &memo[i])
-            .filter(|e| e.version == version && e.holds(tick))
-        {
-            let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
-            return (lat, e.uses.clone(), true);
-        }
         let (mix, absent, current) = self.op_mix(t, cpu, op);
         let uses = self.op_traffic(t, cn, &mix, write, stores);
         let lat = latency_sum(&mix, &self.fluid.latency[cn.index()]);
-        let settled = absent == 0.0;
-        if let Some(place) = place.filter(|_| settled) {
+        if let Some(k) = key {
+            self.solve_ranges.insert(k, (lat, uses.clone()));
+        }
+        // Only a range with every page present is kept: a policy or the
+        // CPU places the others.
+        if let Some(place) = place.filter(|_| absent == 0.0) {
             let e = DemandMemo {
                 place,
                 version,
                 mix,
                 uses: uses.clone(),
                 current,
-                tick,
+                tick: self.tick_start,
             };
             let memo = &mut self.exec[t].memo.demands;
             match found {
@@ -501,7 +485,7 @@ impl Sim {
                 }
             }
         }
-        (lat, uses, settled)
+        (lat, uses)
     }
 
     /// The resources an op's bytes load, share `mix` of them on each node,
@@ -1232,7 +1216,7 @@ pub(crate) struct TaskMemo {
     demands: Vec<DemandMemo>,
 }
 
-/// What [`Sim::placed_demand`] keeps of a range whose pages are all
+/// What [`Sim::solved_demand`] keeps of a range whose pages are all
 /// present: its node mix (normalised) and traffic list from a CPU of node
 /// `cn`. Neither depends on the tick's solve, a policy or the CPU beyond
 /// its node, only on the pages, which the VMA's page version stands for:
