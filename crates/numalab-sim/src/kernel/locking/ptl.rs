@@ -53,13 +53,65 @@ pub struct RaceSpin {
 /// [`RACE_CACHE_MAX`] entries. A hash map: it is only looked up, filled
 /// and cleared, never iterated, so its order cannot reach any output
 /// (it was a BTreeMap, whose search was most of a cached fault's cost).
+///
+/// A race missing there is looked up again by its shape ([`RaceShape`]):
+/// the line model's solve of racers who all offer the same rate reads the
+/// CPUs only through how many there are and the sums of the squares of
+/// how many share each core, LLC and package (`physics/line.rs` `Groups`,
+/// whose one-class Gram sums are sums of whole numbers, exact in any
+/// order), so two sets of that shape get the same spins bit for bit. On
+/// xl-16n-640 NUMA01_THREADLOCAL's 26065 distinct racing sets have 3742
+/// shapes.
 #[derive(Clone, Debug, Default)]
 pub struct RaceCache {
     solved: FxHashMap<(u64, u64, u64), RaceSpin>,
+    by_shape: FxHashMap<(RaceShape, u64, u64), RaceSpin>,
+    /// Racers per core, LLC and package id, all zero between solves.
+    tally: [Vec<u32>; 3],
 }
 
-/// Most solved races kept.
+/// What a race's solve reads of its CPUs: their number and, per core, LLC
+/// and package, the sum over those of the square of its racers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct RaceShape {
+    racers: usize,
+    squares: [u64; 3],
+}
+
+/// Most solved races kept (each of the two tables).
 const RACE_CACHE_MAX: usize = 512;
+
+impl RaceCache {
+    /// The [`RaceShape`] of `cpus` on `m`.
+    fn shape(&mut self, m: &Machine, cpus: &[CpuId]) -> RaceShape {
+        let mut squares = [0u64; 3];
+        for t in &mut self.tally {
+            if t.len() < m.cpus.len() {
+                t.resize(m.cpus.len(), 0);
+            }
+        }
+        let ids = |cpu: &CpuId| {
+            let info = &m.cpus[cpu.index()];
+            [info.core, info.llc, info.package]
+        };
+        for cpu in cpus {
+            for ((t, sq), id) in self.tally.iter_mut().zip(&mut squares).zip(ids(cpu)) {
+                // (c + 1)^2 - c^2
+                *sq += 2 * u64::from(t[id]) + 1;
+                t[id] += 1;
+            }
+        }
+        for cpu in cpus {
+            for (t, id) in self.tally.iter_mut().zip(ids(cpu)) {
+                t[id] = 0;
+            }
+        }
+        RaceShape {
+            racers: cpus.len(),
+            squares,
+        }
+    }
+}
 
 /// An id of a set of CPUs for [`RaceCache::solve`]: FNV-1a over the sorted
 /// CPU numbers.
@@ -131,6 +183,11 @@ impl RaceCache {
         if let Some(s) = self.solved.get(&key) {
             return *s;
         }
+        let shape = (self.shape(m, cpus), key.1, key.2);
+        if let Some(&s) = self.by_shape.get(&shape) {
+            self.remember(key, s);
+            return s;
+        }
         let reqs: Vec<Requester> = cpus
             .iter()
             .map(|&cpu| Requester {
@@ -152,17 +209,53 @@ impl RaceCache {
             .collect();
         let vm_lock_ns = 2.0 * model.atomic(m, &vreqs).spin_ns();
         let s = RaceSpin { ptl_ns, vm_lock_ns };
+        if self.by_shape.len() >= RACE_CACHE_MAX {
+            self.by_shape.clear();
+        }
+        self.by_shape.insert(shape, s);
+        self.remember(key, s);
+        s
+    }
+
+    /// Keeps `s` under the racing set's `key`.
+    fn remember(&mut self, key: (u64, u64, u64), s: RaceSpin) {
         if self.solved.len() >= RACE_CACHE_MAX {
             self.solved.clear();
         }
         self.solved.insert(key, s);
-        s
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_race_of_the_same_shape_gets_the_spins_a_fresh_solve_gives() {
+        let m = numalab_topology::presets::load("spr-4n").expect("preset");
+        let model = LineModel::new(true);
+        let set = |ids: &[usize]| ids.iter().map(|&i| CpuId::new(i)).collect::<Vec<_>>();
+        let solve = |cache: &mut RaceCache, c: &[CpuId]| {
+            cache.solve(&model, &m, c, cpu_set_key(c), 1400.0, 150.0, 60.0)
+        };
+        // Four cores of package 0, then four of package 1: one shape.
+        let (a, b) = (set(&[0, 1, 2, 3]), set(&[40, 41, 42, 43]));
+        let mut warm = RaceCache::default();
+        solve(&mut warm, &a);
+        let from_shape = solve(&mut warm, &b);
+        assert_eq!(warm.solved.len(), 2);
+        assert_eq!(warm.by_shape.len(), 1, "b found a's shape");
+        assert_eq!(from_shape, solve(&mut RaceCache::default(), &b));
+        // Two racers on one core's SMT siblings (CPU 160 is CPU 0's): another
+        // shape, solved afresh, and a shorter hand-over.
+        let siblings = set(&[0, 160, 1, 2]);
+        let other = solve(&mut warm, &siblings);
+        assert_eq!(warm.by_shape.len(), 2);
+        assert_eq!(other, solve(&mut RaceCache::default(), &siblings));
+        assert!(other.ptl_ns < from_shape.ptl_ns, "{other:?} {from_shape:?}");
+        // The tally is left clean for the next shape.
+        assert!(warm.tally.iter().all(|t| t.iter().all(|&n| n == 0)));
+    }
 
     #[test]
     fn more_racers_spin_longer_and_the_convoy_serializes() {
