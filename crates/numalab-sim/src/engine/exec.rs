@@ -25,15 +25,21 @@ use crate::physics::coherence::Stores;
 use crate::physics::{Demand, CACHE_LINE};
 use numalab_workload::{Distribution, Phase};
 use rand::Rng;
+use smallvec::SmallVec;
 use std::rc::Rc;
 
 /// Per-node figures of one range (pages, access shares), held inline up to
-/// 16 nodes (every preset, xl-8s-1024's 16 included): they are built per op
-/// and per tick, so they stay off the allocator. At 8 inline, xl-8s-1024's
-/// NUMA01_THREADLOCAL made 2.4 M allocations at --scale 0.1 for them and
-/// ran 2.7 % slower; 4-node runs copy the larger vector for 0.1-0.6 % more
-/// instructions.
-pub(crate) type NodeVec = smallvec::SmallVec<[f64; 16]>;
+/// 8 nodes (every preset but the 16-node `xl-*` scaling machines): they are
+/// built per op and per tick, so they stay off the allocator, and small
+/// enough to copy cheaply. 16 inline spared xl-8s-1024 2.7 % of its time
+/// (2.4 M allocations at --scale 0.1) but cost spr-4n's NUMA01 with
+/// balancing 2 % (larger memo entries), measured 2026-11-28.
+pub(crate) type NodeVec = smallvec::SmallVec<[f64; 8]>;
+
+/// A memory op's traffic list: each resource its bytes load and by what
+/// share of them ([`Demand::uses`]), shared between the memos and the
+/// demands that hold it.
+pub(crate) type Uses = Rc<[(crate::physics::ResId, f64)]>;
 
 /// The operation a task is in the middle of.
 #[derive(Clone, Debug)]
@@ -417,15 +423,11 @@ impl Sim {
     }
 
     /// The latency sum and traffic list of memory op `op` on `cpu` (of node
-    /// `cn`), before shared lines. First from task `t`'s memo
-    /// ([`DemandMemo`]: a range with every page present keeps its node mix
-    /// and traffic list from tick to tick while the VMA's page version
-    /// holds, so a task asking again only sums this tick's latencies);
-    /// else, during a solve, from another task that asked with the same
-    /// [`SolveKey`], which holds where the asking task's policy puts the
-    /// range's pages not yet present ([`AbsentTo`]: NUMA01's 160 threads
-    /// first-touching one buffer under one policy ask it once per node);
-    /// else worked out from the pages.
+    /// `cn`), before shared lines: during a solve from another task that
+    /// asked with the same [`SolveKey`] (one hash lookup); for a range with
+    /// pages not yet present, from one whose policy puts them alike
+    /// ([`AbsentTo`]: NUMA01's 160 threads first-touching one buffer under
+    /// one policy ask it once per node); else [`Sim::placed_demand`]'s.
     fn solved_demand(
         &mut self,
         t: TaskId,
@@ -434,7 +436,62 @@ impl Sim {
         cn: NodeId,
         write: f64,
         stores: Stores,
-    ) -> (f64, Rc<[(crate::physics::ResId, f64)]>) {
+    ) -> (f64, Uses) {
+        let vma = match op.range() {
+            Some((vma, _, _)) if self.solving && self.share_solves => vma,
+            _ => {
+                let (lat, uses, _) = self.placed_demand(t, cpu, op, cn, write, stores);
+                return (lat, uses);
+            }
+        };
+        let key = SolveKey::of(self.k.tasks[t].mm, op, cn, write, stores);
+        // A range with pages not yet present: where this task puts them.
+        let placing = match self.solve_ranges.get(&key) {
+            Some(SolvedRange::Settled(lat, uses)) => return (*lat, uses.clone()),
+            Some(SolvedRange::Placing(_)) => Some(self.absent_to(t, vma, cn)),
+            None => None,
+        };
+        if let (Some(to), Some(SolvedRange::Placing(asked))) =
+            (placing, self.solve_ranges.get(&key))
+        {
+            if let Some((_, lat, uses)) = asked.iter().find(|e| e.0 == to) {
+                return (*lat, uses.clone());
+            }
+        }
+        let (lat, uses, settled) = self.placed_demand(t, cpu, op, cn, write, stores);
+        if settled {
+            self.solve_ranges
+                .insert(key, SolvedRange::Settled(lat, uses.clone()));
+        } else {
+            let to = placing.unwrap_or_else(|| self.absent_to(t, vma, cn));
+            let entry = self
+                .solve_ranges
+                .entry(key)
+                .or_insert_with(|| SolvedRange::Placing(SmallVec::new()));
+            if let SolvedRange::Placing(asked) = entry {
+                asked.push((to, lat, uses.clone()));
+            }
+        }
+        (lat, uses)
+    }
+
+    /// The parts of memory op `op`'s demand on `cpu` (of node `cn`) that
+    /// follow from where its range's pages are: the latency sum before
+    /// shared lines (this tick's latencies), the traffic list, and whether
+    /// every page of the range is present (then no policy or CPU placed any
+    /// of it). A range with all its pages present has its node mix and
+    /// traffic list kept in task `t`'s memo ([`DemandMemo`]) from tick to
+    /// tick while the VMA's page version holds, so a task asking again only
+    /// sums the latencies.
+    fn placed_demand(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        op: &Op,
+        cn: NodeId,
+        write: f64,
+        stores: Stores,
+    ) -> (f64, Uses, bool) {
         let place = DemandPlace::of(op, cn, write, stores);
         let version = place.map_or(0, |p| {
             self.k.mem.mms[self.k.tasks[t].mm].vmas[p.vma].version
@@ -448,27 +505,15 @@ impl Sim {
             .filter(|e| e.version == version && e.holds(self.tick_start))
         {
             let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
-            return (lat, e.uses.clone());
-        }
-        let key = match op.range() {
-            Some((vma, _, _)) if self.solving && self.share_solves => {
-                let to = self.absent_to(t, vma, cn);
-                Some(SolveKey::of(self.k.tasks[t].mm, op, cn, write, stores, to))
-            }
-            _ => None,
-        };
-        if let Some((lat, uses)) = key.and_then(|k| self.solve_ranges.get(&k)) {
-            return (*lat, uses.clone());
+            return (lat, e.uses.clone(), true);
         }
         let (mix, absent, current) = self.op_mix(t, cpu, op);
         let uses = self.op_traffic(t, cn, &mix, write, stores);
         let lat = latency_sum(&mix, &self.fluid.latency[cn.index()]);
-        if let Some(k) = key {
-            self.solve_ranges.insert(k, (lat, uses.clone()));
-        }
+        let settled = absent == 0.0;
         // Only a range with every page present is kept: a policy or the
         // CPU places the others.
-        if let Some(place) = place.filter(|_| absent == 0.0) {
+        if let Some(place) = place.filter(|_| settled) {
             let e = DemandMemo {
                 place,
                 version,
@@ -485,7 +530,7 @@ impl Sim {
                 }
             }
         }
-        (lat, uses)
+        (lat, uses, settled)
     }
 
     /// The resources an op's bytes load, share `mix` of them on each node,
@@ -499,7 +544,7 @@ impl Sim {
         mix: &[f64],
         write: f64,
         stores: Stores,
-    ) -> Rc<[(crate::physics::ResId, f64)]> {
+    ) -> Uses {
         let key = TrafficMemo::key(cn, mix, write, stores);
         let memo = &mut self.exec[t].traffic;
         if let Some(e) = memo.iter().find(|e| e.holds(key, cn, mix, write, stores)) {
@@ -1216,7 +1261,7 @@ pub(crate) struct TaskMemo {
     demands: Vec<DemandMemo>,
 }
 
-/// What [`Sim::solved_demand`] keeps of a range whose pages are all
+/// What [`Sim::placed_demand`] keeps of a range whose pages are all
 /// present: its node mix (normalised) and traffic list from a CPU of node
 /// `cn`. Neither depends on the tick's solve, a policy or the CPU beyond
 /// its node, only on the pages, which the VMA's page version stands for:
@@ -1230,7 +1275,7 @@ struct DemandMemo {
     /// The VMA's page version the mix was made at.
     version: u64,
     mix: NodeVec,
-    uses: Rc<[(crate::physics::ResId, f64)]>,
+    uses: Uses,
     current: bool,
     /// Tick start it was made at.
     tick: u64,
@@ -1356,7 +1401,7 @@ struct TrafficMemo {
     write: u64,
     stores: Stores,
     mix: NodeVec,
-    uses: Rc<[(crate::physics::ResId, f64)]>,
+    uses: Uses,
 }
 
 impl Default for TrafficMemo {
@@ -1406,15 +1451,7 @@ impl TrafficMemo {
                 == 0
     }
 
-    fn fill(
-        &mut self,
-        key: u64,
-        cn: NodeId,
-        mix: &[f64],
-        write: f64,
-        stores: Stores,
-        uses: Rc<[(crate::physics::ResId, f64)]>,
-    ) {
+    fn fill(&mut self, key: u64, cn: NodeId, mix: &[f64], write: f64, stores: Stores, uses: Uses) {
         self.key = key;
         self.cn = cn;
         self.write = write.to_bits();
@@ -1439,14 +1476,14 @@ pub(crate) struct MixEntry {
 }
 
 /// What the memory latency and the traffic list of an op's demand follow
-/// from during one solve (engine/mod.rs `solve_physics`): the range, the
-/// node of the CPU, the write share, the kind of stores, and where a first
-/// touch by the asking task puts the range's pages not yet present (the
-/// one input that is the task's; none when every page is present). Pages
-/// do not move while the solve runs, so every task with these inputs gets
-/// the same mix, the same latency sum and the same list (pmbench's 64
-/// tasks ask it of one range from two nodes, NUMA01's 160 first-touch
-/// writers of one buffer from four).
+/// from during one solve (engine/mod.rs `solve_physics`), when its range
+/// has every page present: the range, the node of the CPU, the write share
+/// and the kind of stores. Pages do not move while the solve runs, so every
+/// task with these inputs gets the same mix, the same latency sum and the
+/// same list (pmbench's 64 tasks ask it of one range from two nodes); the
+/// mix then follows the pages alone, with no policy or CPU in it. A range
+/// with pages not yet present adds where the asking task's first touch
+/// puts them ([`SolvedRange::Placing`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SolveKey {
     mm: MmId,
@@ -1456,13 +1493,11 @@ pub(crate) struct SolveKey {
     cn: NodeId,
     write: u64,
     stores: Stores,
-    absent: AbsentTo,
 }
 
 impl SolveKey {
-    /// The key of memory op `op` of a task of `mm` on a CPU of node `cn`
-    /// whose first touches go `absent`.
-    fn of(mm: MmId, op: &Op, cn: NodeId, write: f64, stores: Stores, absent: AbsentTo) -> SolveKey {
+    /// The key of memory op `op` of a task of `mm` on a CPU of node `cn`.
+    fn of(mm: MmId, op: &Op, cn: NodeId, write: f64, stores: Stores) -> SolveKey {
         let (vma, offset, len) = op.range().unwrap_or((VmaId::new(0), 0, 0));
         SolveKey {
             mm,
@@ -1472,9 +1507,19 @@ impl SolveKey {
             cn,
             write: write.to_bits(),
             stores,
-            absent,
         }
     }
+}
+
+/// The latency sum and traffic list a solve's tasks share for one
+/// [`SolveKey`]: one answer when every page of the range is present, else
+/// one per place the askers' first touches put the rest.
+#[derive(Clone, Debug)]
+pub(crate) enum SolvedRange {
+    /// Every page present: the same for every asker.
+    Settled(f64, Uses),
+    /// Pages not yet present: by where the asker puts them.
+    Placing(SmallVec<[(AbsentTo, f64, Uses); 2]>),
 }
 
 /// Where the pages of a range that are not yet present go when the asking
@@ -1504,8 +1549,7 @@ impl AbsentTo {
 
 /// The solve's shared demand parts by [`SolveKey`]: the latency sum before
 /// shared lines, and the traffic list.
-pub(crate) type SolveRanges =
-    rustc_hash::FxHashMap<SolveKey, (f64, Rc<[(crate::physics::ResId, f64)]>)>;
+pub(crate) type SolveRanges = rustc_hash::FxHashMap<SolveKey, SolvedRange>;
 
 /// Random ops with at most this many accesses in one step sample their
 /// accesses one by one instead of walking the range's special pages.
