@@ -448,16 +448,15 @@ impl Sim {
         // A range with pages not yet present: where this task puts them.
         let placing = match self.solve_ranges.get(&key) {
             Some(SolvedRange::Settled(lat, uses)) => return (*lat, uses.clone()),
-            Some(SolvedRange::Placing(_)) => Some(self.absent_to(t, vma, cn)),
+            Some(SolvedRange::Placing(asked)) => {
+                let to = self.absent_to(t, vma, cn);
+                if let Some((_, lat, uses)) = asked.iter().find(|e| e.0 == to) {
+                    return (*lat, uses.clone());
+                }
+                Some(to)
+            }
             None => None,
         };
-        if let (Some(to), Some(SolvedRange::Placing(asked))) =
-            (placing, self.solve_ranges.get(&key))
-        {
-            if let Some((_, lat, uses)) = asked.iter().find(|e| e.0 == to) {
-                return (*lat, uses.clone());
-            }
-        }
         let (lat, uses, settled) = self.placed_demand(t, cpu, op, cn, write, stores);
         if settled {
             self.solve_ranges
