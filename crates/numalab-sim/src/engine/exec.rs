@@ -343,14 +343,15 @@ impl Sim {
     /// Also returns the range's pages not yet present: with none, the mix
     /// is the range's alone (no policy or CPU enters it).
     /// Also returns whether the pages are those of the VMA's current page
-    /// version (false: a mix [`Sim::range_pages_current`] computed earlier this tick).
-    fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> (NodeVec, f64, bool) {
+    /// version (false: a mix [`Sim::range_pages_current`] computed earlier this tick)
+    /// and the pages' [`MixEntry::gen`] (0 for an op without a range).
+    fn op_mix(&mut self, t: TaskId, cpu: CpuId, op: &Op) -> (NodeVec, f64, bool, u64) {
         let nn = self.k.m.nr_nodes();
         let Some((vma, offset, len)) = op.range() else {
-            return (NodeVec::from_elem(0.0, nn), 0.0, true);
+            return (NodeVec::from_elem(0.0, nn), 0.0, true, 0);
         };
         let mm = self.k.tasks[t].mm;
-        let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
+        let (mut mix, absent, current, gen) = self.range_pages_current(mm, vma, offset, len);
         debug_assert_eq!(mix.len(), nn);
         if absent > 0.0 {
             self.absent_to(t, vma, self.k.cpu_node(cpu))
@@ -365,7 +366,7 @@ impl Sim {
                 .filter(|x| **x != 0.0)
                 .for_each(|x| *x /= total);
         }
-        (mix, absent, current)
+        (mix, absent, current, gen)
     }
 
     /// Where a first touch by task `t` from a CPU of node `cn` puts the
@@ -499,14 +500,30 @@ impl Sim {
         // One entry per place: an older page version never comes back, so
         // a new one takes its place.
         let found = place.and_then(|p| memo.iter().position(|e| e.place == p));
-        if let Some(e) = found
-            .map(|i| &memo[i])
-            .filter(|e| e.version == version && e.holds(self.tick_start))
-        {
-            let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
-            return (lat, e.uses.clone(), true);
+        if let (Some(i), Some(p)) = (found, place) {
+            let e = &memo[i];
+            let holds = e.version == version && e.holds(self.tick_start);
+            // Another version, but the pages it reads are still those the
+            // entry was made from (the range's mix is recomputed at most
+            // once a tick): the entry a rebuild would make, but for its
+            // version stamp.
+            let same_pages = if holds {
+                None
+            } else {
+                let gen = e.gen;
+                self.range_gen(self.k.tasks[t].mm, p.vma, p.offset, p.len)
+                    .filter(|&(g, _)| g == gen)
+            };
+            if holds || same_pages.is_some() {
+                let e = &mut self.exec[t].memo.demands[i];
+                if let Some((_, current)) = same_pages {
+                    (e.version, e.current, e.tick) = (version, current, self.tick_start);
+                }
+                let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
+                return (lat, e.uses.clone(), true);
+            }
         }
-        let (mix, absent, current) = self.op_mix(t, cpu, op);
+        let (mix, absent, current, gen) = self.op_mix(t, cpu, op);
         let uses = self.op_traffic(t, cn, &mix, write, stores);
         let lat = latency_sum(&mix, &self.fluid.latency[cn.index()]);
         let settled = absent == 0.0;
@@ -516,6 +533,7 @@ impl Sim {
             let e = DemandMemo {
                 place,
                 version,
+                gen,
                 mix,
                 uses: uses.clone(),
                 current,
@@ -628,7 +646,7 @@ impl Sim {
             if same_place {
                 // A new tick on the same CPU: mixes of the VMAs' current
                 // versions still hold (see MixMemo).
-                memo.mixes.retain(|e| e.3);
+                memo.mixes.retain(|e| e.current);
             } else {
                 memo.mixes.clear();
             }
@@ -755,9 +773,20 @@ impl Sim {
                 self.exec[t].rate = match key.and_then(|k| self.exec[t].memo.rate(&k)) {
                     Some(rate) => rate,
                     None => {
-                        let rate = self.quick_rate(t, cpu, &op);
+                        // A rate kept at another page version whose range
+                        // still reads the same pages is the one quick_rate
+                        // would give (RateKey).
+                        let g = self.op_range_gen(t, &op);
+                        let kept = key.and_then(|k| self.exec[t].memo.rate_of_pages(&k, g));
+                        let rate = kept.unwrap_or_else(|| self.quick_rate(t, cpu, &op));
                         if let Some(k) = key {
-                            self.exec[t].memo.put_rate(k, rate);
+                            // quick_rate may have made the range's mix anew.
+                            let g = if kept.is_some() {
+                                g
+                            } else {
+                                self.op_range_gen(t, &op)
+                            };
+                            self.exec[t].memo.put_rate(k, rate, g);
                         }
                         rate
                     }
@@ -1087,31 +1116,57 @@ impl Sim {
         // here puts them), remembered for the rest of the tick while the
         // VMA's pages stay as they are (see TaskMemo).
         let key = (vma, offset, len, version);
-        let i = match self.exec[t].memo.mixes.iter().position(|e| e.0 == key) {
+        let i = match self.exec[t].memo.mixes.iter().position(|e| e.key == key) {
             Some(i) => i,
             None => {
-                let (mut mix, absent, current) = self.range_pages_current(mm, vma, offset, len);
-                if absent > 0.0 {
-                    self.absent_to(t, vma, local).place(&mut mix, absent);
-                }
-                let total: f64 = mix.iter().sum();
-                let memo = &mut self.exec[t].memo;
                 // One entry per range: an older version never comes back.
-                let old = memo.mixes.iter().position(|e| {
-                    let (v, o, l, _) = e.0;
+                let old = self.exec[t].memo.mixes.iter().position(|e| {
+                    let (v, o, l, _) = e.key;
                     (v, o, l) == (vma, offset, len)
                 });
-                match old {
-                    Some(i) => {
-                        memo.mixes[i] = (key, mix, total, current);
+                // Another version, but the range still reads the pages the
+                // entry was made from: it is the entry a rebuild would
+                // make, but for its version stamp.
+                let same_pages = old.and_then(|i| {
+                    let gen = self.exec[t].memo.mixes[i].gen;
+                    self.range_gen(mm, vma, offset, len)
+                        .filter(|&(g, _)| g == gen)
+                        .map(|(_, current)| (i, current))
+                });
+                match same_pages {
+                    Some((i, current)) => {
+                        let e = &mut self.exec[t].memo.mixes[i];
+                        (e.key, e.current) = (key, current);
                         i
                     }
-                    None => memo_put(&mut memo.mixes, (key, mix, total, current)),
+                    None => {
+                        let (mut mix, absent, current, gen) =
+                            self.range_pages_current(mm, vma, offset, len);
+                        if absent > 0.0 {
+                            self.absent_to(t, vma, local).place(&mut mix, absent);
+                        }
+                        let total: f64 = mix.iter().sum();
+                        let e = MixMemo {
+                            key,
+                            mix,
+                            total,
+                            current,
+                            gen,
+                        };
+                        let memo = &mut self.exec[t].memo;
+                        match old {
+                            Some(i) => {
+                                memo.mixes[i] = e;
+                                i
+                            }
+                            None => memo_put(&mut memo.mixes, e),
+                        }
+                    }
                 }
             }
         };
         let ex = &mut self.exec[t];
-        let (_, mix, total, _) = &ex.memo.mixes[i];
+        let MixMemo { mix, total, .. } = &ex.memo.mixes[i];
         let total = *total;
         if total > 0.0 {
             let by_task = &mut ex.bytes_by_node;
@@ -1138,7 +1193,8 @@ impl Sim {
 
     /// Pages per node of a VMA range (whole chunks), pages not present, and
     /// whether they are those of the VMA's current page version (false: a
-    /// mix computed earlier this tick). Cached per range: recomputed when
+    /// mix computed earlier this tick), and the mix's [`MixEntry::gen`].
+    /// Cached per range: recomputed when
     /// the VMA's pages changed, but at most once per tick, so inside one
     /// tick a range's mix may be up to one tick stale (the same bound as
     /// the eager run-to-tick engine).
@@ -1148,27 +1204,54 @@ impl Sim {
         vma: VmaId,
         offset: u64,
         len: u64,
-    ) -> (NodeVec, f64, bool) {
+    ) -> (NodeVec, f64, bool, u64) {
         let key = (mm, vma, offset, len);
         let v = &self.k.mem.mms[mm].vmas[vma];
         if let Some(e) = self.mix_cache.get(&key) {
             if e.version == v.version || e.at == self.tick_start {
                 let current = e.version == v.version;
-                return (NodeVec::from_slice(&e.pages), e.absent, current);
+                return (NodeVec::from_slice(&e.pages), e.absent, current, e.gen);
             }
         }
         let shift = v.page_shift;
         let (from, to) = page_span(offset, len, shift);
         let mut pages = NodeVec::from_elem(0.0, self.k.m.nr_nodes());
         let absent = v.node_pages_in(from, to, &mut pages);
+        self.mix_gens += 1;
+        let gen = self.mix_gens;
         let e = MixEntry {
             version: v.version,
             at: self.tick_start,
             pages: NodeVec::from_slice(&pages),
             absent,
+            gen,
         };
         self.mix_cache.insert(key, e);
-        (pages, absent, true)
+        (pages, absent, true, gen)
+    }
+
+    /// [`Sim::range_gen`] of task `t`'s op `op`'s range, 0 when it has none
+    /// or the mix would be made anew (no generation is 0).
+    fn op_range_gen(&self, t: TaskId, op: &Op) -> u64 {
+        op.range()
+            .and_then(|(vma, offset, len)| self.range_gen(self.k.tasks[t].mm, vma, offset, len))
+            .map_or(0, |(gen, _)| gen)
+    }
+
+    /// The [`MixEntry::gen`] of the mix [`Sim::range_pages_current`] would
+    /// give for this range now, without making one, and whether it is the
+    /// VMA's current version's; `None` when it would make one. Memos kept
+    /// at an older page version whose generation this is still hold: the
+    /// range reads the same pages.
+    fn range_gen(&self, mm: MmId, vma: VmaId, offset: u64, len: u64) -> Option<(u64, bool)> {
+        if !self.memo_by_pages {
+            return None;
+        }
+        let version = self.k.mem.mms[mm].vmas[vma].version;
+        self.mix_cache
+            .get(&(mm, vma, offset, len))
+            .filter(|e| e.version == version || e.at == self.tick_start)
+            .map(|e| (e.gen, e.version == version))
     }
 }
 
@@ -1215,6 +1298,14 @@ impl RateKey {
         }
     }
 
+    /// Equal but for the page version.
+    fn same_but_version(&self, k: &RateKey) -> bool {
+        RateKey {
+            version: k.version,
+            ..*self
+        } == *k
+    }
+
     fn of(op: &Op, version: impl Fn(VmaId) -> u64, smt: u64) -> Option<RateKey> {
         match *op {
             Op::Random {
@@ -1253,7 +1344,8 @@ impl RateKey {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskMemo {
     stamp: Option<MemoStamp>,
-    rates: Vec<(RateKey, f64)>,
+    /// Each with the [`MixEntry::gen`] of its range's mix.
+    rates: Vec<(RateKey, f64, u64)>,
     mixes: Vec<MixMemo>,
     /// Node mixes and traffic lists of its ops' ranges, kept across ticks
     /// and CPUs (the CPU's node is in the key).
@@ -1273,6 +1365,8 @@ struct DemandMemo {
     place: DemandPlace,
     /// The VMA's page version the mix was made at.
     version: u64,
+    /// The range mix's [`MixEntry::gen`].
+    gen: u64,
     mix: NodeVec,
     uses: Uses,
     current: bool,
@@ -1349,7 +1443,18 @@ fn memo_put<T>(v: &mut Vec<T>, x: T) -> usize {
 /// from tick to tick on the same CPU. A mix `range_pages_current` gave one tick
 /// stale (a page moved since it was computed this tick) holds only for
 /// the rest of that tick.
-type MixMemo = ((VmaId, u64, u64, u64), NodeVec, f64, bool);
+#[derive(Clone, Debug)]
+struct MixMemo {
+    /// (VMA, offset, length, page version).
+    key: (VmaId, u64, u64, u64),
+    mix: NodeVec,
+    /// The mix's sum.
+    total: f64,
+    /// Made from the pages of the version in `key`.
+    current: bool,
+    /// The range mix's [`MixEntry::gen`].
+    gen: u64,
+}
 
 /// When a [`TaskMemo`] was filled.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1369,8 +1474,18 @@ impl TaskMemo {
         self.rates.iter().find(|e| e.0 == *k).map(|e| e.1)
     }
 
-    fn put_rate(&mut self, k: RateKey, rate: f64) {
-        memo_put(&mut self.rates, (k, rate));
+    /// A rate kept for `k` at another page version, made from the range
+    /// mix of generation `gen` (the latest such entry).
+    fn rate_of_pages(&self, k: &RateKey, gen: u64) -> Option<f64> {
+        self.rates
+            .iter()
+            .rev()
+            .find(|e| gen != 0 && e.2 == gen && e.0.same_but_version(k))
+            .map(|e| e.1)
+    }
+
+    fn put_rate(&mut self, k: RateKey, rate: f64, gen: u64) {
+        memo_put(&mut self.rates, (k, rate, gen));
     }
 }
 
@@ -1472,6 +1587,12 @@ pub(crate) struct MixEntry {
     at: u64,
     pages: NodeVec,
     absent: f64,
+    /// Which making of a range's mix this is, unique in the run
+    /// ([`Sim::mix_gens`]): a memo made from this entry's pages holds
+    /// while [`Sim::range_gen`] gives it, whatever the VMA's version. A
+    /// migration anywhere in OLTP's 14 GiB data VMA bumps its version,
+    /// while each range's mix is made anew at most once a tick.
+    gen: u64,
 }
 
 /// What the memory latency and the traffic list of an op's demand follow
@@ -1843,6 +1964,7 @@ mod tests {
         let entry = |current: bool| DemandMemo {
             place: p,
             version: 7,
+            gen: 1,
             mix: NodeVec::from_slice(&[1.0, 0.0]),
             uses: Rc::from([]),
             current,
@@ -1886,6 +2008,46 @@ mod tests {
             serde_json::to_string(&rec).unwrap()
         };
         assert_eq!(run(true), run(false));
+    }
+
+    /// Request loops of random accesses to a buffer whose pages NUMA
+    /// balancing moves under them: every migration bumps the VMA's page
+    /// version, and the memos kept at an older version while the range
+    /// reads the same pages must give what working the rates, demands and
+    /// mixes out again gives, byte for byte.
+    #[test]
+    fn memos_kept_while_a_range_reads_the_same_pages_change_nothing() {
+        let run = |by_pages: bool| {
+            let m = numalab_topology::presets::load("tiny-2n").unwrap();
+            let text = "duration = \"1500ms\"\n[[process]]\nname = \"p\"\n\
+                        [[process.region]]\nname = \"buf\"\nsize = \"32MiB\"\n\
+                        [[process.thread]]\nname = \"filler\"\naffinity = \"nodes:0 .. 1\"\n\
+                        phases = [{ stream = \"buf\" }]\n\
+                        [[process.thread]]\nname = \"w\"\ncount = \"4\"\nstart_after = \"filler\"\n\
+                        affinity = \"nodes:1 .. 2\"\n\
+                        [[process.thread.phases]]\nrepeat = 1_000_000\nrequest = true\nbody = [\n\
+                        { random = \"buf\", slice = [\"i\", \"n\"], accesses = 8, write_fraction = 0.3, mlp = 1 },\n\
+                        { random = \"buf\", accesses = 2, mlp = 1 },\n\
+                        { compute = \"20us\" },\n{ sleep = \"30us\" },\n]\n";
+            let spec = numalab_workload::parse(text, "t.toml").unwrap();
+            let w = numalab_workload::resolve(&spec, &m, 1, 1.0).unwrap();
+            let mut k = crate::Knobs::default();
+            k.set("kernel.numa_balancing=1").unwrap();
+            k.set("numa_balancing.scan_delay_ms=100").unwrap();
+            let mut sim = Sim::new(m, w, k, crate::RunOptions::default()).unwrap();
+            sim.memo_by_pages = by_pages;
+            let rec = sim.run(&mut |_| {}).unwrap();
+            serde_json::to_string(&rec).unwrap()
+        };
+        let kept = run(true);
+        // The pages did move under the loops.
+        let rec: serde_json::Value = serde_json::from_str(&kept).unwrap();
+        assert!(
+            rec["vmstat"]["numa_pages_migrated"].as_u64().unwrap() > 100,
+            "{}",
+            rec["vmstat"]
+        );
+        assert_eq!(kept, run(false));
     }
 
     /// A thread on node 0 first-touching a buffer bound to node 1 writes

@@ -166,6 +166,8 @@ pub struct Sim {
     pub requests: u64,
     paid_in_op: f64,
     mix_cache: rustc_hash::FxHashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
+    /// Range mixes made so far (exec.rs `MixEntry::gen`).
+    mix_gens: u64,
     /// Bumped by every phase that changes a policy, an affinity or a
     /// cgroup: the tasks' memos (exec.rs `TaskMemo`) go stale.
     policy_epoch: u64,
@@ -235,6 +237,10 @@ pub struct Sim {
     /// Whether tasks share those parts (always, but in a test that checks
     /// the sharing changes nothing).
     share_solves: bool,
+    /// Whether a memo kept at an older page version is used while its
+    /// range reads the same pages (exec.rs `MixEntry::gen`): always, but in
+    /// a test that checks it changes nothing.
+    memo_by_pages: bool,
 }
 
 impl Sim {
@@ -320,6 +326,7 @@ impl Sim {
             requests: 0,
             paid_in_op: 0.0,
             mix_cache: Default::default(),
+            mix_gens: 0,
             policy_epoch: 0,
             shared: Default::default(),
             shared_scratch: Vec::new(),
@@ -351,6 +358,7 @@ impl Sim {
             fair: FairScratch::default(),
             solving: false,
             share_solves: true,
+            memo_by_pages: true,
             solve_ranges: Default::default(),
             demands: Vec::new(),
             no_uses: std::rc::Rc::from([]),
