@@ -519,11 +519,13 @@ impl Sim {
                 if let Some((_, current)) = same_pages {
                     (e.version, e.current, e.tick) = (version, current, self.tick_start);
                 }
+                self.demand_gen = e.gen;
                 let lat = latency_sum(&e.mix, &self.fluid.latency[cn.index()]);
                 return (lat, e.uses.clone(), true);
             }
         }
         let (mix, absent, current, gen) = self.op_mix(t, cpu, op);
+        self.demand_gen = gen;
         let uses = self.op_traffic(t, cn, &mix, write, stores);
         let lat = latency_sum(&mix, &self.fluid.latency[cn.index()]);
         let settled = absent == 0.0;
@@ -770,23 +772,23 @@ impl Sim {
                     |vma| self.k.mem.mms[self.k.tasks[t].mm].vmas[vma].version,
                     smt,
                 );
-                self.exec[t].rate = match key.and_then(|k| self.exec[t].memo.rate(&k)) {
-                    Some(rate) => rate,
-                    None => {
+                let kept = key.map_or(KeptRate::None, |k| self.exec[t].memo.kept_rate(&k));
+                self.exec[t].rate = match kept {
+                    KeptRate::Exact(rate) => rate,
+                    _ => {
                         // A rate kept at another page version whose range
                         // still reads the same pages is the one quick_rate
                         // would give (RateKey).
-                        let g = self.op_range_gen(t, &op);
-                        let kept = key.and_then(|k| self.exec[t].memo.rate_of_pages(&k, g));
-                        let rate = kept.unwrap_or_else(|| self.quick_rate(t, cpu, &op));
+                        let (rate, gen) = match kept {
+                            KeptRate::OtherVersion(rate, gen)
+                                if self.op_range_gen(t, &op) == gen =>
+                            {
+                                (rate, gen)
+                            }
+                            _ => (self.quick_rate(t, cpu, &op), self.demand_gen),
+                        };
                         if let Some(k) = key {
-                            // quick_rate may have made the range's mix anew.
-                            let g = if kept.is_some() {
-                                g
-                            } else {
-                                self.op_range_gen(t, &op)
-                            };
-                            self.exec[t].memo.put_rate(k, rate, g);
+                            self.exec[t].memo.put_rate(k, rate, gen);
                         }
                         rate
                     }
@@ -1456,6 +1458,15 @@ struct MixMemo {
     gen: u64,
 }
 
+/// What [`TaskMemo::kept_rate`] found.
+enum KeptRate {
+    /// The rate of the key as asked.
+    Exact(f64),
+    /// A rate at another page version, and its range mix's generation.
+    OtherVersion(f64, u64),
+    None,
+}
+
 /// When a [`TaskMemo`] was filled.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct MemoStamp {
@@ -1474,14 +1485,17 @@ impl TaskMemo {
         self.rates.iter().find(|e| e.0 == *k).map(|e| e.1)
     }
 
-    /// A rate kept for `k` at another page version, made from the range
-    /// mix of generation `gen` (the latest such entry).
-    fn rate_of_pages(&self, k: &RateKey, gen: u64) -> Option<f64> {
-        self.rates
-            .iter()
-            .rev()
-            .find(|e| gen != 0 && e.2 == gen && e.0.same_but_version(k))
-            .map(|e| e.1)
+    /// What is kept for `k`, in one pass: its rate, or else the latest
+    /// rate kept for it at another page version with the
+    /// [`MixEntry::gen`] of the range mix that rate was made from. Versions
+    /// only grow and entries are added in time order, so the latest entry
+    /// equal but for the version is `k`'s own if there is one.
+    fn kept_rate(&self, k: &RateKey) -> KeptRate {
+        match self.rates.iter().rev().find(|e| e.0.same_but_version(k)) {
+            Some(e) if e.0.version == k.version => KeptRate::Exact(e.1),
+            Some(e) if e.2 != 0 => KeptRate::OtherVersion(e.1, e.2),
+            _ => KeptRate::None,
+        }
     }
 
     fn put_rate(&mut self, k: RateKey, rate: f64, gen: u64) {

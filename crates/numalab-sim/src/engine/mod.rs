@@ -168,6 +168,10 @@ pub struct Sim {
     mix_cache: rustc_hash::FxHashMap<(MmId, VmaId, u64, u64), exec::MixEntry>,
     /// Range mixes made so far (exec.rs `MixEntry::gen`).
     mix_gens: u64,
+    /// The `MixEntry::gen` of the range mix the last `placed_demand` read
+    /// (0 for an op without a range): the generation a rate worked out by
+    /// `quick_rate` is kept with.
+    demand_gen: u64,
     /// Bumped by every phase that changes a policy, an affinity or a
     /// cgroup: the tasks' memos (exec.rs `TaskMemo`) go stale.
     policy_epoch: u64,
@@ -327,6 +331,7 @@ impl Sim {
             paid_in_op: 0.0,
             mix_cache: Default::default(),
             mix_gens: 0,
+            demand_gen: 0,
             policy_epoch: 0,
             shared: Default::default(),
             shared_scratch: Vec::new(),
