@@ -1261,8 +1261,10 @@ impl Sim {
 /// solve (latencies and served shares), the task, its CPU and its SMT
 /// siblings (see [`TaskMemo`]): the range, the op's
 /// misses in flight and write share, and the VMA's page version (a fault
-/// or migration that moves a page bumps it). Streams are left out: their
-/// shared-line cost depends on their position.
+/// or migration that moves a page bumps it): a rate kept at an older
+/// version still holds while its range reads the same mix
+/// ([`TaskMemo::kept_rate`], [`MixEntry::gen`]). Streams are left out:
+/// their shared-line cost depends on their position.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct RateKey {
     vma: VmaId,
@@ -1336,7 +1338,8 @@ impl RateKey {
 /// task looping over short requests (OLTP, SPECjbb) starts the same ops
 /// again and again inside one tick, often across sleeps, and neither can
 /// have changed while the [`MemoStamp`] holds and the VMA's page version
-/// (in the keys) is the same: the tick's solve (latencies, served shares,
+/// (in the keys) is the same, or the range still reads the mix the entry
+/// was made from ([`MixEntry::gen`]): the tick's solve (latencies, served shares,
 /// shared writers) is fixed, and so is the CPU; the SMT siblings' load
 /// is in the rate keys. Rates are forgotten when the stamp differs at the
 /// start of a `run_task` call; mixes only when its CPU or the policy epoch
@@ -1361,7 +1364,9 @@ pub(crate) struct TaskMemo {
 /// an entry made from the pages of the version it names (`current`) holds
 /// at any later tick while that version does; one made from a mix
 /// [`Sim::range_pages_current`] computed earlier in the tick (a page moved since)
-/// holds for the rest of that tick only, as that mix does.
+/// holds for the rest of that tick only, as that mix does. Either holds
+/// at a later version too while the range is still given the mix of the
+/// entry's [`MixEntry::gen`].
 #[derive(Clone, Debug)]
 struct DemandMemo {
     place: DemandPlace,
