@@ -481,8 +481,9 @@ impl Sim {
     /// every page of the range is present (then no policy or CPU placed any
     /// of it). A range with all its pages present has its node mix and
     /// traffic list kept in task `t`'s memo ([`DemandMemo`]) from tick to
-    /// tick while the VMA's page version holds, so a task asking again only
-    /// sums the latencies.
+    /// tick while the VMA's page version holds, or the range still reads
+    /// the same mix ([`MixEntry::gen`]), so a task asking again only sums
+    /// the latencies.
     fn placed_demand(
         &mut self,
         t: TaskId,
@@ -1111,62 +1112,8 @@ impl Sim {
         if bytes <= 0.0 {
             return;
         }
-        let mm = self.k.tasks[t].mm;
-        let version = self.k.mem.mms[mm].vmas[vma].version;
         let local = self.k.cpu_node(cpu);
-        // The range's pages per node (absent ones where a first touch from
-        // here puts them), remembered for the rest of the tick while the
-        // VMA's pages stay as they are (see TaskMemo).
-        let key = (vma, offset, len, version);
-        let i = match self.exec[t].memo.mixes.iter().position(|e| e.key == key) {
-            Some(i) => i,
-            None => {
-                // One entry per range: an older version never comes back.
-                let old = self.exec[t].memo.mixes.iter().position(|e| {
-                    let (v, o, l, _) = e.key;
-                    (v, o, l) == (vma, offset, len)
-                });
-                // Another version, but the range still reads the pages the
-                // entry was made from: it is the entry a rebuild would
-                // make, but for its version stamp.
-                let same_pages = old.and_then(|i| {
-                    let gen = self.exec[t].memo.mixes[i].gen;
-                    self.range_gen(mm, vma, offset, len)
-                        .filter(|&(g, _)| g == gen)
-                        .map(|(_, current)| (i, current))
-                });
-                match same_pages {
-                    Some((i, current)) => {
-                        let e = &mut self.exec[t].memo.mixes[i];
-                        (e.key, e.current) = (key, current);
-                        i
-                    }
-                    None => {
-                        let (mut mix, absent, current, gen) =
-                            self.range_pages_current(mm, vma, offset, len);
-                        if absent > 0.0 {
-                            self.absent_to(t, vma, local).place(&mut mix, absent);
-                        }
-                        let total: f64 = mix.iter().sum();
-                        let e = MixMemo {
-                            key,
-                            mix,
-                            total,
-                            current,
-                            gen,
-                        };
-                        let memo = &mut self.exec[t].memo;
-                        match old {
-                            Some(i) => {
-                                memo.mixes[i] = e;
-                                i
-                            }
-                            None => memo_put(&mut memo.mixes, e),
-                        }
-                    }
-                }
-            }
-        };
+        let i = self.byte_mix(t, local, vma, offset, len);
         let ex = &mut self.exec[t];
         let MixMemo { mix, total, .. } = &ex.memo.mixes[i];
         let total = *total;
@@ -1190,6 +1137,59 @@ impl Sim {
                 all_bytes += b;
             }
             (self.interval_local_bytes, self.interval_bytes) = (local_bytes, all_bytes);
+        }
+    }
+
+    /// The index in task `t`'s memo of the range's pages per node (absent
+    /// ones where a first touch from node `local` puts them), remembered
+    /// for the rest of the tick while the VMA's pages stay as they are,
+    /// and past a new page version while the range reads the same mix
+    /// (see TaskMemo). One entry per range: an older version never comes
+    /// back.
+    fn byte_mix(&mut self, t: TaskId, local: NodeId, vma: VmaId, offset: u64, len: u64) -> usize {
+        let mm = self.k.tasks[t].mm;
+        let key = (vma, offset, len, self.k.mem.mms[mm].vmas[vma].version);
+        let mixes = &self.exec[t].memo.mixes;
+        if let Some(i) = mixes.iter().position(|e| e.key == key) {
+            return i;
+        }
+        let old = mixes.iter().position(|e| {
+            let (v, o, l, _) = e.key;
+            (v, o, l) == (vma, offset, len)
+        });
+        if let Some(i) = old {
+            // Another version, but the range still reads the pages the
+            // entry was made from: the entry a rebuild would make, but for
+            // its version stamp.
+            let gen = self.exec[t].memo.mixes[i].gen;
+            if let Some((_, current)) = self
+                .range_gen(mm, vma, offset, len)
+                .filter(|&(g, _)| g == gen)
+            {
+                let e = &mut self.exec[t].memo.mixes[i];
+                (e.key, e.current) = (key, current);
+                return i;
+            }
+        }
+        let (mut mix, absent, current, gen) = self.range_pages_current(mm, vma, offset, len);
+        if absent > 0.0 {
+            self.absent_to(t, vma, local).place(&mut mix, absent);
+        }
+        let total: f64 = mix.iter().sum();
+        let e = MixMemo {
+            key,
+            mix,
+            total,
+            current,
+            gen,
+        };
+        let mixes = &mut self.exec[t].memo.mixes;
+        match old {
+            Some(i) => {
+                mixes[i] = e;
+                i
+            }
+            None => memo_put(mixes, e),
         }
     }
 
