@@ -7,8 +7,9 @@
 //!
 //! A file declares each reproduction's machine, workloads,
 //! configurations and figures; a figure names its metric by an expression
-//! ([`Metric::parse`]), its published value (a number, or `"A / B"` for a
-//! ratio of two published numbers), its tolerance and its known miss by
+//! ([`Metric::parse`]), its published value (a number, `"mean(A, B, ...)"` for the
+//! mean of runs a posting lists one by one, or `"X / Y"` for a ratio of
+//! two of those), its tolerance and its known miss by
 //! name, and, for a share or ratio whose mechanism needs the full run
 //! (a kernel period longer than a scaled-down run), `full_scale_only`
 //! with the reason: it is then judged at `--scale` 1 only, as absolute
@@ -92,7 +93,8 @@ struct FigureDecl {
     full_scale_only: Option<String>,
 }
 
-/// A published value: a number, or `"A / B"`.
+/// A published value: a number, `"mean(A, B, ...)"`, or `"X / Y"` of
+/// those.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum Value {
@@ -122,18 +124,40 @@ impl Value {
         match self {
             Value::Number(v) => Ok(*v),
             Value::Ratio(s) => {
-                let num = |x: &str| {
-                    x.trim()
-                        .parse::<f64>()
-                        .map_err(|_| format!("published \"{s}\": '{}' is not a number", x.trim()))
+                let bad = || {
+                    format!(
+                        "published \"{s}\": a number, \"mean(A, B, ...)\" or \"X / Y\" of those"
+                    )
                 };
-                let (a, b) = s
-                    .split_once('/')
-                    .ok_or_else(|| format!("published \"{s}\": a number or \"A / B\""))?;
-                Ok(num(a)? / num(b)?)
+                match s.split_once('/') {
+                    Some((a, b)) => Ok(published_term(s, a)? / published_term(s, b)?),
+                    None if s.trim_start().starts_with("mean(") => published_term(s, s),
+                    None => Err(bad()),
+                }
             }
         }
     }
+}
+
+/// One side of a published `"X / Y"` (or the whole value): a number, or
+/// `mean(A, B, ...)`, the mean of the runs a posting lists one by one
+/// (mmtests' `Amean`), so the source's own numbers stay in the
+/// declaration instead of a rounded reading of them.
+fn published_term(whole: &str, term: &str) -> Result<f64, String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("published \"{whole}\": '{}' is not a number", x.trim()))
+    };
+    let t = term.trim();
+    let Some(list) = t.strip_prefix("mean(").and_then(|r| r.strip_suffix(')')) else {
+        return num(t);
+    };
+    let runs = list
+        .split(',')
+        .map(num)
+        .collect::<Result<Vec<f64>, String>>()?;
+    Ok(runs.iter().sum::<f64>() / runs.len() as f64)
 }
 
 impl ToleranceDecl {
@@ -346,6 +370,20 @@ mod tests {
         assert_eq!(p.value, Some(0.25));
         assert_eq!(p.tolerance.map(|t| t.label()), Some("±0.5".to_string()));
         assert!(p.known_miss.is_some_and(|m| m.contains("system time")));
+    }
+
+    #[test]
+    fn a_published_mean_is_the_mean_of_the_listed_runs() {
+        let v = |s: &str| Value::Ratio(s.to_string()).value();
+        assert_eq!(v("mean(1, 2, 6)"), Ok(3.0));
+        assert_eq!(v("mean(2, 4) / mean(1, 3)"), Ok(1.5));
+        assert_eq!(v(" 6 / mean(1,2)"), Ok(4.0));
+        let e = v("mean(1, x)").unwrap_err();
+        assert!(e.contains("'x' is not a number"), "{e}");
+        let e = v("mean(1, 2").unwrap_err();
+        assert!(e.contains("'mean(1, 2' is not a number"), "{e}");
+        let e = v("median(1, 2)").unwrap_err();
+        assert!(e.contains("a number, \"mean(A, B, ...)\""), "{e}");
     }
 
     #[test]
