@@ -99,7 +99,7 @@ struct FigureDecl {
 #[serde(untagged)]
 enum Value {
     Number(f64),
-    Ratio(String),
+    Expression(String),
 }
 
 /// A `[tolerance.NAME]` table: exactly one of `rel`, `abs`, `at_least`,
@@ -123,7 +123,7 @@ impl Value {
     fn value(&self) -> Result<f64, String> {
         match self {
             Value::Number(v) => Ok(*v),
-            Value::Ratio(s) => {
+            Value::Expression(s) => {
                 let bad = || {
                     format!(
                         "published \"{s}\": a number, \"mean(A, B, ...)\" or \"X / Y\" of those"
@@ -374,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_published_mean_is_the_mean_of_the_listed_runs() {
-        let v = |s: &str| Value::Ratio(s.to_string()).value();
+        let v = |s: &str| Value::Expression(s.to_string()).value();
         assert_eq!(v("mean(1, 2, 6)"), Ok(3.0));
         assert_eq!(v("mean(2, 4) / mean(1, 3)"), Ok(1.5));
         assert_eq!(v(" 6 / mean(1,2)"), Ok(4.0));
