@@ -592,7 +592,8 @@ fn split_label<'a>(w: &'a str, configs: &[Config]) -> (Option<&'a str>, &'a str)
 }
 
 /// The reference a figure's direction is judged against: the neutral
-/// value of a change or ratio, or the same metric's published figure in
+/// value of a change or ratio (also of one workload's runs, or of the
+/// runs of some thread counts), or the same metric's published figure in
 /// the base (first) configuration.
 fn reference(
     r: &Reproduction,
@@ -600,7 +601,7 @@ fn reference(
     all: &[Published],
     sets: &[RunSet],
 ) -> Option<Reference> {
-    match p.metric {
+    match p.metric.of_runs() {
         Metric::ScoreChangePct(_) => {
             return Some(Reference {
                 published: 0.0,

@@ -51,6 +51,12 @@ pub enum Metric {
     /// A metric over only the runs of workload `name` (in every
     /// configuration), for reproductions that run several workloads.
     OfWorkload(&'static str, &'static Metric),
+    /// A metric over only the runs in which every process with threads
+    /// named `name` (`name` or `name.K`) has between `lo` and `hi` of them
+    /// (in every configuration): a sweep's points by their thread count,
+    /// as SPECjbb2005's score reads its warehouse counts from the expected
+    /// peak to twice it.
+    OfThreads(&'static str, u32, u32, &'static Metric),
     /// The total of a metric over a sweep of `points` points, estimated
     /// from the points that ran: `points` times the mean over the runs
     /// (a posting's sweep totals when the model samples the sweep).
@@ -80,6 +86,7 @@ impl Metric {
             Metric::Vmstat(item) => item.to_string(),
             Metric::PeakScore => "peak score".into(),
             Metric::OfWorkload(w, m) => format!("{w}: {}", m.name()),
+            Metric::OfThreads(t, lo, hi, m) => format!("{} at {lo}-{hi} {t}s", m.name()),
             Metric::SweepTotal(n, m) => format!("{} over {n} points", m.name()),
             Metric::RunsTotal(n, m) => format!("{}, total of {n} runs", m.name()),
             Metric::Lab(k) => k.key.to_string(),
@@ -96,7 +103,7 @@ impl Metric {
         match self {
             Metric::LabPct(_) | Metric::ScoreChangePct(_) | Metric::StatRatio(..) => true,
             Metric::RatioVs(_, m) => !matches!(m, Metric::RatioVs(..)),
-            Metric::OfWorkload(_, m) => m.is_scale_free(),
+            Metric::OfWorkload(_, m) | Metric::OfThreads(.., m) => m.is_scale_free(),
             _ => false,
         }
     }
@@ -106,10 +113,21 @@ impl Metric {
         match self {
             Metric::ScoreChangePct(b) => vec![b],
             Metric::RatioVs(b, m) => std::iter::once(*b).chain(m.bases()).collect(),
-            Metric::OfWorkload(_, m) | Metric::SweepTotal(_, m) | Metric::RunsTotal(_, m) => {
-                m.bases()
-            }
+            Metric::OfWorkload(_, m)
+            | Metric::OfThreads(.., m)
+            | Metric::SweepTotal(_, m)
+            | Metric::RunsTotal(_, m) => m.bases(),
             _ => Vec::new(),
+        }
+    }
+
+    /// The metric a selection of runs (`of_workload`, `of_threads`) reads
+    /// from them: what the figure is, a change or a ratio, whichever runs
+    /// it is of.
+    pub(crate) fn of_runs(&self) -> &Metric {
+        match self {
+            Metric::OfWorkload(_, m) | Metric::OfThreads(.., m) => m.of_runs(),
+            m => m,
         }
     }
 
@@ -147,6 +165,7 @@ impl Metric {
             | Metric::RatioVs(..)
             | Metric::PeakScore
             | Metric::OfWorkload(..)
+            | Metric::OfThreads(..)
             | Metric::SweepTotal(..)
             | Metric::RunsTotal(..) => None,
         }
@@ -176,6 +195,17 @@ impl Metric {
             Metric::OfWorkload(w, m) => {
                 let only = |s: &RunSet| {
                     let runs = s.runs.iter().filter(|r| workload_name(r) == *w);
+                    RunSet::new(s.name.clone(), runs.cloned().collect())
+                };
+                let all: Vec<RunSet> = sets.iter().map(only).collect();
+                m.modeled(&only(set), &all)
+            }
+            Metric::OfThreads(t, lo, hi, m) => {
+                let only = |s: &RunSet| {
+                    let runs = s.runs.iter().filter(|r| {
+                        let per = threads_per_process(r, t);
+                        !per.is_empty() && per.iter().all(|n| (*lo..=*hi).contains(n))
+                    });
                     RunSet::new(s.name.clone(), runs.cloned().collect())
                 };
                 let all: Vec<RunSet> = sets.iter().map(only).collect();
@@ -255,8 +285,8 @@ impl Metric {
     /// `cgroup_elapsed(CG)`, `cgroup_user(CG)`, `cgroup_sys(CG)`,
     /// `memory_stat(CG, ITEM)`, `stat_ratio(CG, A, B)`, `vmstat(ITEM)`,
     /// `series_mean_pct(COLUMN)`, `ratio_vs(BASE, METRIC)`,
-    /// `of_workload(WORKLOAD, METRIC)`, `sweep_total(POINTS, METRIC)`,
-    /// `runs_total(RUNS, METRIC)`.
+    /// `of_workload(WORKLOAD, METRIC)`, `of_threads(THREAD, LO, HI,
+    /// METRIC)`, `sweep_total(POINTS, METRIC)`, `runs_total(RUNS, METRIC)`.
     pub fn parse(expr: &str) -> Result<Metric, String> {
         let (t, rest) = term(expr).map_err(|e| format!("metric '{expr}': {e}"))?;
         if !rest.trim().is_empty() {
@@ -317,6 +347,20 @@ impl Metric {
                 let (w, m) = nested(args)?;
                 Metric::OfWorkload(w, m)
             }
+            "of_threads" => match args {
+                [Term::Word(t), Term::Word(lo), Term::Word(hi), m] => {
+                    let count = |x: &str| {
+                        x.parse::<u32>()
+                            .map_err(|_| format!("of_threads() takes thread counts, not '{x}'"))
+                    };
+                    let (lo, hi) = (count(lo)?, count(hi)?);
+                    if lo > hi {
+                        return Err(format!("of_threads() takes LO <= HI, not {lo} > {hi}"));
+                    }
+                    Metric::OfThreads(keep(t), lo, hi, Box::leak(Box::new(Metric::of_term(m)?)))
+                }
+                _ => return Err("of_threads() takes a thread name, LO, HI and a metric".into()),
+            },
             "sweep_total" | "runs_total" => {
                 let (n, m) = nested(args)?;
                 let count = n.parse::<u32>().ok().filter(|&p| p > 0).ok_or_else(|| {
@@ -363,6 +407,23 @@ fn series_mean(r: &RunRecord, col: &str) -> f64 {
 /// The name of the workload run `r` ran (its spec's `name`).
 pub(crate) fn workload_name(r: &RunRecord) -> &str {
     r.workload_name().unwrap_or("")
+}
+
+/// How many threads named `name` (`PROCESS/name` or `PROCESS/name.K`)
+/// each process of run `r` has, for the processes that have any.
+fn threads_per_process(r: &RunRecord, name: &str) -> Vec<u32> {
+    let mut per: std::collections::BTreeMap<u64, u32> = Default::default();
+    for t in &r.tasks {
+        let thread = t
+            .name
+            .rsplit_once('/')
+            .map_or(t.name.as_str(), |(_, th)| th);
+        let base = thread.split_once('.').map_or(thread, |(b, _)| b);
+        if base == name {
+            *per.entry(t.tgid).or_default() += 1;
+        }
+    }
+    per.into_values().collect()
 }
 
 /// Counter `item` of cgroup `cg`'s memory.stat in run `r` (NaN if absent).

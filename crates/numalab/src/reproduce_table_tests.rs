@@ -252,3 +252,89 @@ fn a_ratio_declared_full_scale_only_is_judged_at_scale_one_only() {
     let j = judged_full_scale_only("new", RATIO, 0.5, false, (100.0, 80.0), 1.0, why);
     assert!(j.rows[0].unexpected && !j.failures.is_empty());
 }
+
+#[test]
+fn a_ratio_of_one_workloads_runs_is_judged_for_direction() {
+    // Published 0.5 (the new configuration halves the time); the model's
+    // 1.5 went the other way, beyond the tolerance, also when the ratio is
+    // read from one workload's runs.
+    let of_w = Metric::OfWorkload("w", &RATIO);
+    let j = judged("new", of_w, 0.5, false, (100.0, 150.0), 1.0);
+    assert_eq!(verdict(&j), "wrong direction (MISS)");
+    // And one that did not move is "no change".
+    let of_w = Metric::OfWorkload("w", &RATIO);
+    let j = judged("new", of_w, 0.5, true, (100.0, 100.0), 1.0);
+    assert!(verdict(&j).starts_with("no change"), "{}", verdict(&j));
+}
+
+/// A run of workload `w` taking `elapsed_s`, with `per` threads named
+/// `warehouse.K` in each of `procs` processes.
+fn run_with_threads(elapsed_s: f64, procs: u64, per: u64) -> RunRecord {
+    let mut r = run("w", elapsed_s);
+    for p in 0..procs {
+        let tgid = 1000 + p * 100;
+        for k in 0..per {
+            r.tasks.push(numalab_record::TaskFigures {
+                pid: tgid + 1 + k,
+                tgid,
+                name: format!("jvm/warehouse.{k}"),
+                ..Default::default()
+            });
+        }
+        r.tasks.push(numalab_record::TaskFigures {
+            pid: tgid,
+            tgid,
+            name: "jvm/main".into(),
+            ..Default::default()
+        });
+    }
+    r
+}
+
+#[test]
+fn of_threads_reads_only_the_runs_whose_processes_have_that_many_threads() {
+    // Base and new each ran 2 and 4 warehouses per JVM (one JVM), and a
+    // run without warehouses; only 4 changed (300 s -> 150 s).
+    let sets = [
+        RunSet::new(
+            "base",
+            vec![
+                run_with_threads(100.0, 1, 2),
+                run_with_threads(300.0, 1, 4),
+                run("w", 999.0),
+            ],
+        ),
+        RunSet::new(
+            "new",
+            vec![
+                run_with_threads(100.0, 1, 2),
+                run_with_threads(150.0, 1, 4),
+                run("w", 1.0),
+            ],
+        ),
+    ];
+    let of = |lo, hi| Metric::OfThreads("warehouse", lo, hi, &RATIO).modeled(&sets[1], &sets);
+    assert_eq!(of(4, 8), 0.5);
+    assert_eq!(of(2, 2), 1.0);
+    assert_eq!(of(2, 4), (100.0 + 150.0) / (100.0 + 300.0));
+    assert!(of(5, 8).is_nan(), "no run has 5-8: no figure");
+    // Four JVMs of 3 each: counted per process, not summed.
+    let four = [
+        RunSet::new("base", vec![run_with_threads(100.0, 4, 3)]),
+        RunSet::new("new", vec![run_with_threads(50.0, 4, 3)]),
+    ];
+    let per_jvm = Metric::OfThreads("warehouse", 3, 3, &RATIO);
+    assert_eq!(per_jvm.modeled(&four[1], &four), 0.5);
+    let summed = Metric::OfThreads("warehouse", 12, 12, &RATIO);
+    assert!(summed.modeled(&four[1], &four).is_nan());
+    // The metric reads as the posting's figures do.
+    let m = Metric::parse("of_threads(warehouse, 48, 96, score_change_pct(base))").unwrap();
+    assert_eq!(m.name(), "score change vs base (%) at 48-96 warehouses");
+    for bad in [
+        "of_threads(warehouse, 9, 8, elapsed)",
+        "of_threads(warehouse, x, 8, elapsed)",
+        "of_threads(warehouse, 8, elapsed)",
+    ] {
+        assert!(Metric::parse(bad).is_err(), "{bad}");
+    }
+}
