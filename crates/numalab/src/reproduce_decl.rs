@@ -193,29 +193,32 @@ impl Metric {
                 .filter_map(|r| Metric::Score.of(r))
                 .fold(f64::NAN, f64::max),
             Metric::OfWorkload(w, m) => {
-                let only = |s: &RunSet| {
-                    let runs = s.runs.iter().filter(|r| workload_name(r) == *w);
-                    RunSet::new(s.name.clone(), runs.cloned().collect())
-                };
-                let all: Vec<RunSet> = sets.iter().map(only).collect();
-                m.modeled(&only(set), &all)
+                m.of_selected(set, sets, |r: &RunRecord| workload_name(r) == *w)
             }
-            Metric::OfThreads(t, lo, hi, m) => {
-                let only = |s: &RunSet| {
-                    let runs = s.runs.iter().filter(|r| {
-                        let per = threads_per_process(r, t);
-                        !per.is_empty() && per.iter().all(|n| (*lo..=*hi).contains(n))
-                    });
-                    RunSet::new(s.name.clone(), runs.cloned().collect())
-                };
-                let all: Vec<RunSet> = sets.iter().map(only).collect();
-                m.modeled(&only(set), &all)
-            }
+            Metric::OfThreads(t, lo, hi, m) => m.of_selected(set, sets, |r: &RunRecord| {
+                let per = threads_per_process(r, t);
+                !per.is_empty() && per.iter().all(|n| (*lo..=*hi).contains(n))
+            }),
             Metric::SweepTotal(n, m) | Metric::RunsTotal(n, m) => {
                 f64::from(*n) * m.modeled(set, sets)
             }
             m => mean(set.runs.iter().filter_map(|r| m.of(r))),
         }
+    }
+}
+
+impl Metric {
+    /// This metric over only the runs `keep` accepts, in `set` and in
+    /// every configuration it may compare with.
+    fn of_selected(&self, set: &RunSet, sets: &[RunSet], keep: impl Fn(&RunRecord) -> bool) -> f64 {
+        let only = |s: &RunSet| {
+            RunSet::new(
+                s.name.clone(),
+                s.runs.iter().filter(|r| keep(r)).cloned().collect(),
+            )
+        };
+        let all: Vec<RunSet> = sets.iter().map(only).collect();
+        self.modeled(&only(set), &all)
     }
 }
 
