@@ -417,10 +417,9 @@ pub(crate) fn workload_name(r: &RunRecord) -> &str {
 fn threads_per_process(r: &RunRecord, name: &str) -> Vec<u32> {
     let mut per: std::collections::BTreeMap<u64, u32> = Default::default();
     for t in &r.tasks {
-        let thread = t
-            .name
-            .rsplit_once('/')
-            .map_or(t.name.as_str(), |(_, th)| th);
+        let Some((_, thread)) = numalab_record::column::split_task_name(&t.name) else {
+            continue;
+        };
         let base = thread.split_once('.').map_or(thread, |(b, _)| b);
         if base == name {
             *per.entry(t.tgid).or_default() += 1;

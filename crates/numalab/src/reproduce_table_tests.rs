@@ -295,24 +295,15 @@ fn run_with_threads(elapsed_s: f64, procs: u64, per: u64) -> RunRecord {
 fn of_threads_reads_only_the_runs_whose_processes_have_that_many_threads() {
     // Base and new each ran 2 and 4 warehouses per JVM (one JVM), and a
     // run without warehouses; only 4 changed (300 s -> 150 s).
-    let sets = [
-        RunSet::new(
-            "base",
-            vec![
-                run_with_threads(100.0, 1, 2),
-                run_with_threads(300.0, 1, 4),
-                run("w", 999.0),
-            ],
-        ),
-        RunSet::new(
-            "new",
-            vec![
-                run_with_threads(100.0, 1, 2),
-                run_with_threads(150.0, 1, 4),
-                run("w", 1.0),
-            ],
-        ),
-    ];
+    let points = |name, at4: f64, other: f64| {
+        let runs = vec![
+            run_with_threads(100.0, 1, 2),
+            run_with_threads(at4, 1, 4),
+            run("w", other),
+        ];
+        RunSet::new(name, runs)
+    };
+    let sets = [points("base", 300.0, 999.0), points("new", 150.0, 1.0)];
     let of = |lo, hi| Metric::OfThreads("warehouse", lo, hi, &RATIO).modeled(&sets[1], &sets);
     assert_eq!(of(4, 8), 0.5);
     assert_eq!(of(2, 2), 1.0);
