@@ -776,6 +776,17 @@ declare! {
         description: "1: the searches hinting faults asked for since the last tick (the model carries them out at the tick) run in the order of those faults; 0: in task id order, which favours low-numbered threads (the first to choose take the best CPUs and partners)",
     }
 
+    /// `task_numa_work` runs after the tick, in the order CPUs leave it.
+    NUMA_WORK_AFTER_TICK: bool {
+        name: "numalab.numa_work_after_tick",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "kernel/sched/fair.c (6.12, and 3.9) task_tick_numa: task_work_add(curr, work, TWA_RESUME), so task_numa_work runs on the way back to user space after the tick interrupt, and the threads whose check passed in the same tick race for mm->numa_next_scan with try_cmpxchg (3.9: cmpxchg); kernel/time/tick-sched.c tick_setup_sched_timer: without the skew_tick= boot option every CPU's tick fires at the same time, so which thread wins depends on when each CPU leaves its interrupt, not on its number",
+        description: "1: the scans the tick's task_tick_numa calls asked for run after every CPU's tick, in the order the CPUs leave their tick interrupt (the SCHED_SOFTIRQ start spread of kernel/sched/serialize.rs softirq_start), and the first one of an mm takes its numa_next_scan; 0: each runs inside the tick pass, which visits CPUs from 0, so the lowest-numbered due CPU's thread always took the mm's scan (the model before this switch)",
+    }
+
     // Issue 31: the policy extension point (numalab-sim kernel/numa/policy).
     /// The NUMA balancing policy: the ops table the model's decisions go
     /// through. The names are the model's registry's, checked when the

@@ -719,6 +719,9 @@ impl Sim {
             self.k.sched_balance_trigger(cpu);
         }
         self.k.run_sched_softirqs();
+        // task_numa_work, queued by the pass above, on the way back to
+        // user space (kernel/numa/task_work.rs).
+        self.k.run_numa_task_work();
         for (cpu, t) in resched {
             if self.k.sched.rq[cpu].curr == Some(t) && !self.k.sched.rq[cpu].queue.is_empty() {
                 self.k.put_prev_task(cpu);

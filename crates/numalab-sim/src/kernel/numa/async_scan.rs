@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn async_tick_queues_once_and_scans_nothing_itself() {
         let (mut k, _, t, _) = setup(&["kernel.numa_balancing_scan_async=1"]);
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0, "nothing scanned yet");
         assert_eq!(k.tasks[t].sys_ns, 0.0, "the task paid nothing");
         assert_eq!(k.numa.async_scan.queued.len(), 1);
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn the_kworker_pays_for_the_scan_and_the_task_stamp_moves() {
         let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         let stamp = k.tasks[t].numa.node_stamp;
         let it = k.numa.async_scan.queued.pop().unwrap();
         let charged = k.numa_async_work(kw, it, fx::c(1));
@@ -208,7 +208,7 @@ mod tests {
         let cg = k.cgroups.mkdir("/job", None, None).unwrap();
         k.cgroups.all[cg].effective_cpus = [0usize, 2].into_iter().collect();
         k.tasks[t].cgroup = cg;
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         let it = k.numa.async_scan.queued.pop().unwrap();
         let charged = k.numa_async_work(kw, it, fx::c(1));
         assert!(charged > 0.0);
@@ -225,12 +225,12 @@ mod tests {
     #[test]
     fn sync_scans_at_the_tick_and_exit_cancels_a_pending_item() {
         let (mut k, _, t, _) = setup(&[]);
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
         assert!(k.tasks[t].sys_ns > 0.0, "the task paid");
         assert!(k.numa.async_scan.queued.is_empty());
         let (mut k, _, t, kw) = setup(&["kernel.numa_balancing_scan_async=1"]);
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         assert!(k.numa.async_scan.cancel_numa_async_work(t));
         assert!(!k.numa.async_scan.cancel_numa_async_work(t), "only once");
         assert_eq!(k.numa.async_scan.stats.cancelled, 1);

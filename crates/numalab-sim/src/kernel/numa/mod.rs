@@ -73,6 +73,7 @@ pub mod series2013;
 #[cfg(test)]
 mod shmem_tests;
 pub mod state;
+pub mod task_work;
 #[cfg(test)]
 pub(crate) mod tests;
 

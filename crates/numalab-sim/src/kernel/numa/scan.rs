@@ -158,7 +158,9 @@ impl Kernel {
     /// `task_tick_numa` (fair.c) for task `t` running on `cpu`: on the
     /// task's CPU-time clock, once `sum_exec_runtime` passes
     /// `node_stamp + period`, advance the stamp and scan if the mm is due.
-    /// Left out: the pending-work check (the work runs at once here).
+    /// The scan is queued as task work and runs after the tick pass
+    /// (task_work.rs). Left out: the pending-work check (the queue is
+    /// emptied every tick, so no work is pending at the next).
     pub fn task_tick_numa(&mut self, t: TaskId, cpu: CpuId) {
         if self.tasks[t].state == TaskState::Dead {
             return;
@@ -180,7 +182,7 @@ impl Kernel {
                 if self.numa_scan_async() {
                     self.queue_numa_async_work(t, cpu);
                 } else {
-                    self.task_numa_work(t, cpu);
+                    self.queue_task_numa_work(t, cpu);
                 }
             }
         }
@@ -860,10 +862,10 @@ mod tests {
         k.now = 3_000_000_000;
         // 0.9 s of CPU time: not yet.
         k.tasks[t].sum_exec_runtime = 900_000_000;
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);
         k.tasks[t].sum_exec_runtime = 1_001_000_000;
-        k.task_tick_numa(t, fx::c(0));
+        fx::tick_numa(&mut k, t, fx::c(0));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
         assert_eq!(k.tasks[t].numa.scan_period, k.task_scan_start(t));
         let stamp = k.tasks[t].numa.node_stamp;

@@ -73,7 +73,7 @@ impl Kernel {
             if self.numa_scan_async() {
                 self.queue_numa_async_work(t, cpu);
             } else {
-                self.task_numa_work_39(t, cpu, t);
+                self.queue_task_numa_work(t, cpu);
             }
         }
     }
@@ -224,10 +224,10 @@ mod tests {
         assert_eq!(k.tasks[t].numa.node_stamp, 0);
         assert_eq!(k.tasks[t].numa.scan_period, 1000, "scan_delay until then");
         k.tasks[t].sum_exec_runtime = 900_000_000;
-        k.task_tick_numa(t, fx::c(2));
+        fx::tick_numa(&mut k, t, fx::c(2));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 0);
         k.tasks[t].sum_exec_runtime = 1_001_000_000;
-        k.task_tick_numa(t, fx::c(2));
+        fx::tick_numa(&mut k, t, fx::c(2));
         assert_eq!(k.vmstat.get(Vm::NumaPteUpdates), 4096);
         assert_eq!(k.tasks[t].numa.scan_period, 100);
         // The stamp is the runtime: no scan cost, no winner's ticks added.
@@ -240,10 +240,10 @@ mod tests {
         // then stamped with that runtime (not the old stamp + period).
         k.now += 1_000_000_000;
         k.tasks[t].sum_exec_runtime = 1_100_000_000;
-        k.task_tick_numa(t, fx::c(2));
+        fx::tick_numa(&mut k, t, fx::c(2));
         assert_eq!(k.tasks[t].numa.node_stamp, 1_001_000_000);
         k.tasks[t].sum_exec_runtime = 1_150_000_000;
-        k.task_tick_numa(t, fx::c(2));
+        fx::tick_numa(&mut k, t, fx::c(2));
         assert_eq!(k.tasks[t].numa.node_stamp, 1_150_000_000);
         assert_eq!(
             k.vmstat.get(Vm::NumaPteUpdates),

@@ -21,6 +21,10 @@ pub struct NumaState {
     /// last tick, in the order of those faults (each once: see
     /// `TaskNumaState::migrate_requested`).
     pub(in crate::kernel) migrate_queue: Vec<crate::kernel::TaskId>,
+    /// `(task, CPU)` of the scans this tick's `task_tick_numa` calls queued
+    /// (`task_work_add`), run after the tick pass
+    /// (`numalab.numa_work_after_tick`, scan.rs `run_numa_task_work`).
+    pub(in crate::kernel) work_pending: Vec<(crate::kernel::TaskId, crate::kernel::CpuId)>,
     /// PMDs (mm, VMA, 2 MiB chunk) marked `pmd_numa` by 3.8-3.12's scan
     /// (`numalab.pmd_numa_batch`, pmd_numa.rs); empty otherwise.
     pub(in crate::kernel) pmd_numa: BTreeSet<(MmId, VmaId, usize)>,
@@ -33,6 +37,7 @@ impl NumaState {
             async_scan: AsyncScan::default(),
             ops,
             migrate_queue: Vec::new(),
+            work_pending: Vec::new(),
             pmd_numa: BTreeSet::new(),
         }
     }

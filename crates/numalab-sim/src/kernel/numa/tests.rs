@@ -91,6 +91,13 @@ pub(crate) mod fx {
         k.task_numa_fault(t, cpu, last, nid, 1, 0);
     }
 
+    /// Task `t`'s tick on `cpu` as the engine runs it: `task_tick_numa`,
+    /// then the task work it queued (task_work.rs).
+    pub fn tick_numa(k: &mut Kernel, t: TaskId, cpu: CpuId) {
+        k.task_tick_numa(t, cpu);
+        k.run_numa_task_work();
+    }
+
     /// Marks page `idx` of the first VMA PROT_NONE, as a scan would.
     pub fn mark(k: &mut Kernel, mm: MmId, idx: usize) {
         k.mem.mms[mm].vmas[V0].set_protnone(idx, true);
