@@ -55,7 +55,7 @@ impl Sim {
         if self.k.numa.async_scan.queued.is_empty() {
             return;
         }
-        let items = std::mem::take(&mut self.k.numa.async_scan.queued);
+        let items = self.k.take_numa_async_queued();
         let back = self.k.knobs.get(knob::NUMA_SCAN_ASYNC_BACKCHARGE);
         for it in items {
             let cg = if back {

@@ -15,11 +15,17 @@
 //! runs inside the tick pass, which visits CPUs from 0, so the lowest
 //! due CPU's thread always won the mm's scan.
 //!
+//! Proposal 2's asynchronous scan (async_scan.rs) has the same race one
+//! step later: each due thread's tick queues an item, and the kworker that
+//! runs first takes `numa_next_scan`. The items go to the kworkers in the
+//! same order ([`Kernel::take_numa_async_queued`]), not by CPU number.
+//!
 //! Left out: a scan queued by a task that the tick preempts runs at once
 //! here, where the kernel runs it when the task next returns to user
 //! space; the time the softirqs themselves take (a CPU that balances
 //! leaves its interrupt later than the spread says).
 
+use crate::kernel::numa::async_scan::AsyncItem;
 use crate::kernel::sysctl::knob;
 use crate::kernel::{CpuId, Kernel, TaskId};
 
@@ -45,16 +51,35 @@ impl Kernel {
             return;
         }
         let mut pending = std::mem::take(&mut self.numa.work_pending);
-        let mut keyed: Vec<(f64, CpuId, TaskId)> = pending
-            .iter()
-            .map(|&(t, cpu)| (self.softirq_start(cpu), cpu, t))
-            .collect();
-        keyed.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        for &(_, cpu, t) in &keyed {
+        self.sort_by_tick_exit(&mut pending, |&(_, cpu)| cpu);
+        for &(t, cpu) in &pending {
             self.task_numa_work(t, cpu);
         }
         pending.clear();
         self.numa.work_pending = pending;
+    }
+
+    /// Takes the `numa_async_work` items this tick's `task_tick_numa`
+    /// calls queued (proposal 2), for the engine to hand to the kworkers:
+    /// in the order their CPUs' ticks reach the workqueue (earliest
+    /// `softirq_start` first), or in CPU order with
+    /// `numalab.numa_work_after_tick=0`.
+    pub fn take_numa_async_queued(&mut self) -> Vec<AsyncItem> {
+        let mut items = std::mem::take(&mut self.numa.async_scan.queued);
+        if self.knobs.get(knob::NUMA_WORK_AFTER_TICK) {
+            self.sort_by_tick_exit(&mut items, |it| it.cpu);
+        }
+        items
+    }
+
+    /// Sorts one tick's `items` by when the CPU each came from (`cpu_of`)
+    /// leaves its tick interrupt: earliest `softirq_start` first, CPU
+    /// number only to break an exact tie.
+    fn sort_by_tick_exit<T>(&self, items: &mut [T], cpu_of: impl Fn(&T) -> CpuId) {
+        items.sort_by_cached_key(|it| {
+            let cpu = cpu_of(it);
+            (self.softirq_start(cpu).to_bits(), cpu)
+        });
     }
 }
 
@@ -126,6 +151,48 @@ mod tests {
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), threads.len(), "{won:?}");
+    }
+
+    /// The CPUs of the asynchronous items the four threads' ticks queue at
+    /// tick `jiffy`, in the order the kworkers get them, each with its
+    /// CPU's `softirq_start` at that tick.
+    fn async_order(sets: &[&str], jiffy: u64) -> Vec<(CpuId, f64)> {
+        let mut all = vec!["kernel.numa_balancing_scan_async=1"];
+        all.extend_from_slice(sets);
+        let (mut k, threads) = four_threads(&all);
+        k.now += jiffy * k.tick_ns;
+        for &(t, cpu) in &threads {
+            k.queue_numa_async_work(t, cpu);
+        }
+        k.take_numa_async_queued()
+            .iter()
+            .map(|it| (it.cpu, k.softirq_start(it.cpu)))
+            .collect()
+    }
+
+    #[test]
+    fn asynchronous_items_reach_the_kworkers_in_the_order_cpus_leave_the_tick() {
+        let (_, threads) = four_threads(&[]);
+        let mut firsts = Vec::new();
+        for jiffy in 0..24 {
+            let order = async_order(&[], jiffy);
+            assert_eq!(order.len(), threads.len());
+            assert!(order.windows(2).all(|w| w[0].1 <= w[1].1), "{order:?}");
+            firsts.push(order[0].0);
+        }
+        firsts.sort_unstable();
+        firsts.dedup();
+        assert_eq!(
+            firsts.len(),
+            threads.len(),
+            "each CPU's item comes first at some tick"
+        );
+        // Off: CPU order, as the tick pass queued them.
+        let off: Vec<CpuId> = async_order(&["numalab.numa_work_after_tick=0"], 3)
+            .iter()
+            .map(|e| e.0)
+            .collect();
+        assert_eq!(off, threads.iter().map(|e| e.1).collect::<Vec<_>>());
     }
 
     #[test]
