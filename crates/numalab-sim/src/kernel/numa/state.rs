@@ -23,7 +23,7 @@ pub struct NumaState {
     pub(in crate::kernel) migrate_queue: Vec<crate::kernel::TaskId>,
     /// `(task, CPU)` of the scans this tick's `task_tick_numa` calls queued
     /// (`task_work_add`), run after the tick pass
-    /// (`numalab.numa_work_after_tick`, scan.rs `run_numa_task_work`).
+    /// (`numalab.numa_work_after_tick`, task_work.rs `run_numa_task_work`).
     pub(in crate::kernel) work_pending: Vec<(crate::kernel::TaskId, crate::kernel::CpuId)>,
     /// PMDs (mm, VMA, 2 MiB chunk) marked `pmd_numa` by 3.8-3.12's scan
     /// (`numalab.pmd_numa_batch`, pmd_numa.rs); empty otherwise.
