@@ -46,7 +46,7 @@ impl Kernel {
     /// tick interrupt (earliest `softirq_start` first; CPU number only to
     /// break an exact tie). The engine calls it once a tick, after every
     /// CPU's `task_tick_numa` and the balancing softirqs.
-    pub fn run_numa_task_work(&mut self) {
+    pub(crate) fn run_numa_task_work(&mut self) {
         if self.numa.work_pending.is_empty() {
             return;
         }
@@ -64,7 +64,7 @@ impl Kernel {
     /// in the order their CPUs' ticks reach the workqueue (earliest
     /// `softirq_start` first), or in CPU order with
     /// `numalab.numa_work_after_tick=0`.
-    pub fn take_numa_async_queued(&mut self) -> Vec<AsyncItem> {
+    pub(crate) fn take_numa_async_queued(&mut self) -> Vec<AsyncItem> {
         let mut items = std::mem::take(&mut self.numa.async_scan.queued);
         if self.knobs.get(knob::NUMA_WORK_AFTER_TICK) {
             self.sort_by_tick_exit(&mut items, |it| it.cpu);
