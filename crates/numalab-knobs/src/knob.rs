@@ -490,6 +490,18 @@ declare! {
         description: "1: a NUMA migration costs isolation under the LRU lock, unmap, the copy at the faulting core's bandwidth to the source and destination nodes, and remap; a failed one its isolation and putback; racing faults sleep on the migration entry; 0: a fixed 3 us plus the copy at the core's local bandwidth",
     }
 
+    /// Memory-cgroup page counters on the first-touch path (an experiment,
+    /// off by default).
+    MEMCG_PAGE_COUNTER: bool {
+        name: "numalab.memcg_page_counter",
+        aliases: [],
+        default: false,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/memcontrol.c (6.12): try_charge_memcg charges from the CPU's memcg_stock (consume_stock) and refills it MEMCG_CHARGE_BATCH = 64 pages at a time through page_counter_try_charge; __folio_put -> mem_cgroup_uncharge -> uncharge_batch -> page_counter_uncharge, no stock; mm/page_counter.c walks both up to the root, one atomic on each counter's usage. The root memcg charges no LRU pages",
+        description: "0 (default): charging costs nothing beyond the fixed fault costs; 1: a first touch by a task in a non-root cgroup charges its memcg from the CPU's 64-page stock, refilled with one atomic on the usage line of the memcg and of each ancestor up to the root, and each loser of a racing first touch frees its folio and uncharges it, one atomic on each of those lines; the lines are atomic counters of the line model (spin is system time). An experiment: with the line model's queue growth it gives NUMA01_THREADLOCAL in /mytest 10.6x the posting's system time, without it (numalab.line_queueing=0) 1.5 % more than off (docs/reproductions.md, numa-balancing-threadlocal, system time)",
+    }
+
     /// The Run record's sampling interval.
     SAMPLE_INTERVAL_MS: uint(0, 3_600_000) {
         name: "numalab.sample_interval_ms",

@@ -18,7 +18,8 @@
 //! or on a folio under migration is not CPU time: the task is delayed
 //! without being charged ([`Kernel::delay_task`]).
 //!
-//! Switches: `numalab.fault_locks` (every lock here; off: each is
+//! Switches: `numalab.fault_locks` (every lock here, the memcg page
+//! counters' lines too; off: each is
 //! uncontended, its hold inside the fixed costs of physics/costs.rs),
 //! `numalab.fault_retry` (racing faults, kernel/mm/fault.rs),
 //! `numalab.tlb_shootdown` (kernel/mm/tlb.rs), `numalab.migrate_cost`
@@ -50,6 +51,8 @@ pub struct LockSwitches {
     pub tlb_shootdown: bool,
     /// `numalab.migrate_cost`.
     pub migrate_cost: bool,
+    /// `numalab.memcg_page_counter` (kernel/mm/memcontrol.rs).
+    pub memcg_page_counter: bool,
 }
 
 /// All lock state of the kernel.
@@ -84,6 +87,7 @@ impl Locks {
                 migration_entry_sleep: knobs.get(knob::MIGRATION_ENTRY_SLEEP),
                 tlb_shootdown: knobs.get(knob::TLB_SHOOTDOWN),
                 migrate_cost: knobs.get(knob::MIGRATE_COST),
+                memcg_page_counter: knobs.get(knob::MEMCG_PAGE_COUNTER),
             },
             races: ptl::RaceCache::default(),
             zone_lock: (0..nn).map(|_| TickLock::new(m.nr_cpus())).collect(),
@@ -98,6 +102,11 @@ impl Locks {
 /// the wait is then under ~2 % of a service and the lock costs its
 /// transfer only.
 const LIGHT_UTILISATION: f64 = 0.02;
+
+/// Least share of a tick an atomic line's requester is taken to spend on
+/// its own work when working out its offered rate (a tick it spent all
+/// waiting still offered some).
+const MIN_OWN_SHARE: f64 = 0.01;
 
 /// A spinlock whose requesters are known per tick: acquisitions are
 /// counted per CPU during a tick, and the next tick's acquisitions pay the
@@ -118,6 +127,9 @@ pub struct TickLock {
     wait_ns: f64,
     /// Last CPU to hold the lock.
     owner: Option<CpuId>,
+    /// A bare atomic counter's line (`LineModel::atomic`: every requester
+    /// hammers it, no hold) instead of a queued spinlock.
+    atomic: bool,
 }
 
 impl TickLock {
@@ -130,6 +142,17 @@ impl TickLock {
             hold_sum: 0.0,
             wait_ns: 0.0,
             owner: None,
+            atomic: false,
+        }
+    }
+
+    /// An atomic counter's line on a machine of `nr_cpus` CPUs, whose
+    /// updates are known per tick (a memcg's `page_counter` usage,
+    /// kernel/mm/memcontrol.rs): [`TickLock::acquire`] with no hold.
+    pub fn new_atomic(nr_cpus: usize) -> TickLock {
+        TickLock {
+            atomic: true,
+            ..TickLock::new(nr_cpus)
         }
     }
 
@@ -148,14 +171,36 @@ impl TickLock {
         if tick != self.tick {
             self.roll(model, m, tick, tick_ns);
         }
+        self.hold_sum += hold_ns;
+        self.take(model, m, cpu)
+    }
+
+    /// Counts one acquisition by `cpu` this tick and makes it the owner:
+    /// the wait plus the transfer from the last owner (ns).
+    fn take(&mut self, model: &LineModel, m: &Machine, cpu: CpuId) -> f64 {
         if self.counts[cpu.index()] == 0 {
             self.touched.push(cpu);
         }
         self.counts[cpu.index()] += 1;
-        self.hold_sum += hold_ns;
         let transfer = model.c2c_ns(m, self.owner, cpu);
         self.owner = Some(cpu);
         self.wait_ns + transfer
+    }
+
+    /// [`TickLock::acquire`] with no hold by each of `cpus` in turn, as
+    /// one call: the summed CPU time (ns).
+    pub fn acquire_each(
+        &mut self,
+        model: &LineModel,
+        m: &Machine,
+        tick: u64,
+        tick_ns: f64,
+        cpus: &[CpuId],
+    ) -> f64 {
+        if tick != self.tick {
+            self.roll(model, m, tick, tick_ns);
+        }
+        cpus.iter().map(|&cpu| self.take(model, m, cpu)).sum()
     }
 
     /// Solves the wait from the finished tick's counts (as rates over one
@@ -164,21 +209,36 @@ impl TickLock {
     fn roll(&mut self, model: &LineModel, m: &Machine, tick: u64, tick_ns: f64) {
         let consecutive = tick == self.tick + 1;
         let n: u32 = self.touched.iter().map(|c| self.counts[c.index()]).sum();
+        let prev_wait = self.wait_ns;
         self.wait_ns = 0.0;
         if consecutive && n > 1 && tick_ns > 0.0 {
             let hold = self.hold_sum / f64::from(n);
             let total_rate = f64::from(n) / tick_ns;
             let worst = crate::physics::costs::C2C_REMOTE_PACKAGE_NS + hold;
             if total_rate * worst >= LIGHT_UTILISATION {
+                // An atomic line's requesters offer their own work's rate:
+                // the tick's time less what its updates waited (a closed
+                // loop, where the counts fall as the waits grow; a count
+                // taken as the offered rate would solve a wait that the
+                // next tick's lower count no longer bears, and swing).
+                let waited = if self.atomic { prev_wait } else { 0.0 };
                 let reqs: Vec<Requester> = self
                     .touched
                     .iter()
-                    .map(|&c| Requester {
-                        cpu: c,
-                        rate_per_ns: f64::from(self.counts[c.index()]) / tick_ns,
+                    .map(|&c| {
+                        let k = f64::from(self.counts[c.index()]);
+                        let own = (tick_ns - k * waited).max(tick_ns * MIN_OWN_SHARE);
+                        Requester {
+                            cpu: c,
+                            rate_per_ns: k / own,
+                        }
                     })
                     .collect();
-                self.wait_ns = model.qspinlock(m, &reqs, hold).wait_ns;
+                self.wait_ns = if self.atomic {
+                    model.atomic(m, &reqs).wait_ns
+                } else {
+                    model.qspinlock(m, &reqs, hold).wait_ns
+                };
             }
         }
         for c in self.touched.drain(..) {
@@ -322,6 +382,39 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_atomic_line_offers_the_rate_its_requesters_would_without_the_wait() {
+        let m = numalab_topology::presets::load("spr-4n").unwrap();
+        let model = LineModel::new(true);
+        let tick_ns = 4e6;
+        let cpus: Vec<CpuId> = (0..64).map(|i| CpuId::new(i * 5)).collect();
+        // The same updates in ticks 1, 2 and 3: the wait solved at tick 2
+        // comes from counts that waited nothing; the one at tick 3 from
+        // counts that waited that much, so their own work was shorter and
+        // the rate they offer higher.
+        let waits = |atomic: bool| {
+            let mut l = if atomic {
+                TickLock::new_atomic(m.nr_cpus())
+            } else {
+                TickLock::new(m.nr_cpus())
+            };
+            let mut out = Vec::new();
+            for tick in 1..=3 {
+                for _ in 0..200 {
+                    l.acquire_each(&model, &m, tick, tick_ns, &cpus);
+                }
+                out.push(l.wait_ns);
+            }
+            out
+        };
+        let a = waits(true);
+        assert!(a[1] > 0.0, "{a:?}");
+        assert!(a[2] > a[1], "{a:?}");
+        // A spinlock's requesters keep the counted rate.
+        let q = waits(false);
+        assert_eq!(q[1], q[2], "{q:?}");
+    }
 
     #[test]
     fn tick_lock_waits_only_when_loaded() {

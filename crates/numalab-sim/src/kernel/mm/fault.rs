@@ -33,9 +33,10 @@ use super::page_alloc::alloc_pages_on;
 use super::{MmState, PAGE_SHIFT};
 use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::stats::Vm;
-use crate::kernel::{CpuId, Kernel, TaskId, VmaId};
+use crate::kernel::{CgroupId, CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_topology::Machine;
+use smallvec::SmallVec;
 
 /// The threads faulting one page at once.
 #[derive(Clone, Copy, Debug, Default)]
@@ -258,9 +259,18 @@ impl Kernel {
             self.vmstat.add(Vm::NumaLocal, here * nr);
             self.vmstat.add(Vm::NumaOther, (losers - here) * nr);
         }
-        let mut cpu_ns = base + zone + spin;
+        // The memcg charge of each racer's folio, and each loser's
+        // uncharge when it frees its own (kernel/mm/memcontrol.rs).
+        let cg = self.tasks[t].cgroup;
+        let memcg = self.mem_cgroup_charge(&[cpu], cg, nr);
+        let loser_memcg = self.racers_recharge(cpu, cg, nr, race);
+        let mut cpu_ns = base + zone + spin + memcg;
         let mut loser_cpu_ns = if losers > 0 {
-            base - costs::PTL_HOLD_MAP_NS + costs::PTL_HOLD_CHECK_NS + costs::FOLIO_FREE_NS + spin
+            base - costs::PTL_HOLD_MAP_NS
+                + costs::PTL_HOLD_CHECK_NS
+                + costs::FOLIO_FREE_NS
+                + spin
+                + loser_memcg
         } else {
             0.0
         };
@@ -278,6 +288,22 @@ impl Kernel {
             loser_cpu_ns,
             loser_sleep_ns: 0.0,
         })
+    }
+
+    /// The memcg work of the losers of `race` (whose winner is on
+    /// `winner`): each charged its folio to `cg` and uncharges it on
+    /// freeing. Returns the mean per loser (ns; 0 without losers).
+    fn racers_recharge(&mut self, winner: CpuId, cg: CgroupId, nr: u64, race: Race<'_>) -> f64 {
+        let losers = race.losers();
+        if losers == 0 {
+            return 0.0;
+        }
+        let mut cpus: SmallVec<[CpuId; 16]> = SmallVec::from_slice(race.cpus);
+        if let Some(i) = cpus.iter().position(|&c| c == winner) {
+            cpus.remove(i);
+        }
+        let ns = self.mem_cgroup_charge(&cpus, cg, nr) + self.mem_cgroup_uncharge(&cpus, cg);
+        ns / losers as f64
     }
 
     /// Bytes of a base page.
@@ -316,9 +342,18 @@ mod tests {
     use crate::kernel::numa::tests::fx;
 
     fn race_on(sets: &[&str]) -> (Kernel, FaultCost) {
+        race_in(sets, None)
+    }
+
+    /// A race of 64 threads on one page, their task in cgroup `cg` (the
+    /// root when `None`).
+    fn race_in(sets: &[&str], cg: Option<&str>) -> (Kernel, FaultCost) {
         let mut k = fx::kernel("spr-4n", sets);
         let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
         let t = fx::add_task(&mut k, mm, fx::c(0));
+        if let Some(path) = cg {
+            k.tasks[t].cgroup = k.cgroups.mkdir(path, None, None).expect("cgroup");
+        }
         let cpus: Vec<CpuId> = (0..64).map(|i| fx::c(i * 5)).collect();
         let mut per_node = vec![0u64; 4];
         for &c in &cpus {
@@ -392,5 +427,24 @@ mod tests {
             ((calibrated - zero) / (native - zero) - 8.0).abs() < 1e-6,
             "{calibrated}"
         );
+    }
+
+    #[test]
+    fn in_a_memory_cgroup_each_loser_uncharges_its_folio_on_the_shared_counters() {
+        let on = ["numalab.memcg_page_counter=1"];
+        let (root_k, root) = race_in(&on, None);
+        let (k, mytest) = race_in(&on, Some("/mytest"));
+        // 64 charges (the first of each CPU refills its stock: two
+        // atomics, /mytest's and the root's) and 63 uncharges (two each).
+        assert_eq!(root_k.mem.memcg.updates, 0);
+        assert_eq!(k.mem.memcg.updates, 64 * 2 + 63 * 2);
+        assert!(
+            mytest.loser_cpu_ns > root.loser_cpu_ns,
+            "{mytest:?} {root:?}"
+        );
+        assert!(mytest.cpu_ns > root.cpu_ns, "the winner's stock refill");
+        // Off (the default), a cgroup costs what the root does.
+        let (_, off) = race_in(&[], Some("/mytest"));
+        assert_eq!(off, root);
     }
 }

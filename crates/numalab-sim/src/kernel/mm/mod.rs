@@ -15,6 +15,7 @@
 //! pages, its size rounded up to 2 MiB).
 
 pub mod fault;
+pub mod memcontrol;
 pub mod mempolicy;
 pub mod page_alloc;
 pub mod page_types;

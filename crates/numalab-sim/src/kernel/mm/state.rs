@@ -28,6 +28,9 @@ pub struct MmState {
     /// Fault-path locks, on the contended-line model (kernel/locking/);
     /// read with [`MmState::locks()`].
     pub(in crate::kernel) locks: Locks,
+    /// Memory-cgroup charging: per-CPU stocks and the page counters'
+    /// lines (kernel/mm/memcontrol.rs).
+    pub(in crate::kernel) memcg: super::memcontrol::MemcgCharge,
     /// Zonelists: nodes by distance from each node (`build_zonelists`),
     /// fixed at boot.
     pub(in crate::kernel) zonelists: TiVec<NodeId, Vec<NodeId>>,
@@ -57,6 +60,7 @@ impl MmState {
             mms: TiVec::new(),
             nodes,
             locks: Locks::new(m, knobs),
+            memcg: Default::default(),
             zonelists: zonelists(&m.distance),
             shmem: Vec::new(),
             wmarks: std::cell::OnceCell::new(),
