@@ -295,7 +295,7 @@ impl Kernel {
     /// freeing. Returns the mean per loser (ns; 0 without losers).
     fn racers_recharge(&mut self, winner: CpuId, cg: CgroupId, nr: u64, race: Race<'_>) -> f64 {
         let losers = race.losers();
-        if losers == 0 {
+        if losers == 0 || !self.memcg_charges(cg) {
             return 0.0;
         }
         let mut cpus: SmallVec<[CpuId; 16]> = SmallVec::from_slice(race.cpus);

@@ -67,13 +67,19 @@ pub struct MemcgCharge {
 }
 
 impl Kernel {
-    /// The memcg levels a charge of a task in `cg` updates: `cg` and each
-    /// ancestor up to the root; empty for the root itself (it charges no
-    /// LRU pages) or with the switch off.
-    fn memcg_levels(&self, cg: CgroupId) -> SmallVec<[CgroupId; 4]> {
+    /// Whether a charge of a task in `cg` updates any page counter: not
+    /// for the root (it charges no LRU pages), nor with the switch off.
+    pub fn memcg_charges(&self, cg: CgroupId) -> bool {
         let on = self.mem.locks.on;
+        on.memcg_page_counter && on.fault_locks && self.cgroups.all[cg].parent.is_some()
+    }
+
+    /// The memcg levels a charge of a task in `cg` updates: `cg` and each
+    /// ancestor up to the root; empty when [`Kernel::memcg_charges`] is
+    /// false.
+    fn memcg_levels(&self, cg: CgroupId) -> SmallVec<[CgroupId; 4]> {
         let mut out = SmallVec::new();
-        if !on.memcg_page_counter || !on.fault_locks || self.cgroups.all[cg].parent.is_none() {
+        if !self.memcg_charges(cg) {
             return out;
         }
         let mut c = Some(cg);
@@ -130,10 +136,10 @@ impl Kernel {
     /// memcg's stock). Returns the CPU time the counters' lines cost all
     /// of them together (ns).
     pub fn mem_cgroup_charge(&mut self, cpus: &[CpuId], cg: CgroupId, nr: u64) -> f64 {
-        let levels = self.memcg_levels(cg);
-        if levels.is_empty() {
+        if !self.memcg_charges(cg) {
             return 0.0;
         }
+        let levels = self.memcg_levels(cg);
         let mut refill: SmallVec<[CpuId; 8]> = SmallVec::new();
         let mut ns = 0.0;
         for &cpu in cpus {
@@ -153,6 +159,9 @@ impl Kernel {
     /// each of `cpus`: one atomic on each level's usage line. Returns the
     /// CPU time of all of them together (ns).
     pub fn mem_cgroup_uncharge(&mut self, cpus: &[CpuId], cg: CgroupId) -> f64 {
+        if !self.memcg_charges(cg) {
+            return 0.0;
+        }
         let levels = self.memcg_levels(cg);
         self.page_counter_atomics(cpus, &levels)
     }
