@@ -24,8 +24,9 @@
 //! # The model
 //! Each cgroup's `usage` line is an atomic counter of the contended-line
 //! model whose updates are counted per tick ([`TickLock::new_atomic`]):
-//! an update pays the wait solved from the previous tick's updates plus one
-//! transfer from the last CPU to update it. The spin is system time of the
+//! an update pays the wait solved from the previous tick's updates (each
+//! CPU offering the rate of its own work: the tick less what it waited)
+//! plus one transfer from the last CPU to update it. The spin is system time of the
 //! faulting task. The stock is per CPU: the memcg it holds and its pages.
 //! Lab switch `numalab.memcg_page_counter` (with `numalab.fault_locks`),
 //! off by default: an experiment on the line model at hundreds of
@@ -62,14 +63,14 @@ pub struct MemcgCharge {
     stock: Vec<(Option<CgroupId>, u64)>,
     /// Per cgroup (grown on first use): its `page_counter`'s `usage` line.
     usage: Vec<Option<TickLock>>,
-    /// Atomics done on the usage lines, for tests and traces.
+    /// Atomics done on the usage lines (read by the tests).
     pub updates: u64,
 }
 
 impl Kernel {
     /// Whether a charge of a task in `cg` updates any page counter: not
     /// for the root (it charges no LRU pages), nor with the switch off.
-    pub fn memcg_charges(&self, cg: CgroupId) -> bool {
+    pub(crate) fn memcg_charges(&self, cg: CgroupId) -> bool {
         let on = self.mem.locks.on;
         on.memcg_page_counter && on.fault_locks && self.cgroups.all[cg].parent.is_some()
     }
@@ -135,7 +136,7 @@ impl Kernel {
     /// else a batch through the page counters (after giving back another
     /// memcg's stock). Returns the CPU time the counters' lines cost all
     /// of them together (ns).
-    pub fn mem_cgroup_charge(&mut self, cpus: &[CpuId], cg: CgroupId, nr: u64) -> f64 {
+    pub(crate) fn mem_cgroup_charge(&mut self, cpus: &[CpuId], cg: CgroupId, nr: u64) -> f64 {
         if !self.memcg_charges(cg) {
             return 0.0;
         }
@@ -158,7 +159,7 @@ impl Kernel {
     /// `mem_cgroup_uncharge` of a freed folio charged to cgroup `cg`, by
     /// each of `cpus`: one atomic on each level's usage line. Returns the
     /// CPU time of all of them together (ns).
-    pub fn mem_cgroup_uncharge(&mut self, cpus: &[CpuId], cg: CgroupId) -> f64 {
+    pub(crate) fn mem_cgroup_uncharge(&mut self, cpus: &[CpuId], cg: CgroupId) -> f64 {
         if !self.memcg_charges(cg) {
             return 0.0;
         }
