@@ -22,7 +22,10 @@
 //! (`migration_entry_wait`: the folio lock the migration holds), which is
 //! not CPU time. All of them queue on the page-table lock and take the
 //! per-VMA lock (kernel/locking/ptl.rs, `numalab.fault_locks`). Which
-//! threads race is the engine's answer (engine/fault.rs).
+//! threads race is the engine's answer (engine/fault.rs). With
+//! `numalab.memcg_page_counter` (off by default) a task in a non-root
+//! cgroup also charges each folio to its memcg, and each loser uncharges
+//! the one it frees (kernel/mm/memcontrol.rs).
 //!
 //! Left out: the zero page for reads, a loser's allocation landing on
 //! another node than the winner's (counted as the winner's node), faults
