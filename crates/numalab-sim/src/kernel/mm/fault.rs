@@ -265,8 +265,14 @@ impl Kernel {
         // The memcg charge of each racer's folio, and each loser's
         // uncharge when it frees its own (kernel/mm/memcontrol.rs).
         let cg = self.tasks[t].cgroup;
-        let memcg = self.mem_cgroup_charge(&[cpu], cg, nr);
-        let loser_memcg = self.racers_recharge(cpu, cg, nr, race);
+        let (memcg, loser_memcg) = if self.memcg_charges(cg) {
+            (
+                self.mem_cgroup_charge(&[cpu], cg, nr),
+                self.racers_recharge(cpu, cg, nr, race),
+            )
+        } else {
+            (0.0, 0.0)
+        };
         let mut cpu_ns = base + zone + spin + memcg;
         let mut loser_cpu_ns = if losers > 0 {
             base - costs::PTL_HOLD_MAP_NS
@@ -298,7 +304,7 @@ impl Kernel {
     /// freeing. Returns the mean per loser (ns; 0 without losers).
     fn racers_recharge(&mut self, winner: CpuId, cg: CgroupId, nr: u64, race: Race<'_>) -> f64 {
         let losers = race.losers();
-        if losers == 0 || !self.memcg_charges(cg) {
+        if losers == 0 {
             return 0.0;
         }
         let mut cpus: SmallVec<[CpuId; 16]> = SmallVec::from_slice(race.cpus);

@@ -64,7 +64,7 @@ pub struct MemcgCharge {
     /// Per cgroup (grown on first use): its `page_counter`'s `usage` line.
     usage: Vec<Option<TickLock>>,
     /// Atomics done on the usage lines (read by the tests).
-    pub updates: u64,
+    pub(crate) updates: u64,
 }
 
 impl Kernel {
@@ -75,14 +75,11 @@ impl Kernel {
         on.memcg_page_counter && on.fault_locks && self.cgroups.all[cg].parent.is_some()
     }
 
-    /// The memcg levels a charge of a task in `cg` updates: `cg` and each
-    /// ancestor up to the root; empty when [`Kernel::memcg_charges`] is
-    /// false.
+    /// The page counters a charge to `cg` updates: `cg`'s and each
+    /// ancestor's up to the root (callers ask [`Kernel::memcg_charges`]
+    /// first).
     fn memcg_levels(&self, cg: CgroupId) -> SmallVec<[CgroupId; 4]> {
         let mut out = SmallVec::new();
-        if !self.memcg_charges(cg) {
-            return out;
-        }
         let mut c = Some(cg);
         while let Some(x) = c {
             out.push(x);
