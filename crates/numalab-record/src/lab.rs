@@ -188,6 +188,8 @@ lab_figures! {
     VM_CONSOLE_PROBLEMS = "vm.console_problems", "count", "warnings, oopses and errors the guest kernel printed on its serial console";
     /// Guest boot time.
     VM_BOOT_S = "vm.boot_s", "s", "host seconds from QEMU start to the guest's /init";
+    /// Boots a guest run took.
+    VM_BOOTS = "vm.boots", "count", "guest boots the run took: 2 when the first produced no record for a reason outside the workload (the guest kernel died or hung) and was booted once more";
     /// QEMU's whole run.
     VM_QEMU_S = "vm.qemu_s", "s", "host seconds QEMU ran";
 }
