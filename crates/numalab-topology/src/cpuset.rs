@@ -7,10 +7,24 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A set of CPU ids (a `cpumask`).
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub struct CpuSet {
     words: Vec<u64>,
+}
+
+impl Clone for CpuSet {
+    fn clone(&self) -> Self {
+        CpuSet {
+            words: self.words.clone(),
+        }
+    }
+
+    /// Into the room `self` already has: the balancer copies a domain's
+    /// span into a reused set at every pass (`env->cpus`).
+    fn clone_from(&mut self, source: &Self) {
+        self.words.clone_from(&source.words);
+    }
 }
 
 impl CpuSet {
