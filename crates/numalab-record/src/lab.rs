@@ -189,7 +189,7 @@ lab_figures! {
     /// Guest boot time.
     VM_BOOT_S = "vm.boot_s", "s", "host seconds from QEMU start to the guest's /init";
     /// Boots a guest run took.
-    VM_BOOTS = "vm.boots", "count", "guest boots the run took: 2 when the first produced no record for a reason outside the workload (the guest kernel died or hung) and was booted once more";
+    VM_BOOTS = "vm.boots", "count", "guest boots the run took: 2 when the first produced no record for a reason outside the workload and the kernel (QEMU stopped or the guest hung with no kernel problem on its console, or its kernel died before /init) and was booted once more";
     /// QEMU's whole run.
     VM_QEMU_S = "vm.qemu_s", "s", "host seconds QEMU ran";
 }

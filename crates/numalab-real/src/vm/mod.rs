@@ -313,15 +313,18 @@ pub fn vm_run(machine: &Machine, opts: &VmOptions) -> Result<VmOutcome, RealErro
         machine, opts, &qemu_bin, &busybox, &kern, &work, &share, t_start,
     );
     // A guest that produced no record for a reason outside the workload
-    // (its kernel died before or after /init, or it hung until the
-    // timeout) boots once more; a guest whose numalab exited with an
-    // error does not, since that run would fail the same way. Debian's
-    // 6.12 has been seen to oops under TCG on a loaded host (early boot:
-    // enqueue_timer, "Fatal exception in interrupt"; a CI boot of the
-    // patched kernel died in pinned-4k, which the stock kernel and the
-    // same kernel's next two boots ran), then boot fine. A kernel that
-    // cannot run the workload fails twice; the first failure is printed
-    // in full either way, and the record counts the boots (`vm.boots`).
+    // and the kernel (QEMU stopped or the guest hung with no kernel
+    // problem on its console, or its kernel died before /init) boots
+    // once more; one whose numalab exited with an error, or whose kernel
+    // printed a BUG/Oops/WARNING/panic after /init, does not: the first
+    // would fail the same way, the second is a finding. Debian's 6.12 has
+    // been seen to oops in early boot under TCG on a loaded host
+    // (enqueue_timer, "Fatal exception in interrupt") and then boot fine,
+    // and a CI run of the patched kernel's pinned-4k failed once where
+    // the stock kernel and the patched kernel's other two boots ran (the
+    // log kept only "failed"). A kernel that cannot run the workload
+    // fails twice; the first failure is printed in full either way, and
+    // the record counts the boots (`vm.boots`).
     let mut boots = 1.0;
     if let Err(RealError::Failed(e)) = &result {
         if is_host_flake(e) {
@@ -351,9 +354,27 @@ const STOPPED_EARLY: &str = "the guest stopped before numalab finished";
 /// How a guest killed at the timeout starts its error.
 const TIMED_OUT: &str = "the guest did not finish within";
 
-/// Whether a failed boot says nothing about the workload: the guest
-/// never ran it to its end (kernel death, QEMU stop, hang), as opposed
-/// to numalab in the guest exiting with an error of its own.
+/// Why a guest that ran its /init left no record: `why` as it is when its
+/// console shows no kernel problem; else the problems first, so that the
+/// failure is a finding about the kernel and is not booted again.
+fn stopped_why(serial: &str, why: &str) -> String {
+    let problems = console_problems(serial);
+    if problems.is_empty() {
+        return why.to_string();
+    }
+    format!(
+        "the guest kernel printed {} problem line(s) ({}), and {why}",
+        problems.len(),
+        problems.join(" | ")
+    )
+}
+
+/// Whether a failed boot says nothing about the workload or the kernel:
+/// the guest never ran the workload to its end (QEMU stopped, the guest
+/// hung, or its kernel died before /init, as Debian's 6.12 has under
+/// TCG) and, after /init, its console shows no kernel problem; as
+/// opposed to numalab in the guest exiting with an error of its own, or
+/// a kernel that oopsed or panicked mid-run (a finding, not a flake).
 fn is_host_flake(e: &str) -> bool {
     [NEVER_REACHED_INIT, STOPPED_EARLY, TIMED_OUT]
         .iter()
@@ -497,9 +518,10 @@ fn boot(
             let _ = child.kill();
             let _ = child.wait();
             let s = serial.lock().map(|s| s.clone()).unwrap_or_default();
+            let why = format!("{TIMED_OUT} {} s and was killed", opts.timeout.as_secs());
             break Err(failed(format!(
-                "{TIMED_OUT} {} s and was killed; last console lines:\n{}",
-                opts.timeout.as_secs(),
+                "{}; last console lines:\n{}",
+                stopped_why(&s, &why),
                 tail(&s, 15)
             )));
         }
@@ -537,7 +559,7 @@ fn boot(
         } else if boot_s.is_none() {
             format!("{NEVER_REACHED_INIT} (QEMU {status})")
         } else {
-            format!("{STOPPED_EARLY} (QEMU {status})")
+            stopped_why(&serial, &format!("{STOPPED_EARLY} (QEMU {status})"))
         };
         return Err(failed(format!(
             "{why}; no record at {GUEST_RESULT}. QEMU stderr: {}\nlast console lines:\n{}",
@@ -630,6 +652,12 @@ mod tests {
             "{STOPPED_EARLY} (QEMU exit status: 0); no record"
         )));
         assert!(is_host_flake(&format!("{TIMED_OUT} 300 s and was killed")));
+        // A kernel problem after /init is a finding: not booted again.
+        let oops = "[   12.0] BUG: kernel NULL pointer dereference\n[   12.1] Oops: 0000 [#1]\n";
+        let why = stopped_why(oops, &format!("{STOPPED_EARLY} (QEMU exit status: 0)"));
+        assert!(why.contains("2 problem line(s)"), "{why}");
+        assert!(!is_host_flake(&why), "{why}");
+        assert!(is_host_flake(&stopped_why("all fine\n", STOPPED_EARLY)));
         // numalab in the guest failed on its own: the same run again would too.
         assert!(!is_host_flake(
             "numalab in the guest exited with status 2; no record at /share/result.json"
