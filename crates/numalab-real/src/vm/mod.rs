@@ -328,7 +328,7 @@ pub fn vm_run(machine: &Machine, opts: &VmOptions) -> Result<VmOutcome, RealErro
     let mut boots = 1.0;
     if let Err(RealError::Failed(e)) = &result {
         if is_host_flake(e) {
-            eprintln!("numalab vm: the guest produced no record ({}); booting it once more. The first boot:\n{e}", e.lines().next().unwrap_or(""));
+            eprintln!("numalab vm: the guest produced no record ({}); booting it once more. The first boot:\n{e}", e.split(';').next().unwrap_or(""));
             boots = 2.0;
             result = boot(
                 machine, opts, &qemu_bin, &busybox, &kern, &work, &share, t_start,
