@@ -105,7 +105,10 @@ const LIGHT_UTILISATION: f64 = 0.02;
 
 /// Least share of a tick an atomic line's requester is taken to spend on
 /// its own work when working out its offered rate (a tick it spent all
-/// waiting still offered some).
+/// waiting still offered some). Dimensionless (a share of a tick). Not a
+/// hardware or kernel fact: a numerical floor that keeps the offered rate
+/// finite; it binds only when a tick's waits filled it, and is used only
+/// with `numalab.memcg_page_counter` (off by default).
 const MIN_OWN_SHARE: f64 = 0.01;
 
 /// A spinlock whose requesters are known per tick: acquisitions are
