@@ -718,6 +718,18 @@ declare! {
         description: "1 (mainline): a hinting fault on a page of a shared mapping ([[shared]]) that two processes map is flagged TNF_SHARED, so task_numa_group joins tasks of different processes into one numa group; 0: never flagged, so only threads of one process join (an ablation: what cross-process groups do)",
     }
 
+    /// A NUMA migration maps its new page read-only, so the next write
+    /// takes a write-protect fault.
+    MIGRATION_WP_FAULT: bool {
+        name: "numalab.migration_wp_fault",
+        aliases: [],
+        default: true,
+        unit: None,
+        location: Location::Lab,
+        source: "mm/rmap.c (6.12) try_to_migrate_one: writable = pte_write(pteval), and the PROT_NONE PTE a NUMA scan left (change_pte_range: pte_modify to PAGE_NONE, no _PAGE_RW) is not, so the migration entry is readable; mm/migrate.c remove_migration_pte maps vm_page_prot (a private mapping's has no write bit, for copy-on-write) and makes it writable only for a writable entry; mm/memory.c do_wp_page -> wp_page_reuse for an exclusive anonymous folio, counted by mm_account_fault; the 6.12 guest's pgfault = first touches + numa_hint_faults + numa_pages_migrated (validate/kernel/guest-4n: pinned-4k 202941 against 65536 + 87983 + 49327); 3.8-3.13's _PAGE_NUMA hinting kept _PAGE_RW, so 3.9 has no such fault",
+        description: "1 (6.x): a hinting fault that migrated its page leaves it mapped read-only, and when the faulting op writes (a `write` stream, a random op with writes) the retried write takes a write-protect fault (do_wp_page reusing the folio): one more pgfault and its exception and PTE update as system time; 0: the page comes back writable (3.8-3.13, and numalab before this switch)",
+    }
+
     /// Scan rate adapted to fault locality instead of the reset hammer.
     NUMA_SCAN_ADAPT: bool {
         name: "numalab.numa_scan_adapt",

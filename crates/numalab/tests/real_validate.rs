@@ -402,3 +402,91 @@ fn real_and_vm_runs_refuse_a_model_policy_before_anything_runs() {
         );
     }
 }
+
+/// A vmstat counter of a record (the model's or a guest's).
+fn vmstat(v: &serde_json::Value, name: &str) -> f64 {
+    v["vmstat"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no vmstat {name} in the record"))
+}
+
+#[test]
+fn the_models_fault_and_allocation_counters_count_what_the_kernel_counts() {
+    // pinned-4k on guest-4n: 65536 first touches, then hinting faults and
+    // migrations of the pages its threads write. The 6.12 guest counts a
+    // `pgfault` for every completed fault (mm_account_fault): the first
+    // touches, the hinting faults, and the write-protect fault each
+    // migration leaves behind (the new PTE is read-only); and a `numa_hit`
+    // per allocation, the migrations' destination folios included
+    // (zone_statistics). Its vmstat is system-wide: the guest's own few
+    // hundred other faults and allocations count too.
+    let d = tmp_dir("counters");
+    let json = d.join("pinned-4k.json");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let o = numalab(&[
+        "--no-progress",
+        "run",
+        "-m",
+        &format!("{root}/validate/guest-4n.toml"),
+        "-w",
+        &format!("{root}/validate/pinned-4k.toml"),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let first_touches = 65536.0;
+    // faults beyond first touch, hinting faults and migrations; allocations
+    // beyond first touches and migrations.
+    let rest = |r: &serde_json::Value| {
+        let faults = vmstat(r, "pgfault")
+            - first_touches
+            - vmstat(r, "numa_hint_faults")
+            - vmstat(r, "numa_pages_migrated");
+        let allocs = vmstat(r, "numa_hit") - first_touches - vmstat(r, "numa_pages_migrated");
+        (faults, allocs)
+    };
+    assert_eq!(rest(&model), (0.0, 0.0), "{:?}", model["vmstat"]);
+    for n in 1..=4 {
+        let f = format!("{}/pinned-4k.boot{n}.kernel.json", boots("guest-4n"));
+        let boot: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        let (faults, allocs) = rest(&boot);
+        assert!(
+            (0.0..500.0).contains(&faults),
+            "boot {n}: {faults} other faults"
+        );
+        assert!(
+            (0.0..500.0).contains(&allocs),
+            "boot {n}: {allocs} other allocations"
+        );
+    }
+    // pinned-thp: each of its 128 huge pages is one fault that maps a THP
+    // (`thp_fault_alloc`, the winner's only), the kernel's count exactly.
+    let json = d.join("pinned-thp.json");
+    let o = numalab(&[
+        "--no-progress",
+        "run",
+        "-m",
+        &format!("{root}/validate/guest-4n.toml"),
+        "-w",
+        &format!("{root}/validate/pinned-thp.toml"),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for n in 1..=4 {
+        let f = format!("{}/pinned-thp.boot{n}.kernel.json", boots("guest-4n"));
+        let boot: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        assert_eq!(
+            vmstat(&model, "thp_fault_alloc"),
+            vmstat(&boot, "thp_fault_alloc"),
+            "boot {n}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(d);
+}

@@ -893,7 +893,8 @@ impl Sim {
             bytes += gap;
             left -= need;
             if let Some(p) = special {
-                self.fault_page(t, cpu, vma, p, Some((offset, len, offset + pos as u64)))?;
+                let at = Some((offset, len, offset + pos as u64));
+                self.fault_page(t, cpu, vma, p, at, write > 0.0)?;
                 self.close_stall(t, true);
                 let pay = self.k.owed[t].debt_ns.min(left);
                 self.k.owed[t].debt_ns -= pay;
@@ -1074,7 +1075,7 @@ impl Sim {
             if let Some(&ahead) = faults.get(i + PREFETCH_AHEAD) {
                 self.k.mem.mms[mm].vmas[vma].prefetch_page(ahead);
             }
-            self.fault_page(t, cpu, vma, faults[i], None)?;
+            self.fault_page(t, cpu, vma, faults[i], None, write > 0.0)?;
             self.close_stall(t, true);
         }
         // pmbench's timed accesses (engine/latency.rs): `mlp` in flight at

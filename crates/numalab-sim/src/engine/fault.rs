@@ -31,7 +31,7 @@ use super::exec::Op;
 use super::Sim;
 use crate::gallop::partition_point_from;
 use crate::kernel::locking::ptl::cpu_set_key;
-use crate::kernel::mm::fault::Race;
+use crate::kernel::mm::fault::{FaultCost, Race};
 use crate::kernel::scratch;
 use crate::kernel::{CpuId, MmId, TaskId, VmaId};
 use crate::physics::costs;
@@ -151,6 +151,9 @@ impl Sim {
     /// it; charges the winner (`t`) and the losers. `stream` is `t`'s own
     /// stream (range offset, length and absolute position, bytes), taken
     /// out of its exec state while it runs; `None` for random accesses.
+    /// `writes`: the op writes the pages it touches (a `write` stream, a
+    /// random op with writes), so a page a migration left read-only takes
+    /// its write-protect fault when the access is retried.
     pub(crate) fn fault_page(
         &mut self,
         t: TaskId,
@@ -158,11 +161,34 @@ impl Sim {
         vma: VmaId,
         p: usize,
         stream: Option<(u64, u64, u64)>,
+        writes: bool,
     ) -> Result<(), String> {
+        let c = self.fault_page_racing(t, cpu, vma, p, stream)?;
+        if c.remapped_readonly && writes {
+            let ns = self.k.do_wp_page_reuse(t);
+            self.k.charge_sys(t, ns);
+        }
+        Ok(())
+    }
+
+    /// [`Sim::fault_page`] but for the write-protect fault after it: the
+    /// winner's fault and the racing threads'. Returns the winner's
+    /// [`FaultCost`].
+    fn fault_page_racing(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        vma: VmaId,
+        p: usize,
+        stream: Option<(u64, u64, u64)>,
+    ) -> Result<FaultCost, String> {
         if !self.k.mem.locks().on.fault_retry {
-            let cost = self.k.handle_mm_fault(t, cpu, vma, p).map_err(|e| e.0)?;
-            self.k.charge_sys(t, cost);
-            return Ok(());
+            let c = self
+                .k
+                .handle_mm_fault_racing(t, cpu, vma, p, Race::default())
+                .map_err(|e| e.0)?;
+            self.k.charge_sys(t, c.cpu_ns);
+            return Ok(c);
         }
         if self.race_streams.tick != Some(self.tick_start) {
             self.flush_race_debts();
@@ -212,7 +238,7 @@ impl Sim {
                     g.members[w].won_cpu += c.loser_cpu_ns;
                     g.members[w].won_sleep += c.loser_sleep_ns;
                 }
-                return Ok(());
+                return Ok(c);
             }
         }
         // Otherwise: the racers one by one.
@@ -261,7 +287,7 @@ impl Sim {
                 .handle_mm_fault_racing(t, cpu, vma, p, Race::default())
                 .map_err(|e| e.0)?;
             self.k.charge_sys(t, c.cpu_ns);
-            return Ok(());
+            return Ok(c);
         }
         let mut cpus: SmallVec<[CpuId; INLINE_RACERS]> = SmallVec::with_capacity(racers.len() + 1);
         cpus.push(cpu);
@@ -286,7 +312,7 @@ impl Sim {
             self.k.charge_sys(r, c.loser_cpu_ns);
             self.k.delay_task(r, c.loser_sleep_ns);
         }
-        Ok(())
+        Ok(c)
     }
 
     /// Charges the losers' costs summed per range this tick, and forgets

@@ -14,7 +14,8 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
 pub enum Vm {
-    /// Allocation landed on the intended node.
+    /// Allocation landed on the intended node (one per allocation, any
+    /// order: `zone_statistics(.., 1)`; so are the five below).
     NumaHit,
     /// Allocation fell back to another node.
     NumaMiss,
@@ -42,7 +43,8 @@ pub enum Vm {
     PgmigrateFail,
     /// THP migrations that succeeded.
     ThpMigrationSuccess,
-    /// Anonymous page faults that allocated (first touch).
+    /// Completed page faults (`mm_account_fault`): first touches, racing
+    /// losers' retried faults and NUMA hinting faults alike.
     PgFault,
     /// Tasks moved to another CPU by NUMA balancing: one per
     /// `migrate_task_to` that passes its affinity check. 6.16-rc1 to rc5
@@ -65,10 +67,15 @@ pub enum Vm {
     /// of at most `tlb_single_page_flush_ceiling` (33) pages counts its
     /// pages.
     NrTlbLocalFlushOne,
+    /// Huge pages a fault allocated and mapped: one per successful
+    /// `do_huge_pmd_anonymous_page` (`map_anon_folio_pmd`; a racing loser
+    /// that finds the PMD taken counts nothing). Appended last so that the
+    /// other counters keep their places.
+    ThpFaultAlloc,
 }
 
 /// Number of [`Vm`] counters.
-pub const NR_VM_ITEMS: usize = 21;
+pub const NR_VM_ITEMS: usize = 22;
 
 /// Kernel names, in [`Vm`] order.
 pub const VM_NAMES: [&str; NR_VM_ITEMS] = [
@@ -93,16 +100,20 @@ pub const VM_NAMES: [&str; NR_VM_ITEMS] = [
     "nr_tlb_remote_flush_received",
     "nr_tlb_local_flush_all",
     "nr_tlb_local_flush_one",
+    "thp_fault_alloc",
 ];
 
 /// Counters that memory.stat exports per cgroup (mainline has the first
-/// three; the task counters existed in 6.16-rc1 to rc5 only).
-pub const MEMCG_ITEMS: [Vm; 5] = [
+/// three, `thp_fault_alloc` and `pgfault`; the task counters existed in 6.16-rc1 to
+/// rc5 only).
+pub const MEMCG_ITEMS: [Vm; 7] = [
     Vm::NumaPagesMigrated,
     Vm::NumaPteUpdates,
     Vm::NumaHintFaults,
     Vm::NumaTaskMigrated,
     Vm::NumaTaskSwapped,
+    Vm::ThpFaultAlloc,
+    Vm::PgFault,
 ];
 
 /// A set of counters.

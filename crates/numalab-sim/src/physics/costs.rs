@@ -36,6 +36,15 @@ pub const FAULT_ALLOC_NS: f64 = 1000.0;
 /// allocation (about half of it).
 pub const HINT_FAULT_NS: f64 = 600.0;
 
+/// A write-protect fault that reuses its exclusive anonymous folio
+/// (`do_wp_page` -> `wp_page_reuse`: the exception, the walk, the PTE
+/// made writable under its lock), the write after a NUMA migration
+/// mapped the page read-only (`numalab.migration_wp_fault`) (ns).
+/// ESTIMATED: [`FAULT_ENTRY_NS`] plus a PTE update under the lock,
+/// [`PTL_HOLD_MAP_NS`]; no allocation, no zeroing, no TLB flush (a
+/// permission upgrade needs none on x86).
+pub const WP_REUSE_FAULT_NS: f64 = FAULT_ENTRY_NS + PTL_HOLD_MAP_NS;
+
 /// Fixed cost of migrating one folio on a hinting fault, besides the copy:
 /// isolation, unmap, TLB flush of the old mapping, remap (ns).
 /// Source: migrate_pages() of single 4 KiB pages measures ~3-5 us per page on

@@ -36,6 +36,7 @@ use super::page_alloc::alloc_pages_on;
 use super::{MmState, PAGE_SHIFT};
 use crate::kernel::mm::mempolicy::MpolMode;
 use crate::kernel::stats::Vm;
+use crate::kernel::sysctl::knob;
 use crate::kernel::{CgroupId, CpuId, Kernel, TaskId, VmaId};
 use crate::physics::costs;
 use numalab_topology::Machine;
@@ -72,6 +73,10 @@ pub struct FaultCost {
     pub loser_cpu_ns: f64,
     /// Time each loser sleeps (on the migration the winner does).
     pub loser_sleep_ns: f64,
+    /// The fault migrated its page and left it mapped read-only
+    /// (`numalab.migration_wp_fault`): a write retried takes
+    /// [`Kernel::do_wp_page_reuse`].
+    pub remapped_readonly: bool,
 }
 
 /// A fault that cannot be satisfied.
@@ -141,12 +146,27 @@ impl Kernel {
             } else {
                 self.do_numa_page_timed(t, cpu, vma, idx)
             };
+            // mm_account_fault (6.12; 3.9 counts at the top of
+            // handle_mm_fault): every completed fault is a `pgfault`, the
+            // hinting fault and each loser's retried one alike (a loser
+            // returns 0 after `!pte_same`).
+            self.count_memcg_event(t, Vm::PgFault, 1 + race.losers());
             // Everyone gets to the lock after the exception entry; the
             // winner then holds it through the PTE update, the losers for
             // the check.
             let spin = self.mem.race_spin(&self.m, race, costs::FAULT_ENTRY_NS);
             let lost = race.losers() > 0;
+            // A migration (held > 0: do_numa_page_timed's contract) of a
+            // private 6.x PROT_NONE page: try_to_migrate made a readable
+            // entry and remove_migration_pte mapped vm_page_prot, read-only
+            // for copy-on-write. 3.8-3.12's pmd_numa path kept the write
+            // bit; a shared mapping's vm_page_prot is writable.
+            let remapped_readonly = held > 0.0
+                && !pmd_fault
+                && self.knobs.get(knob::MIGRATION_WP_FAULT)
+                && self.mem.mms[mm].vmas[vma].shm.is_none();
             return Ok(FaultCost {
+                remapped_readonly,
                 cpu_ns: own + spin,
                 loser_cpu_ns: if lost {
                     costs::FAULT_ENTRY_NS + costs::PTL_HOLD_CHECK_NS + spin
@@ -157,6 +177,18 @@ impl Kernel {
             });
         }
         Ok(FaultCost::default())
+    }
+
+    /// `do_wp_page` on a page a NUMA migration left read-only: the folio
+    /// is task `t`'s exclusive anonymous one, so `wp_page_reuse` makes the
+    /// PTE writable. Counts the fault (`mm_account_fault`) and returns its
+    /// CPU time (ns, for [`Kernel::charge_sys`]). The machine's speed for
+    /// the first-touch path (`[kernel] fault_cost_scale`) is its speed for
+    /// this one: the same exception, walk and PTE update under the lock,
+    /// without the allocation and the zeroing.
+    pub fn do_wp_page_reuse(&mut self, t: TaskId) -> f64 {
+        self.count_memcg_event(t, Vm::PgFault, 1);
+        costs::WP_REUSE_FAULT_NS * self.first_touch_rescale().unwrap_or(1.0)
     }
 
     /// What turns the first-touch path's native costs into the units
@@ -223,22 +255,30 @@ impl Kernel {
             (order.first().copied(), nid)
         };
         self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
-        // zone_statistics()
+        // zone_statistics(): one count per allocation, whatever its order
+        // (rmqueue's `zone_statistics(preferred_zone, zone, 1)`; a THP is
+        // one, as the guest's `numa_hit` shows: validate/kernel).
         if Some(nid) == intended {
-            self.vmstat.add(Vm::NumaHit, nr);
+            self.vmstat.add(Vm::NumaHit, 1);
             if pol.mode == MpolMode::Interleave {
-                self.vmstat.add(Vm::NumaInterleave, nr);
+                self.vmstat.add(Vm::NumaInterleave, 1);
             }
         } else {
-            self.vmstat.add(Vm::NumaMiss, nr);
-            self.vmstat.add(Vm::NumaForeign, nr);
+            self.vmstat.add(Vm::NumaMiss, 1);
+            self.vmstat.add(Vm::NumaForeign, 1);
         }
         if nid == local {
-            self.vmstat.add(Vm::NumaLocal, nr);
+            self.vmstat.add(Vm::NumaLocal, 1);
         } else {
-            self.vmstat.add(Vm::NumaOther, nr);
+            self.vmstat.add(Vm::NumaOther, 1);
         }
-        self.vmstat.add(Vm::PgFault, 1);
+        self.count_memcg_event(t, Vm::PgFault, 1);
+        if nr > 1 && self.mem.mms[mm].vmas[vma].shm.is_none() {
+            // map_anon_folio_pmd: the winner's huge page (a loser finds the
+            // PMD taken and frees its folio uncounted). A shared mapping's
+            // is shmem's (`thp_file_alloc`, not modeled).
+            self.count_memcg_event(t, Vm::ThpFaultAlloc, 1);
+        }
         let zero_ns = self.bytes_cost_ns(psize as f64);
         let base = costs::FAULT_ALLOC_NS + zero_ns;
         let zone = self.pcp_alloc(cpu, nid, nr);
@@ -251,16 +291,16 @@ impl Kernel {
             .race_spin(&self.m, race, base - costs::PTL_HOLD_MAP_NS);
         let losers = race.losers();
         if losers > 0 {
-            self.vmstat.add(Vm::PgFault, losers);
+            self.count_memcg_event(t, Vm::PgFault, losers);
             if Some(nid) == intended {
-                self.vmstat.add(Vm::NumaHit, losers * nr);
+                self.vmstat.add(Vm::NumaHit, losers);
             } else {
-                self.vmstat.add(Vm::NumaMiss, losers * nr);
-                self.vmstat.add(Vm::NumaForeign, losers * nr);
+                self.vmstat.add(Vm::NumaMiss, losers);
+                self.vmstat.add(Vm::NumaForeign, losers);
             }
             let here = race.per_node[nid.index()] - u64::from(local == nid);
-            self.vmstat.add(Vm::NumaLocal, here * nr);
-            self.vmstat.add(Vm::NumaOther, (losers - here) * nr);
+            self.vmstat.add(Vm::NumaLocal, here);
+            self.vmstat.add(Vm::NumaOther, losers - here);
         }
         // The memcg charge of each racer's folio, and each loser's
         // uncharge when it frees its own (kernel/mm/memcontrol.rs).
@@ -295,7 +335,7 @@ impl Kernel {
         Ok(FaultCost {
             cpu_ns,
             loser_cpu_ns,
-            loser_sleep_ns: 0.0,
+            ..FaultCost::default()
         })
     }
 
@@ -407,6 +447,67 @@ mod tests {
         let (k, noretry) = race_on(&["numalab.fault_retry=0"]);
         assert_eq!(k.vmstat.get(Vm::PgFault), 1);
         assert_eq!(noretry.loser_cpu_ns, 0.0);
+    }
+
+    #[test]
+    fn a_hinting_fault_counts_pgfault_like_a_first_touch() {
+        // The race of 64 on a page marked for a hinting fault after its
+        // first touch: the winner's fault and the 63 retried ones are
+        // completed faults (mm_account_fault), as the guest's vmstat shows
+        // (pgfault = first touches + numa_hint_faults, validate/kernel).
+        let mut k = fx::kernel("spr-4n", &[]);
+        let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        k.handle_mm_fault(t, fx::c(0), fx::V0, 3)
+            .expect("first touch");
+        fx::mark(&mut k, mm, 3);
+        k.handle_mm_fault(t, fx::c(0), fx::V0, 3)
+            .expect("hinting fault");
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
+        assert_eq!(k.vmstat.get(Vm::PgFault), 2);
+        let cpus: Vec<CpuId> = (0..64).map(|i| fx::c(i * 5)).collect();
+        let mut per_node = vec![0u64; 4];
+        for &c in &cpus {
+            per_node[k.cpu_node(c).index()] += 1;
+        }
+        fx::mark(&mut k, mm, 3);
+        let race = Race {
+            cpus: &cpus,
+            per_node: &per_node,
+            key: cpu_set_key(&cpus),
+        };
+        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, race)
+            .expect("racing hinting fault");
+        assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2, "the winner's");
+        assert_eq!(k.vmstat.get(Vm::PgFault), 2 + 64);
+    }
+
+    #[test]
+    fn numa_hit_counts_allocations_not_pages_and_migrations_count_too() {
+        // A THP first touch is one allocation (zone_statistics(.., 1)),
+        // 512 base pages.
+        let mut k = fx::kernel("tiny-2n", &[]);
+        let mm = fx::add_mm(&mut k, 4 << 20, true, None);
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        k.handle_mm_fault(t, fx::c(0), fx::V0, 0)
+            .expect("THP first touch");
+        assert_eq!(k.vmstat.get(Vm::NumaHit), 1);
+        assert_eq!(k.vmstat.get(Vm::ThpFaultAlloc), 1);
+        assert_eq!(k.vmstat.get(Vm::NumaLocal), 1);
+        // Its migration to node 1 by a task there allocates the
+        // destination folio there: one more hit, local to that CPU.
+        let t1 = fx::add_task(&mut k, mm, fx::c(2));
+        k.migrate_misplaced_folio(t1, fx::V0, 0, fx::n(1))
+            .expect("migrated");
+        assert_eq!(k.vmstat.get(Vm::PgmigrateSuccess), 512);
+        assert_eq!(k.vmstat.get(Vm::NumaHit), 2);
+        assert_eq!(k.vmstat.get(Vm::NumaLocal), 2);
+        assert_eq!(k.vmstat.get(Vm::NumaOther), 0);
+        // Migrated back by the task on node 1: hit on node 0, but other.
+        k.migrate_misplaced_folio(t1, fx::V0, 0, fx::n(0))
+            .expect("migrated back");
+        assert_eq!(k.vmstat.get(Vm::NumaHit), 3);
+        assert_eq!(k.vmstat.get(Vm::NumaOther), 1);
     }
 
     #[test]

@@ -241,7 +241,7 @@ impl Kernel {
     ) -> f64 {
         let mm = self.tasks[t].mm;
         self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
-        self.vmstat.add(Vm::PgFault, 1);
+        self.count_memcg_event(t, Vm::PgFault, 1);
         let k = &self.m.kernel;
         match k.fault_cost_scale {
             Some(f) => SHMEM_MAP_NS * f / k.cost_scale,

@@ -386,6 +386,17 @@ impl Kernel {
         // The other mms mapping a shared folio follow it.
         self.mem.remove_migration_ptes(mm, vma, idx, nid);
         self.vmstat.add(Vm::PgmigrateSuccess, nr);
+        // The destination folio (`alloc_misplaced_dst_folio`:
+        // `__folio_alloc_node(__GFP_THISNODE)`) is an allocation like any
+        // other: zone_statistics counts a hit on `nid`, local when the
+        // migrating CPU is on it (the guest: numa_hit = first touches +
+        // numa_pages_migrated, validate/kernel).
+        self.vmstat.add(Vm::NumaHit, 1);
+        if self.cpu_node(self.tasks[t].cpu) == nid {
+            self.vmstat.add(Vm::NumaLocal, 1);
+        } else {
+            self.vmstat.add(Vm::NumaOther, 1);
+        }
         if thp {
             self.vmstat.add(Vm::ThpMigrationSuccess, 1);
         }
@@ -556,6 +567,37 @@ mod tests {
             ((calibrated - copy) / (native - copy) - 60.0).abs() < 1e-6,
             "{calibrated}"
         );
+    }
+
+    #[test]
+    fn a_migration_leaves_the_page_read_only_for_a_write_protect_fault() {
+        // The first hinting fault of a new task migrates the page (below):
+        // the PTE comes back read-only, so the retried write faults again.
+        let fault = |sets: &[&str]| {
+            let mut k = fx::kernel("tiny-2n", sets);
+            let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
+            fx::populate(&mut k, mm, 0, 16, fx::n(1));
+            let t = fx::add_task(&mut k, mm, fx::c(0));
+            fx::mark(&mut k, mm, 0);
+            let c = k
+                .handle_mm_fault_racing(t, fx::c(0), fx::V0, 0, Default::default())
+                .expect("fault");
+            assert_eq!(node_of(&k, mm, 0), 0, "migrated");
+            (k, t, c)
+        };
+        let (mut k, t, c) = fault(&[]);
+        assert!(c.remapped_readonly);
+        let faults = k.vmstat.get(Vm::PgFault);
+        let ns = k.do_wp_page_reuse(t);
+        assert_eq!(k.vmstat.get(Vm::PgFault), faults + 1);
+        assert_eq!(
+            k.cgroups.all[CgroupId::new(0)].stat.get(Vm::PgFault),
+            faults + 1
+        );
+        assert!(ns > 0.0 && ns < crate::physics::costs::HINT_FAULT_NS);
+        // 3.8-3.13's _PAGE_NUMA kept the write bit.
+        let (_, _, c) = fault(&["numalab.migration_wp_fault=0"]);
+        assert!(!c.remapped_readonly);
     }
 
     #[test]
