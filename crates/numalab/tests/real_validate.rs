@@ -410,6 +410,31 @@ fn vmstat(v: &serde_json::Value, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no vmstat {name} in the record"))
 }
 
+/// The model's record of validation scenario `scenario` on guest-4n,
+/// written into `dir`.
+fn guest_4n_model_record(dir: &std::path::Path, scenario: &str) -> serde_json::Value {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let json = dir.join(format!("{scenario}.json"));
+    let o = numalab(&[
+        "--no-progress",
+        "run",
+        "-m",
+        &format!("{root}/validate/guest-4n.toml"),
+        "-w",
+        &format!("{root}/validate/{scenario}.toml"),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+/// The saved guest-4n boot `n` of `scenario`.
+fn guest_4n_boot(scenario: &str, n: usize) -> serde_json::Value {
+    let f = format!("{}/{scenario}.boot{n}.kernel.json", boots("guest-4n"));
+    serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap()
+}
+
 #[test]
 fn the_models_fault_and_allocation_counters_count_what_the_kernel_counts() {
     // pinned-4k on guest-4n: 65536 first touches, then hinting faults and
@@ -421,21 +446,7 @@ fn the_models_fault_and_allocation_counters_count_what_the_kernel_counts() {
     // (zone_statistics). Its vmstat is system-wide: the guest's own few
     // hundred other faults and allocations count too.
     let d = tmp_dir("counters");
-    let json = d.join("pinned-4k.json");
-    let root = env!("CARGO_MANIFEST_DIR");
-    let o = numalab(&[
-        "--no-progress",
-        "run",
-        "-m",
-        &format!("{root}/validate/guest-4n.toml"),
-        "-w",
-        &format!("{root}/validate/pinned-4k.toml"),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let model: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let model = guest_4n_model_record(&d, "pinned-4k");
     let first_touches = 65536.0;
     // faults beyond first touch, hinting faults and migrations; allocations
     // beyond first touches and migrations.
@@ -449,10 +460,7 @@ fn the_models_fault_and_allocation_counters_count_what_the_kernel_counts() {
     };
     assert_eq!(rest(&model), (0.0, 0.0), "{:?}", model["vmstat"]);
     for n in 1..=4 {
-        let f = format!("{}/pinned-4k.boot{n}.kernel.json", boots("guest-4n"));
-        let boot: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-        let (faults, allocs) = rest(&boot);
+        let (faults, allocs) = rest(&guest_4n_boot("pinned-4k", n));
         assert!(
             (0.0..500.0).contains(&faults),
             "boot {n}: {faults} other faults"
@@ -464,27 +472,11 @@ fn the_models_fault_and_allocation_counters_count_what_the_kernel_counts() {
     }
     // pinned-thp: each of its 128 huge pages is one fault that maps a THP
     // (`thp_fault_alloc`, the winner's only), the kernel's count exactly.
-    let json = d.join("pinned-thp.json");
-    let o = numalab(&[
-        "--no-progress",
-        "run",
-        "-m",
-        &format!("{root}/validate/guest-4n.toml"),
-        "-w",
-        &format!("{root}/validate/pinned-thp.toml"),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let model: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let model = guest_4n_model_record(&d, "pinned-thp");
     for n in 1..=4 {
-        let f = format!("{}/pinned-thp.boot{n}.kernel.json", boots("guest-4n"));
-        let boot: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         assert_eq!(
             vmstat(&model, "thp_fault_alloc"),
-            vmstat(&boot, "thp_fault_alloc"),
+            vmstat(&guest_4n_boot("pinned-thp", n), "thp_fault_alloc"),
             "boot {n}"
         );
     }
