@@ -293,6 +293,10 @@ const COUNTERS: &[(&str, Getter)] = &[
     ("memcg:numa_pages_migrated", |r| {
         memcg(r, "numa_pages_migrated")
     }),
+    // Every completed fault of the workload (mm_account_fault): first
+    // touches, hinting faults, and the write-protect fault a migration
+    // leaves on a written page (numalab.migration_wp_fault).
+    ("memcg:pgfault", |r| memcg(r, "pgfault")),
     ("sched_move_numa", |r| trace_count(r, "sched_move_numa")),
     ("sched_swap_numa", |r| trace_count(r, "sched_swap_numa")),
     ("sched_stick_numa", |r| trace_count(r, "sched_stick_numa")),
