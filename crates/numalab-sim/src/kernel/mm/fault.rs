@@ -2,14 +2,18 @@
 //! (`do_anonymous_page`, `do_huge_pmd_anonymous_page`; a shared mapping's
 //! first touch allocates the same way, `shmem_fault`, and a later mm's
 //! maps the folio, kernel/mm/shmem.rs) and the dispatch of
-//! NUMA hinting faults on PROT_NONE pages to the balancing model.
+//! NUMA hinting faults on PROT_NONE pages to the balancing model, and
+//! the write-protect fault a migrated page takes on its next write
+//! ([`Kernel::do_wp_page_reuse`], `numalab.migration_wp_fault`).
 //!
 //! The first touch allocates on the node the governing policy picks
 //! (`alloc_pages_mpol`, through the per-CPU page lists and `zone->lock`),
 //! falling back by distance when it is full, counts `numa_hit`/
-//! `numa_miss`/`numa_local`/... like `zone_statistics`, and costs the
+//! `numa_miss`/`numa_local`/... once per allocation like
+//! `zone_statistics`, `thp_fault_alloc` for a huge page, and costs the
 //! faulting task a fixed fault cost plus zeroing the page at its core's
-//! streaming bandwidth.
+//! streaming bandwidth. Every completed fault counts `pgfault`
+//! (`mm_account_fault`), in vmstat and the task's memory.stat.
 //!
 //! Racing faults ([`Kernel::handle_mm_fault_racing`],
 //! `numalab.fault_retry`): threads that reach the same page while it is
