@@ -31,7 +31,7 @@ use super::exec::Op;
 use super::Sim;
 use crate::gallop::partition_point_from;
 use crate::kernel::locking::ptl::cpu_set_key;
-use crate::kernel::mm::fault::{FaultCost, Race};
+use crate::kernel::mm::fault::Race;
 use crate::kernel::scratch;
 use crate::kernel::{CpuId, MmId, TaskId, VmaId};
 use crate::physics::costs;
@@ -152,8 +152,7 @@ impl Sim {
     /// stream (range offset, length and absolute position, bytes), taken
     /// out of its exec state while it runs; `None` for random accesses.
     /// `writes`: the op writes the pages it touches (a `write` stream, a
-    /// random op with writes), so a page a migration left read-only takes
-    /// its write-protect fault when the access is retried.
+    /// random op with writes: the kernel's `FAULT_FLAG_WRITE`).
     pub(crate) fn fault_page(
         &mut self,
         t: TaskId,
@@ -163,32 +162,13 @@ impl Sim {
         stream: Option<(u64, u64, u64)>,
         writes: bool,
     ) -> Result<(), String> {
-        let c = self.fault_page_racing(t, cpu, vma, p, stream)?;
-        if c.remapped_readonly && writes {
-            let ns = self.k.do_wp_page_reuse(t);
-            self.k.charge_sys(t, ns);
-        }
-        Ok(())
-    }
-
-    /// [`Sim::fault_page`] but for the write-protect fault after it: the
-    /// winner's fault and the racing threads'. Returns the winner's
-    /// [`FaultCost`].
-    fn fault_page_racing(
-        &mut self,
-        t: TaskId,
-        cpu: CpuId,
-        vma: VmaId,
-        p: usize,
-        stream: Option<(u64, u64, u64)>,
-    ) -> Result<FaultCost, String> {
         if !self.k.mem.locks().on.fault_retry {
             let c = self
                 .k
-                .handle_mm_fault_racing(t, cpu, vma, p, Race::default())
+                .handle_mm_fault_racing(t, cpu, vma, p, writes, Race::default())
                 .map_err(|e| e.0)?;
             self.k.charge_sys(t, c.cpu_ns);
-            return Ok(c);
+            return Ok(());
         }
         if self.race_streams.tick != Some(self.tick_start) {
             self.flush_race_debts();
@@ -229,7 +209,7 @@ impl Sim {
                 };
                 let c = self
                     .k
-                    .handle_mm_fault_racing(t, cpu, vma, p, race)
+                    .handle_mm_fault_racing(t, cpu, vma, p, writes, race)
                     .map_err(|e| e.0)?;
                 self.k.charge_sys(t, c.cpu_ns);
                 if g.members.len() > 1 {
@@ -238,7 +218,7 @@ impl Sim {
                     g.members[w].won_cpu += c.loser_cpu_ns;
                     g.members[w].won_sleep += c.loser_sleep_ns;
                 }
-                return Ok(c);
+                return Ok(());
             }
         }
         // Otherwise: the racers one by one.
@@ -284,10 +264,10 @@ impl Sim {
             // of one thread, so its CPU list and node counts are not built.
             let c = self
                 .k
-                .handle_mm_fault_racing(t, cpu, vma, p, Race::default())
+                .handle_mm_fault_racing(t, cpu, vma, p, writes, Race::default())
                 .map_err(|e| e.0)?;
             self.k.charge_sys(t, c.cpu_ns);
-            return Ok(c);
+            return Ok(());
         }
         let mut cpus: SmallVec<[CpuId; INLINE_RACERS]> = SmallVec::with_capacity(racers.len() + 1);
         cpus.push(cpu);
@@ -305,14 +285,14 @@ impl Sim {
         };
         let c = self
             .k
-            .handle_mm_fault_racing(t, cpu, vma, p, race)
+            .handle_mm_fault_racing(t, cpu, vma, p, writes, race)
             .map_err(|e| e.0)?;
         self.k.charge_sys(t, c.cpu_ns);
         for (r, _) in racers {
             self.k.charge_sys(r, c.loser_cpu_ns);
             self.k.delay_task(r, c.loser_sleep_ns);
         }
-        Ok(c)
+        Ok(())
     }
 
     /// Charges the losers' costs summed per range this tick, and forgets

@@ -77,10 +77,6 @@ pub struct FaultCost {
     pub loser_cpu_ns: f64,
     /// Time each loser sleeps (on the migration the winner does).
     pub loser_sleep_ns: f64,
-    /// The fault migrated its page and left it mapped read-only
-    /// (`numalab.migration_wp_fault`): a write retried takes
-    /// [`Kernel::do_wp_page_reuse`].
-    pub remapped_readonly: bool,
 }
 
 /// A fault that cannot be satisfied.
@@ -88,7 +84,7 @@ pub struct FaultCost {
 pub struct Oom(pub String);
 
 impl Kernel {
-    /// Handles an access by task `t` on `cpu` to page `idx` of VMA `vma`
+    /// Handles a read by task `t` on `cpu` of page `idx` of VMA `vma`
     /// that is special (not present or PROT_NONE), with no thread racing
     /// it. Returns the CPU time the fault cost, in ns (charged by the
     /// caller's progress loop).
@@ -100,20 +96,24 @@ impl Kernel {
         idx: usize,
     ) -> Result<f64, Oom> {
         Ok(self
-            .handle_mm_fault_racing(t, cpu, vma, idx, Race::default())?
+            .handle_mm_fault_racing(t, cpu, vma, idx, false, Race::default())?
             .cpu_ns)
     }
 
     /// [`Kernel::handle_mm_fault`] with the threads of `race` faulting the
     /// same page at the same time: `t` on `cpu` (one of `race.cpus`) wins,
     /// each other thread loses and retries (see the module doc). With
-    /// `numalab.fault_retry` off the race is ignored.
+    /// `numalab.fault_retry` off the race is ignored. `write`: the access
+    /// writes (`FAULT_FLAG_WRITE`), so a hinting fault that migrated the
+    /// page (mapped back read-only) is followed by the winner's
+    /// write-protect fault, [`Kernel::do_wp_page_reuse`], in its cost.
     pub fn handle_mm_fault_racing(
         &mut self,
         t: TaskId,
         cpu: CpuId,
         vma: VmaId,
         idx: usize,
+        write: bool,
         race: Race<'_>,
     ) -> Result<FaultCost, Oom> {
         let race = if self.mem.locks.on.fault_retry && race.cpus.len() > 1 {
@@ -163,15 +163,21 @@ impl Kernel {
             // A migration (held > 0: do_numa_page_timed's contract) of a
             // private 6.x PROT_NONE page: try_to_migrate made a readable
             // entry and remove_migration_pte mapped vm_page_prot, read-only
-            // for copy-on-write. 3.8-3.12's pmd_numa path kept the write
-            // bit; a shared mapping's vm_page_prot is writable.
-            let remapped_readonly = held > 0.0
+            // for copy-on-write, so the retried write faults again.
+            // 3.8-3.12's pmd_numa path kept the write bit; a shared
+            // mapping's vm_page_prot is writable.
+            let wp = if write
+                && held > 0.0
                 && !pmd_fault
                 && self.knobs.get(knob::MIGRATION_WP_FAULT)
-                && self.mem.mms[mm].vmas[vma].shm.is_none();
+                && self.mem.mms[mm].vmas[vma].shm.is_none()
+            {
+                self.do_wp_page_reuse(t)
+            } else {
+                0.0
+            };
             return Ok(FaultCost {
-                remapped_readonly,
-                cpu_ns: own + spin,
+                cpu_ns: own + spin + wp,
                 loser_cpu_ns: if lost {
                     costs::FAULT_ENTRY_NS + costs::PTL_HOLD_CHECK_NS + spin
                 } else {
@@ -186,7 +192,7 @@ impl Kernel {
     /// `do_wp_page` on a page a NUMA migration left read-only: the folio
     /// is task `t`'s exclusive anonymous one, so `wp_page_reuse` makes the
     /// PTE writable. Counts the fault (`mm_account_fault`) and returns its
-    /// CPU time (ns, for [`Kernel::charge_sys`]). The machine's speed for
+    /// CPU time (ns, for [`Kernel::charge_sys`], in the hinting fault's). The machine's speed for
     /// the first-touch path (`[kernel] fault_cost_scale`) is its speed for
     /// this one: the same exception, walk and PTE update under the lock,
     /// without the allocation and the zeroing.
@@ -418,7 +424,7 @@ mod tests {
             key: cpu_set_key(&cpus),
         };
         let c = k
-            .handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, race)
+            .handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
             .expect("fault");
         (k, c)
     }
@@ -480,7 +486,7 @@ mod tests {
             per_node: &per_node,
             key: cpu_set_key(&cpus),
         };
-        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, race)
+        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
             .expect("racing hinting fault");
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2, "the winner's");
         assert_eq!(k.vmstat.get(Vm::PgFault), 2 + 64);

@@ -572,32 +572,33 @@ mod tests {
     #[test]
     fn a_migration_leaves_the_page_read_only_for_a_write_protect_fault() {
         // The first hinting fault of a new task migrates the page (below):
-        // the PTE comes back read-only, so the retried write faults again.
-        let fault = |sets: &[&str]| {
+        // the PTE comes back read-only, so a write retried faults again.
+        // Returns the faults counted (vmstat, memory.stat) and the cost.
+        let fault = |sets: &[&str], write: bool| {
             let mut k = fx::kernel("tiny-2n", sets);
             let mm = fx::add_mm(&mut k, fx::pages(16), false, None);
             fx::populate(&mut k, mm, 0, 16, fx::n(1));
             let t = fx::add_task(&mut k, mm, fx::c(0));
             fx::mark(&mut k, mm, 0);
             let c = k
-                .handle_mm_fault_racing(t, fx::c(0), fx::V0, 0, Default::default())
+                .handle_mm_fault_racing(t, fx::c(0), fx::V0, 0, write, Default::default())
                 .expect("fault");
             assert_eq!(node_of(&k, mm, 0), 0, "migrated");
-            (k, t, c)
+            let memcg = k.cgroups.all[CgroupId::new(0)].stat.get(Vm::PgFault);
+            (k.vmstat.get(Vm::PgFault), memcg, c.cpu_ns)
         };
-        let (mut k, t, c) = fault(&[]);
-        assert!(c.remapped_readonly);
-        let faults = k.vmstat.get(Vm::PgFault);
-        let ns = k.do_wp_page_reuse(t);
-        assert_eq!(k.vmstat.get(Vm::PgFault), faults + 1);
-        assert_eq!(
-            k.cgroups.all[CgroupId::new(0)].stat.get(Vm::PgFault),
-            faults + 1
+        let (read, read_memcg, read_ns) = fault(&[], false);
+        assert_eq!((read, read_memcg), (1, 1), "the hinting fault");
+        let (write, write_memcg, write_ns) = fault(&[], true);
+        assert_eq!((write, write_memcg), (2, 2), "and the write-protect fault");
+        let wp = write_ns - read_ns;
+        assert!(
+            wp > 0.0 && wp < crate::physics::costs::HINT_FAULT_NS,
+            "{wp}"
         );
-        assert!(ns > 0.0 && ns < crate::physics::costs::HINT_FAULT_NS);
         // 3.8-3.13's _PAGE_NUMA kept the write bit.
-        let (_, _, c) = fault(&["numalab.migration_wp_fault=0"]);
-        assert!(!c.remapped_readonly);
+        let (old, _, old_ns) = fault(&["numalab.migration_wp_fault=0"], true);
+        assert_eq!((old, old_ns), (read, read_ns));
     }
 
     #[test]
