@@ -169,18 +169,15 @@ impl Sim {
             writers.extend(region.iter().map(|e| e.1));
             match self.shared.binary_search_by_key(&region[0].0, |e| e.0) {
                 // The same writers keep their index (and what it answered);
-                // streams that only moved update it in place; other
-                // changes rebuild it in the old index's room (the
+                // streams that only moved update it in place; writers of
+                // disjoint slices put it off; other changes rebuild it in
+                // the old index's room (RegionWriters::update; the
                 // parameters of the model are fixed for the run).
-                Ok(i) => {
-                    let old = &mut self.shared[i].1;
-                    if !old.move_streams(&writers) {
-                        old.rebuild(&writers);
-                    }
-                }
+                Ok(i) => self.shared[i].1.update(&writers),
                 Err(i) => {
-                    self.shared
-                        .insert(i, (region[0].0, RegionWriters::new(&writers)));
+                    let mut r = RegionWriters::default();
+                    r.update(&writers);
+                    self.shared.insert(i, (region[0].0, r));
                 }
             }
         }
@@ -191,7 +188,13 @@ impl Sim {
     /// The latency task `t` on `cpu` sees for `op` when its memory
     /// accesses average `mem_ns`: lines other cores hold Modified come by
     /// a cache-to-cache transfer instead (physics/sharing.rs).
-    pub(crate) fn shared_line_latency(&self, t: TaskId, cpu: CpuId, op: &Op, mem_ns: f64) -> f64 {
+    pub(crate) fn shared_line_latency(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        op: &Op,
+        mem_ns: f64,
+    ) -> f64 {
         if self.shared.is_empty() {
             return mem_ns;
         }
@@ -213,7 +216,7 @@ impl Sim {
         let Ok(i) = self.shared.binary_search_by_key(&key, |e| e.0) else {
             return mem_ns;
         };
-        let r = &self.shared[i].1;
+        let r = &mut self.shared[i].1;
         let m = &self.k.m;
         let p = &self.sharing;
         let a = Access {

@@ -198,6 +198,12 @@ pub struct RegionWriters {
     /// By accessor id: where its last streaming access's two searches
     /// ended ([`SearchHint`]).
     hints: RefCell<Vec<SearchHint>>,
+    /// Whether `classes` and the lists index `writers` (false: put off,
+    /// see [`RegionWriters::update`]).
+    indexed: bool,
+    /// `(offset, end, task id)` of the writers' ranges, sorted, while the
+    /// index is put off: pairwise disjoint then.
+    spans: Vec<(u64, u64, usize)>,
 }
 
 /// Each writer in `randoms` (same order) packed with what a random access
@@ -302,6 +308,35 @@ struct Class {
 /// ending later.
 const NO_CLASS: u32 = u32::MAX;
 
+/// Fills `out` with `(offset, end, task id)` of the writers' ranges
+/// (length 0 dropped), sorted, and tells whether they are pairwise
+/// disjoint.
+fn disjoint_spans(writers: &[Writer], out: &mut Vec<(u64, u64, usize)>) -> bool {
+    out.clear();
+    // Two writers next to each other that overlap settle it without the
+    // sort: writers of one shared range (NUMA01's 160, pmbench's 64).
+    let overlap =
+        |a: &Writer, b: &Writer| a.offset < b.offset + b.len && b.offset < a.offset + a.len;
+    let mut live = writers.iter().filter(|w| w.len > 0);
+    if let Some(first) = live.next() {
+        let mut prev = first;
+        for w in live {
+            if overlap(prev, w) {
+                return false;
+            }
+            prev = w;
+        }
+    }
+    out.extend(
+        writers
+            .iter()
+            .filter(|w| w.len > 0)
+            .map(|w| (w.offset, w.offset + w.len, w.id)),
+    );
+    out.sort_unstable();
+    out.windows(2).all(|p| p[0].1 <= p[1].0)
+}
+
 /// Fills `out` with, per class, the index of the last class before it
 /// whose range ends later (`NO_CLASS`: none): the previous greater
 /// element of the range ends, one pass over a stack.
@@ -343,6 +378,72 @@ impl RegionWriters {
         r
     }
 
+    /// Takes this tick's `writers` of the region: streams that only moved
+    /// are moved in place ([`RegionWriters::move_streams`]); writers whose
+    /// ranges are pairwise disjoint (each thread its own slice: NUMA02,
+    /// NUMA01_THREADLOCAL) are kept with their sorted ranges, and the
+    /// index is built on the first access that reads another writer's
+    /// range ([`RegionWriters::cost`]), which none of them does: they
+    /// share nothing, and a rebuild at each tick a writer joins or leaves
+    /// (a kworker preempting one) was a tenth of NUMA02's run; any other
+    /// writers are indexed at once ([`RegionWriters::rebuild`]). Every
+    /// answer is the one a fresh index of `writers` gives.
+    pub fn update(&mut self, writers: &[Writer]) {
+        if self.move_streams(writers) {
+            return;
+        }
+        if disjoint_spans(writers, &mut self.spans) {
+            self.defer_index(writers);
+        } else {
+            self.rebuild(writers);
+        }
+    }
+
+    /// Holds `writers` (pairwise disjoint, their ranges in `spans`)
+    /// without an index: the old writers' random answers are filed as a
+    /// rebuild files them, and the lists are emptied, so that moving
+    /// streams touches none and a later rebuild starts its sorts afresh.
+    fn defer_index(&mut self, writers: &[Writer]) {
+        self.keep_recent_memo();
+        self.writers.clear();
+        self.writers
+            .extend(writers.iter().filter(|w| w.len > 0).copied());
+        self.random_terms.get_mut().terms.clear();
+        self.classes.clear();
+        self.max_end.clear();
+        self.prev_longer.clear();
+        self.streams.clear();
+        self.by_id.clear();
+        self.randoms.clear();
+        self.indexed = false;
+    }
+
+    /// While the index is put off: whether every writer whose range the
+    /// access reads is the accessor itself, so that it shares nothing
+    /// (what the index answers for an accessor alone in its range: its
+    /// own streams and random writes are skipped, and no other writer's
+    /// window or density adds to the sums).
+    fn reads_only_own_range(&self, a: &Access) -> bool {
+        let (lo, hi) = match a.kind {
+            AccessKind::Stream { at } => (at, at + 1),
+            AccessKind::Random => (a.offset, a.offset + a.len),
+        };
+        // Disjoint and sorted by start, so sorted by end too: the spans
+        // that end after `lo` and start before `hi` are one run.
+        let mut i = self.spans.partition_point(|s| s.0 < hi);
+        while i > 0 {
+            i -= 1;
+            let (_, end, id) = self.spans[i];
+            if end <= lo {
+                break;
+            }
+            if id != a.id {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Indexes `writers` in place of what this held, keeping the vectors'
     /// room, and the answers of the old writers among the recent sets'
     /// ([`RecentMemo`]): the answers are those of the new writers when
@@ -362,6 +463,7 @@ impl RegionWriters {
         if !self.rebuild_one_class() {
             self.rebuild_classes();
         }
+        self.indexed = true;
     }
 
     /// Indexes `self.writers` in range classes, whatever their ranges.
@@ -690,10 +792,19 @@ impl RegionWriters {
         })
     }
 
-    /// What shared lines cost access `a` on machine `m`.
-    pub fn cost(&self, m: &Machine, p: &Sharing, a: &Access) -> SharedLines {
+    /// What shared lines cost access `a` on machine `m`. Builds the index
+    /// first when it was put off and the access reads another writer's
+    /// range ([`RegionWriters::update`]).
+    pub fn cost(&mut self, m: &Machine, p: &Sharing, a: &Access) -> SharedLines {
         if self.writers.is_empty() || a.len == 0 {
             return SharedLines::default();
+        }
+        if !self.indexed {
+            if self.reads_only_own_range(a) {
+                return SharedLines::default();
+            }
+            let writers = std::mem::take(&mut self.writers);
+            self.rebuild(&writers);
         }
         match a.kind {
             AccessKind::Stream { at } => self.stream_cost(m, p, a, at),
@@ -1030,7 +1141,7 @@ mod tests {
                 )
             })
             .collect();
-        let r = RegionWriters::new(&ws);
+        let mut r = RegionWriters::new(&ws);
         for w in &ws {
             assert_eq!(r.cost(&m, &params(), &access(w)).fraction, 0.0);
         }
@@ -1042,7 +1153,7 @@ mod tests {
         let a = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 100 * MIB);
         // b is 64 KiB ahead of a: a finds every line in b's cache.
         let b = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, 100 * MIB + 64 * 1024);
-        let r = RegionWriters::new(&[a, b]);
+        let mut r = RegionWriters::new(&[a, b]);
         let s = r.cost(&m, &params(), &access(&a));
         assert_eq!(s.fraction, 1.0);
         assert!(s.transfer_ns >= crate::physics::costs::C2C_REMOTE_PACKAGE_NS);
@@ -1059,12 +1170,12 @@ mod tests {
         let m = m();
         let a = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 100 * MIB);
         let b = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, 200 * MIB);
-        let r = RegionWriters::new(&[a, b]);
+        let mut r = RegionWriters::new(&[a, b]);
         assert_eq!(r.cost(&m, &params(), &access(&a)).fraction, 0.0);
         // The window wraps around the end of the range.
         let c = stream(1, cpu_on(&m, 1, 0), 0, 3 * GIB, MIB);
         let d = stream(0, cpu_on(&m, 0, 0), 0, 3 * GIB, 3 * GIB - MIB);
-        let r = RegionWriters::new(&[c, d]);
+        let mut r = RegionWriters::new(&[c, d]);
         assert_eq!(r.cost(&m, &params(), &access(&d)).fraction, 1.0);
     }
 
@@ -1104,21 +1215,21 @@ mod tests {
         let all: Vec<Writer> = (0..12).map(|i| rnd(i, i % 2, i / 2, 0.25)).collect();
         // One writer preempted for a tick: the set without it.
         let less: Vec<Writer> = all.iter().copied().filter(|w| w.id != 5).collect();
-        let ask = |r: &RegionWriters, ws: &[Writer]| -> Vec<SharedLines> {
+        let ask = |r: &mut RegionWriters, ws: &[Writer]| -> Vec<SharedLines> {
             ws.iter()
                 .map(|w| r.cost(&m, &params(), &access(w)))
                 .collect()
         };
         let mut r = RegionWriters::new(&all);
-        let first = ask(&r, &all);
+        let first = ask(&mut r, &all);
         r.rebuild(&less);
         assert!(r.random_memo.borrow().is_empty());
-        let without = ask(&r, &less);
-        assert_eq!(without, ask(&RegionWriters::new(&less), &less));
+        let without = ask(&mut r, &less);
+        assert_eq!(without, ask(&mut RegionWriters::new(&less), &less));
         r.rebuild(&all);
         assert_eq!(r.random_memo.borrow().len(), all.len());
-        assert_eq!(ask(&r, &all), first);
-        assert_eq!(first, ask(&RegionWriters::new(&all), &all));
+        assert_eq!(ask(&mut r, &all), first);
+        assert_eq!(first, ask(&mut RegionWriters::new(&all), &all));
         // The same writers in another order are another list (the order
         // orders the sums): no answers taken.
         let mut reversed = all.clone();
@@ -1214,8 +1325,8 @@ mod tests {
             let ws = make(&spec);
             let mut reversed = ws.clone();
             reversed.reverse();
-            let fresh = RegionWriters::new(&ws);
-            let other_order = RegionWriters::new(&reversed);
+            let mut fresh = RegionWriters::new(&ws);
+            let mut other_order = RegionWriters::new(&reversed);
             let mut rebuilt = RegionWriters::new(&make(&old));
             rebuilt.rebuild(&ws);
             for w in &ws {
@@ -1280,6 +1391,100 @@ mod tests {
             }
         }
 
+        /// Writers taken tick by tick through `update`: private slices
+        /// (the index put off), shared ranges (rebuilt), the same writers
+        /// moved on (in place, with or without an index). Every access
+        /// gets what a fresh index of the tick's writers answers: each
+        /// writer's own, and readers' over any range, which build a put-off
+        /// index when they read another writer's range.
+        #[test]
+        fn updated_index_answers_as_a_fresh_one(
+            ticks in proptest::collection::vec(
+                (
+                    0u8..3,
+                    proptest::collection::vec((0u64..16, 1u64..4, proptest::bool::ANY, 0u64..64, 0usize..4), 1..10),
+                ),
+                1..8,
+            ),
+            reads in proptest::collection::vec((0u64..20, 1u64..6, 0usize..12, proptest::bool::ANY, 0u64..64), 0..6),
+            readers_first in proptest::bool::ANY,
+        ) {
+            let m = m();
+            let mut r = RegionWriters::default();
+            let mut ws: Vec<Writer> = Vec::new();
+            for (shape, spec) in &ticks {
+                ws = match shape {
+                    // The last tick's writers, each stream a step further.
+                    0 if !ws.is_empty() => ws
+                        .iter()
+                        .map(|w| match w.kind {
+                            WriterKind::Stream { at } => {
+                                stream(w.id, w.cpu, w.offset, w.len, w.offset + (at - w.offset + MIB) % w.len)
+                            }
+                            _ => *w,
+                        })
+                        .collect(),
+                    // Each writer its own slice, some left out.
+                    1 | 0 => spec
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, e)| e.0 % 5 != 0 || *i == 0)
+                        .map(|(i, &(_, width, is_stream, at, k))| {
+                            let (offset, len) = (i as u64 * 4 * MIB, width * MIB);
+                            let cpu = cpu_on(&m, k % 2, k);
+                            if is_stream {
+                                stream(i, cpu, offset, len, offset + at * len / 64)
+                            } else {
+                                Writer { id: i, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
+                            }
+                        })
+                        .collect(),
+                    // Ranges anywhere, mostly overlapping.
+                    _ => spec
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(slot, width, is_stream, at, k))| {
+                            let (offset, len) = (slot * 4 * MIB, width * 4 * MIB);
+                            let cpu = cpu_on(&m, k % 2, k);
+                            if is_stream {
+                                stream(i, cpu, offset, len, offset + at * len / 64)
+                            } else {
+                                Writer { id: i, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
+                            }
+                        })
+                        .collect(),
+                };
+                r.update(&ws);
+                let mut fresh = RegionWriters::new(&ws);
+                let own: Vec<Access> = ws.iter().map(access).collect();
+                let readers: Vec<Access> = reads
+                    .iter()
+                    .map(|&(slot, width, id, is_stream, at)| {
+                        let (offset, len) = (slot * 4 * MIB, width * 4 * MIB);
+                        Access {
+                            id,
+                            cpu: cpu_on(&m, id % 2, id % 4),
+                            offset,
+                            len,
+                            kind: if is_stream {
+                                AccessKind::Stream { at: offset + at * len / 64 }
+                            } else {
+                                AccessKind::Random
+                            },
+                        }
+                    })
+                    .collect();
+                let asks: Vec<&Access> = if readers_first {
+                    readers.iter().chain(&own).collect()
+                } else {
+                    own.iter().chain(&readers).collect()
+                };
+                for a in asks {
+                    proptest::prop_assert_eq!(r.cost(&m, &params(), a), fresh.cost(&m, &params(), a));
+                }
+            }
+        }
+
         /// Streams moved in place answer exactly as a fresh index of the
         /// moved writers.
         #[test]
@@ -1306,7 +1511,7 @@ mod tests {
             let (before, after) = (make(false), make(true));
             let mut moved = RegionWriters::new(&before);
             proptest::prop_assert!(moved.move_streams(&after));
-            let fresh = RegionWriters::new(&after);
+            let mut fresh = RegionWriters::new(&after);
             for w in &after {
                 let a = access(w);
                 proptest::prop_assert_eq!(moved.cost(&m, &params(), &a), fresh.cost(&m, &params(), &a));
