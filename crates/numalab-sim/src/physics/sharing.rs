@@ -204,6 +204,11 @@ pub struct RegionWriters {
     /// `(offset, end, task id)` of the writers' ranges, sorted, while the
     /// index is put off: pairwise disjoint then.
     spans: Vec<(u64, u64, usize)>,
+    /// Task ids of the last `spans` in their sorted order, and the scratch
+    /// that sorts the next from it ([`Resort`]): the same threads hold the
+    /// same slices from tick to tick, so the next sort is nearly linear.
+    span_ids: Vec<usize>,
+    span_resort: Resort<(u64, u64, usize)>,
 }
 
 /// Each writer in `randoms` (same order) packed with what a random access
@@ -308,35 +313,6 @@ struct Class {
 /// ending later.
 const NO_CLASS: u32 = u32::MAX;
 
-/// Fills `out` with `(offset, end, task id)` of the writers' ranges
-/// (length 0 dropped), sorted, and tells whether they are pairwise
-/// disjoint.
-fn disjoint_spans(writers: &[Writer], out: &mut Vec<(u64, u64, usize)>) -> bool {
-    out.clear();
-    // Two writers next to each other that overlap settle it without the
-    // sort: writers of one shared range (NUMA01's 160, pmbench's 64).
-    let overlap =
-        |a: &Writer, b: &Writer| a.offset < b.offset + b.len && b.offset < a.offset + a.len;
-    let mut live = writers.iter().filter(|w| w.len > 0);
-    if let Some(first) = live.next() {
-        let mut prev = first;
-        for w in live {
-            if overlap(prev, w) {
-                return false;
-            }
-            prev = w;
-        }
-    }
-    out.extend(
-        writers
-            .iter()
-            .filter(|w| w.len > 0)
-            .map(|w| (w.offset, w.offset + w.len, w.id)),
-    );
-    out.sort_unstable();
-    out.windows(2).all(|p| p[0].1 <= p[1].0)
-}
-
 /// Fills `out` with, per class, the index of the last class before it
 /// whose range ends later (`NO_CLASS`: none): the previous greater
 /// element of the range ends, one pass over a stack.
@@ -392,11 +368,46 @@ impl RegionWriters {
         if self.move_streams(writers) {
             return;
         }
-        if disjoint_spans(writers, &mut self.spans) {
+        if self.disjoint_spans(writers) {
             self.defer_index(writers);
         } else {
             self.rebuild(writers);
         }
+    }
+
+    /// Fills `spans` with `(offset, end, task id)` of the writers' ranges
+    /// (length 0 dropped), sorted, and tells whether they are pairwise
+    /// disjoint.
+    fn disjoint_spans(&mut self, writers: &[Writer]) -> bool {
+        let out = &mut self.spans;
+        out.clear();
+        // Two writers next to each other that overlap settle it without
+        // the sort: writers of one shared range (NUMA01's 160, pmbench's
+        // 64).
+        let overlap =
+            |a: &Writer, b: &Writer| a.offset < b.offset + b.len && b.offset < a.offset + a.len;
+        let mut live = writers.iter().filter(|w| w.len > 0);
+        if let Some(first) = live.next() {
+            let mut prev = first;
+            for w in live {
+                if overlap(prev, w) {
+                    return false;
+                }
+                prev = w;
+            }
+        }
+        out.extend(
+            writers
+                .iter()
+                .filter(|w| w.len > 0)
+                .map(|w| (w.offset, w.offset + w.len, w.id)),
+        );
+        // Ids differ, so the order is total and the sort's result is
+        // sort_unstable's whatever order it starts from.
+        self.span_resort.sort(out, &self.span_ids, |s| s.2);
+        self.span_ids.clear();
+        self.span_ids.extend(out.iter().map(|s| s.2));
+        out.windows(2).all(|p| p[0].1 <= p[1].0)
     }
 
     /// Holds `writers` (pairwise disjoint, their ranges in `spans`)
