@@ -1421,6 +1421,17 @@ mod tests {
             readers_first in proptest::bool::ANY,
         ) {
             let m = m();
+            // Writer `id` on the `k`th CPU of package `k % 2` over
+            // `[offset, offset + len)`: a stream `at` 64ths into it, or a
+            // random writer.
+            let writer = |id: usize, k: usize, offset: u64, len: u64, is_stream: bool, at: u64| {
+                let cpu = cpu_on(&m, k % 2, k);
+                if is_stream {
+                    stream(id, cpu, offset, len, offset + at * len / 64)
+                } else {
+                    Writer { id, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
+                }
+            };
             let mut r = RegionWriters::default();
             let mut ws: Vec<Writer> = Vec::new();
             for (shape, spec) in &ticks {
@@ -1441,13 +1452,7 @@ mod tests {
                         .enumerate()
                         .filter(|(i, e)| e.0 % 5 != 0 || *i == 0)
                         .map(|(i, &(_, width, is_stream, at, k))| {
-                            let (offset, len) = (i as u64 * 4 * MIB, width * MIB);
-                            let cpu = cpu_on(&m, k % 2, k);
-                            if is_stream {
-                                stream(i, cpu, offset, len, offset + at * len / 64)
-                            } else {
-                                Writer { id: i, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
-                            }
+                            writer(i, k, i as u64 * 4 * MIB, width * MIB, is_stream, at)
                         })
                         .collect(),
                     // Ranges anywhere, mostly overlapping.
@@ -1455,13 +1460,7 @@ mod tests {
                         .iter()
                         .enumerate()
                         .map(|(i, &(slot, width, is_stream, at, k))| {
-                            let (offset, len) = (slot * 4 * MIB, width * 4 * MIB);
-                            let cpu = cpu_on(&m, k % 2, k);
-                            if is_stream {
-                                stream(i, cpu, offset, len, offset + at * len / 64)
-                            } else {
-                                Writer { id: i, cpu, offset, len, kind: WriterKind::Random { write_fraction: 0.5 } }
-                            }
+                            writer(i, k, slot * 4 * MIB, width * 4 * MIB, is_stream, at)
                         })
                         .collect(),
                 };
