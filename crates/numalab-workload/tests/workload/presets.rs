@@ -577,6 +577,24 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
 }
 
 #[test]
+fn pmbench_map_size_is_a_param_defaulting_to_16_gib() {
+    let m = big();
+    let map = |w: &Workload| {
+        w.processes[0]
+            .regions
+            .iter()
+            .find(|r| r.name == "map")
+            .expect("map region")
+            .bytes
+    };
+    assert_eq!(map(&run("pmbench", &m, 0)), 16 << 30);
+    let w = run("pmbench:size=64GiB", &m, 0);
+    assert_eq!(map(&w), 64 << 30);
+    // Only the map changes: the same 64 threads, one random phase each.
+    assert_eq!(count_threads(&w.processes[0], "job"), 64);
+}
+
+#[test]
 fn an_unknown_or_malformed_param_override_is_an_error_naming_it() {
     let e = load("specjbb:wharehouses=3").unwrap_err().to_string();
     assert!(
