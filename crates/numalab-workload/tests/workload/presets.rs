@@ -523,6 +523,16 @@ fn numa01_threadlocal_interleave_is_the_even_and_odd_page_sets() {
 }
 
 /// Threads of group `group` in process `p` (names are `group` or `group.K`).
+/// Bytes of the first process's region `name`.
+fn region_bytes(w: &Workload, name: &str) -> u64 {
+    w.processes[0]
+        .regions
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no region {name}"))
+        .bytes
+}
+
 fn count_threads(p: &Process, group: &str) -> usize {
     p.threads
         .iter()
@@ -537,14 +547,7 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
     assert_eq!(w.processes.len(), 1, "one JVM by default");
     let ncpus = m.nr_cpus();
     assert_eq!(count_threads(&w.processes[0], "warehouse"), ncpus);
-    let wh = |w: &Workload| {
-        w.processes[0]
-            .regions
-            .iter()
-            .find(|r| r.name == "warehouse")
-            .expect("warehouse region")
-            .bytes
-    };
+    let wh = |w: &Workload| region_bytes(w, "warehouse");
     assert_eq!(wh(&w), (ncpus as u64 * 25) << 20);
     let w12 = run("specjbb:warehouses=12", &m, 0);
     assert_eq!(count_threads(&w12.processes[0], "warehouse"), 12);
@@ -579,14 +582,7 @@ fn specjbb_params_set_warehouses_and_jvms_and_overrides_replace_them() {
 #[test]
 fn pmbench_map_size_is_a_param_defaulting_to_16_gib() {
     let m = big();
-    let map = |w: &Workload| {
-        w.processes[0]
-            .regions
-            .iter()
-            .find(|r| r.name == "map")
-            .expect("map region")
-            .bytes
-    };
+    let map = |w: &Workload| region_bytes(w, "map");
     assert_eq!(map(&run("pmbench", &m, 0)), 16 << 30);
     let w = run("pmbench:size=64GiB", &m, 0);
     assert_eq!(map(&w), 64 << 30);
