@@ -201,6 +201,28 @@ impl Kernel {
         costs::WP_REUSE_FAULT_NS * self.first_touch_rescale().unwrap_or(1.0)
     }
 
+    /// `zone_statistics(preferred_zone, zone, 1)` for allocations of one
+    /// node, whatever their order (a THP is one, as the guest's
+    /// `numa_hit` shows: validate/kernel): `local` of them by CPUs of that
+    /// node and `other` by CPUs elsewhere, on the node the policy
+    /// preferred (`hit`) or not. `interleave`: an MPOL_INTERLEAVE
+    /// allocation, which `alloc_pages_mpol` also counts as an
+    /// interleave hit when it lands where the policy put it.
+    pub(crate) fn zone_statistics(&mut self, hit: bool, interleave: bool, local: u64, other: u64) {
+        let n = local + other;
+        if hit {
+            self.vmstat.add(Vm::NumaHit, n);
+            if interleave {
+                self.vmstat.add(Vm::NumaInterleave, n);
+            }
+        } else {
+            self.vmstat.add(Vm::NumaMiss, n);
+            self.vmstat.add(Vm::NumaForeign, n);
+        }
+        self.vmstat.add(Vm::NumaLocal, local);
+        self.vmstat.add(Vm::NumaOther, other);
+    }
+
     /// What turns the first-touch path's native costs into the units
     /// [`Kernel::charge_sys`] takes (it multiplies by `cost_scale`):
     /// `fault_cost_scale / cost_scale` when the machine gives one.
@@ -265,23 +287,9 @@ impl Kernel {
             (order.first().copied(), nid)
         };
         self.mem.mms[mm].vmas[vma].set_page_node(idx, nid);
-        // zone_statistics(): one count per allocation, whatever its order
-        // (rmqueue's `zone_statistics(preferred_zone, zone, 1)`; a THP is
-        // one, as the guest's `numa_hit` shows: validate/kernel).
-        if Some(nid) == intended {
-            self.vmstat.add(Vm::NumaHit, 1);
-            if pol.mode == MpolMode::Interleave {
-                self.vmstat.add(Vm::NumaInterleave, 1);
-            }
-        } else {
-            self.vmstat.add(Vm::NumaMiss, 1);
-            self.vmstat.add(Vm::NumaForeign, 1);
-        }
-        if nid == local {
-            self.vmstat.add(Vm::NumaLocal, 1);
-        } else {
-            self.vmstat.add(Vm::NumaOther, 1);
-        }
+        let interleave = pol.mode == MpolMode::Interleave;
+        let here = u64::from(nid == local);
+        self.zone_statistics(Some(nid) == intended, interleave, here, 1 - here);
         self.count_memcg_event(t, Vm::PgFault, 1);
         if nr > 1 && self.mem.mms[mm].vmas[vma].shm.is_none() {
             // map_anon_folio_pmd: the winner's huge page (a loser finds the
@@ -302,15 +310,11 @@ impl Kernel {
         let losers = race.losers();
         if losers > 0 {
             self.count_memcg_event(t, Vm::PgFault, losers);
-            if Some(nid) == intended {
-                self.vmstat.add(Vm::NumaHit, losers);
-            } else {
-                self.vmstat.add(Vm::NumaMiss, losers);
-                self.vmstat.add(Vm::NumaForeign, losers);
-            }
+            // Each loser's folio is an allocation too, on the winner's
+            // node (the module doc's approximation), local to the losers
+            // on that node.
             let here = race.per_node[nid.index()] - u64::from(local == nid);
-            self.vmstat.add(Vm::NumaLocal, here);
-            self.vmstat.add(Vm::NumaOther, losers - here);
+            self.zone_statistics(Some(nid) == intended, interleave, here, losers - here);
         }
         // The memcg charge of each racer's folio, and each loser's
         // uncharge when it frees its own (kernel/mm/memcontrol.rs).
@@ -490,6 +494,41 @@ mod tests {
             .expect("racing hinting fault");
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2, "the winner's");
         assert_eq!(k.vmstat.get(Vm::PgFault), 2 + 64);
+    }
+
+    #[test]
+    fn every_racer_of_an_interleaved_first_touch_counts_an_interleave_hit() {
+        // alloc_pages_mpol counts NUMA_INTERLEAVE_HIT for each allocation
+        // that lands where the interleave put it, a losing racer's too.
+        let mut k = fx::kernel("spr-4n", &[]);
+        let req = crate::kernel::mm::mempolicy::MpolRequest {
+            mode: MpolMode::Interleave,
+            nodes: vec![0, 1, 2, 3],
+            numa_balancing: false,
+        };
+        let pol = crate::kernel::mm::mempolicy::mpol_new(
+            &req,
+            4,
+            numalab_knobs::knob::InterleaveNumaBalancing::Off,
+        )
+        .expect("plain interleave");
+        let mm = fx::add_mm(&mut k, fx::pages(16), false, Some(pol));
+        let t = fx::add_task(&mut k, mm, fx::c(0));
+        let cpus: Vec<CpuId> = (0..8).map(|i| fx::c(i * 40)).collect();
+        let mut per_node = vec![0u64; 4];
+        for &c in &cpus {
+            per_node[k.cpu_node(c).index()] += 1;
+        }
+        let race = Race {
+            cpus: &cpus,
+            per_node: &per_node,
+            key: cpu_set_key(&cpus),
+        };
+        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
+            .expect("racing first touch");
+        assert_eq!(k.vmstat.get(Vm::NumaHit), 8, "winner and 7 losers");
+        assert_eq!(k.vmstat.get(Vm::NumaInterleave), 8);
+        assert_eq!(k.vmstat.get(Vm::NumaLocal) + k.vmstat.get(Vm::NumaOther), 8);
     }
 
     #[test]

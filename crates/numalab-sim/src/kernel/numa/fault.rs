@@ -391,12 +391,8 @@ impl Kernel {
         // other: zone_statistics counts a hit on `nid`, local when the
         // migrating CPU is on it (the guest: numa_hit = first touches +
         // numa_pages_migrated, validate/kernel).
-        self.vmstat.add(Vm::NumaHit, 1);
-        if self.cpu_node(self.tasks[t].cpu) == nid {
-            self.vmstat.add(Vm::NumaLocal, 1);
-        } else {
-            self.vmstat.add(Vm::NumaOther, 1);
-        }
+        let here = u64::from(self.cpu_node(self.tasks[t].cpu) == nid);
+        self.zone_statistics(true, false, here, 1 - here);
         if thp {
             self.vmstat.add(Vm::ThpMigrationSuccess, 1);
         }
