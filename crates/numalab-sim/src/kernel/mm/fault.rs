@@ -408,6 +408,22 @@ mod tests {
         race_in(sets, None)
     }
 
+    /// Task `t` on CPU 0 wins a write fault on page 3 of the first VMA
+    /// that the threads on `cpus` (CPU 0 among them) race.
+    fn fault_raced(k: &mut Kernel, t: TaskId, cpus: &[CpuId]) -> FaultCost {
+        let mut per_node = vec![0u64; k.m.nr_nodes()];
+        for &c in cpus {
+            per_node[k.cpu_node(c).index()] += 1;
+        }
+        let race = Race {
+            cpus,
+            per_node: &per_node,
+            key: cpu_set_key(cpus),
+        };
+        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
+            .expect("racing fault")
+    }
+
     /// A race of 64 threads on one page, their task in cgroup `cg` (the
     /// root when `None`).
     fn race_in(sets: &[&str], cg: Option<&str>) -> (Kernel, FaultCost) {
@@ -418,18 +434,7 @@ mod tests {
             k.tasks[t].cgroup = k.cgroups.mkdir(path, None, None).expect("cgroup");
         }
         let cpus: Vec<CpuId> = (0..64).map(|i| fx::c(i * 5)).collect();
-        let mut per_node = vec![0u64; 4];
-        for &c in &cpus {
-            per_node[k.cpu_node(c).index()] += 1;
-        }
-        let race = Race {
-            cpus: &cpus,
-            per_node: &per_node,
-            key: cpu_set_key(&cpus),
-        };
-        let c = k
-            .handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
-            .expect("fault");
+        let c = fault_raced(&mut k, t, &cpus);
         (k, c)
     }
 
@@ -480,18 +485,8 @@ mod tests {
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 1);
         assert_eq!(k.vmstat.get(Vm::PgFault), 2);
         let cpus: Vec<CpuId> = (0..64).map(|i| fx::c(i * 5)).collect();
-        let mut per_node = vec![0u64; 4];
-        for &c in &cpus {
-            per_node[k.cpu_node(c).index()] += 1;
-        }
         fx::mark(&mut k, mm, 3);
-        let race = Race {
-            cpus: &cpus,
-            per_node: &per_node,
-            key: cpu_set_key(&cpus),
-        };
-        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
-            .expect("racing hinting fault");
+        fault_raced(&mut k, t, &cpus);
         assert_eq!(k.vmstat.get(Vm::NumaHintFaults), 2, "the winner's");
         assert_eq!(k.vmstat.get(Vm::PgFault), 2 + 64);
     }
@@ -515,17 +510,7 @@ mod tests {
         let mm = fx::add_mm(&mut k, fx::pages(16), false, Some(pol));
         let t = fx::add_task(&mut k, mm, fx::c(0));
         let cpus: Vec<CpuId> = (0..8).map(|i| fx::c(i * 40)).collect();
-        let mut per_node = vec![0u64; 4];
-        for &c in &cpus {
-            per_node[k.cpu_node(c).index()] += 1;
-        }
-        let race = Race {
-            cpus: &cpus,
-            per_node: &per_node,
-            key: cpu_set_key(&cpus),
-        };
-        k.handle_mm_fault_racing(t, fx::c(0), fx::V0, 3, true, race)
-            .expect("racing first touch");
+        fault_raced(&mut k, t, &cpus);
         assert_eq!(k.vmstat.get(Vm::NumaHit), 8, "winner and 7 losers");
         assert_eq!(k.vmstat.get(Vm::NumaInterleave), 8);
         assert_eq!(k.vmstat.get(Vm::NumaLocal) + k.vmstat.get(Vm::NumaOther), 8);
